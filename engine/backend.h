@@ -1,0 +1,89 @@
+/* backend.h - the table of device ops the model forward (and later the policies) call.
+ *
+ * A backend is a context plus function pointers; the CPU backend (engine/cpu/) is the fp32
+ * reference, the CUDA backend (engine/cuda/) implements the same table. Buffers are opaque
+ * handles (`void *`) owned by the backend; ops never receive host pointers for tensors, only
+ * the step's batch description (zp_batch, host arrays) through set_batch.
+ * Layouts: row-major; "[T,H]" means T rows of H elements. KV cache per layer:
+ * [num_blocks][block_size][H_kv][D], K and V separately, all layers in one buffer
+ * ([L][num_blocks][block_size][H_kv][D]).
+ * This header does not implement anything; see engine/cpu/backend_cpu.c.
+ */
+#ifndef ZP_BACKEND_H
+#define ZP_BACKEND_H
+
+#include <stddef.h>
+
+#include "status.h"
+
+/* One engine step, as host arrays. T = n_tokens rows, S = n_seqs sequences. */
+typedef struct {
+    int n_tokens;             /* T */
+    int n_seqs;               /* S */
+    const int *token_ids;     /* [T] input token ids */
+    const int *positions;     /* [T] logical positions (RoPE); not slot indices */
+    const int *slot_mapping;  /* [T] physical slot block*bs+offset receiving the token's K/V */
+    const int *seq_q_start;   /* [S] first row of each sequence in the batch */
+    const int *seq_q_len;     /* [S] rows of each sequence */
+    const int *seq_kv_len;    /* [S] physical KV length after this step's writes */
+    const int *block_tables;  /* [S][max_blocks] physical block ids, -1 padded */
+    int max_blocks;           /* row stride of block_tables */
+    int n_out;                /* rows whose logits are computed */
+    const int *out_rows;      /* [n_out] batch rows for the LM head */
+    int is_prefill;           /* 1: some seq has q_len > 1 (prefill); 0: one query per seq */
+} zp_batch;
+
+/* Attention geometry shared by the attention and KV ops. */
+typedef struct {
+    int n_layers, n_heads, n_kv_heads, head_dim; /* L, H_q, H_kv, D */
+    int block_size, num_blocks;                  /* paged pool geometry */
+    float scale;                                 /* softmax scale, D^-0.5 */
+    float qk_norm_eps;                           /* eps of the Qwen3 q/k RMSNorm */
+} zp_attn_dims;
+
+typedef struct zp_backend zp_backend;
+struct zp_backend {
+    const char *name;
+    void *ctx;
+    void (*destroy)(zp_backend *be);
+
+    /* memory: n elements of the backend's activation type (fp32 on CPU) */
+    zp_status (*alloc)(zp_backend *be, size_t n, void **out);
+    void (*release)(zp_backend *be, void *buf);
+    /* weights: takes ownership of a malloc'ed fp32 host array of n elements */
+    zp_status (*weight_upload)(zp_backend *be, float *host, size_t n, void **out);
+    /* copy n elements starting at element off of src to host fp32 */
+    zp_status (*to_host)(zp_backend *be, float *dst, const void *src, size_t off, size_t n);
+    /* rotary inverse frequencies [D/2] (scaling already applied) */
+    zp_status (*rope_init)(zp_backend *be, const float *inv_freq, int half_dim);
+    /* the step's batch; valid until the next set_batch */
+    zp_status (*set_batch)(zp_backend *be, const zp_batch *b);
+
+    /* out[T,H] = table[token_ids[t], :] */
+    zp_status (*embed)(zp_backend *be, void *out, const void *table, int H);
+    /* out[rows,H] = x / rms(x) * w[H]  (out may alias x) */
+    zp_status (*rmsnorm)(zp_backend *be, void *out, const void *x, const void *w, int rows, int H, float eps);
+    /* x[n] += y[n] */
+    zp_status (*add)(zp_backend *be, void *x, const void *y, size_t n);
+    /* out[M,N] = x[M,K] . w[N,K]^T (+ bias[N] when not NULL) */
+    zp_status (*matmul)(zp_backend *be, void *out, const void *x, const void *w, const void *bias, int M, int N, int K);
+    /* qkv[T,(Hq+2Hkv)D]: optional per-head RMSNorm of q and k (q_norm/k_norm [D] or NULL),
+     * RoPE at positions[t], q to q_out[T,Hq,D], k and v to the caches of `layer` at slot_mapping[t]. */
+    zp_status (*qkv_rope_store)(zp_backend *be, const zp_attn_dims *d, const void *qkv, void *q_out,
+                                const void *q_norm, const void *k_norm, void *k_cache, void *v_cache, int layer);
+    /* out[T,Hq*D]: causal attention of each row over its sequence's paged KV (GQA). Row i of a
+     * sequence sees physical KV [0, kv_len - q_len + i]. Prefill: ragged q_len; decode: q_len 1. */
+    zp_status (*attn_prefill)(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache,
+                              const void *v_cache, int layer);
+    zp_status (*attn_decode)(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache,
+                             const void *v_cache, int layer);
+    /* out[T,I] = silu(gu[:, :I]) * gu[:, I:]   with gu [T,2I] */
+    zp_status (*silu_mul)(zp_backend *be, void *out, const void *gu, int T, int I);
+    /* out[n_out,H] = x[out_rows[i], :] */
+    zp_status (*gather_rows)(zp_backend *be, void *out, const void *x, int H);
+};
+
+/* The CPU reference backend (fp32, BLAS sgemm, OpenMP). n_threads <= 0: OpenMP default. */
+zp_status zp_backend_cpu_create(int n_threads, zp_backend **out);
+
+#endif

@@ -1,0 +1,53 @@
+/* config.h - model configuration read from a Hugging Face checkpoint folder.
+ *
+ * Reads config.json (and generation_config.json when present) of the architectures we run:
+ * Qwen3ForCausalLM, Qwen2ForCausalLM (q/k/v biases) and LlamaForCausalLM (llama3 rope
+ * scaling). Anything else is refused by name. It does not read weights (see safetensors.h).
+ */
+#ifndef ZP_CONFIG_H
+#define ZP_CONFIG_H
+
+#include "status.h"
+
+typedef enum { ZP_ARCH_QWEN3, ZP_ARCH_QWEN2, ZP_ARCH_LLAMA, ZP_ARCH_COUNT } zp_arch;
+typedef enum { ZP_ROPE_DEFAULT, ZP_ROPE_LLAMA3, ZP_ROPE_COUNT } zp_rope_type;
+
+#define ZP_MAX_EOS 8
+
+typedef struct {
+    zp_arch arch;
+    char arch_name[64];     /* as written in "architectures" */
+    int hidden;             /* hidden_size */
+    int n_layers;           /* num_hidden_layers */
+    int n_heads;            /* num_attention_heads (H_q) */
+    int n_kv_heads;         /* num_key_value_heads (H_kv) */
+    int head_dim;           /* head_dim, or hidden / n_heads when absent */
+    int intermediate;       /* intermediate_size */
+    int vocab;              /* vocab_size */
+    int max_pos;            /* max_position_embeddings */
+    float rms_eps;          /* rms_norm_eps */
+    float rope_theta;       /* rope_theta */
+    zp_rope_type rope_type; /* rope_scaling.rope_type */
+    float rope_factor, rope_low_freq, rope_high_freq; /* llama3 scaling */
+    int rope_orig_max_pos;  /* rope_scaling.original_max_position_embeddings */
+    int tie_embeddings;     /* tie_word_embeddings */
+    int qkv_bias;           /* q/k/v projections have biases (Qwen2, or attention_bias) */
+    int qk_norm;            /* per-head RMSNorm on q and k (Qwen3) */
+    int bos_id;             /* -1 when unknown */
+    int eos_ids[ZP_MAX_EOS];
+    int n_eos;
+    char torch_dtype[16];
+} zp_model_config;
+
+/* Parse config.json text; `src` names the file in error messages. */
+zp_status zp_config_parse(const char *json, const char *src, zp_model_config *c);
+/* Parse generation_config.json text: overrides bos/eos when given. */
+zp_status zp_config_parse_generation(const char *json, const char *src, zp_model_config *c);
+/* Load DIR/config.json and, if present, DIR/generation_config.json. */
+zp_status zp_config_load(const char *dir, zp_model_config *c);
+/* Reads a whole file into a NUL-terminated malloc'ed buffer. */
+zp_status zp_read_file(const char *path, char **out, size_t *len);
+int zp_config_is_eos(const zp_model_config *c, int token);
+const char *zp_arch_name(zp_arch a);
+
+#endif

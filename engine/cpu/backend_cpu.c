@@ -1,0 +1,303 @@
+/* backend_cpu.c - the fp32 CPU reference backend: BLAS sgemm for projections, OpenMP loops
+ * for the rest. It is the oracle the CUDA backend is tested against, so clarity beats speed:
+ * attention is a plain per-(row, head) softmax over the paged KV, no tiling.
+ * It does not sample (sampler.c works on host logits).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../backend.h" /* zp_backend, zp_batch, zp_attn_dims */
+
+#ifdef ZP_HAVE_CBLAS
+#include <cblas.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef struct {
+    zp_batch b;           /* shallow copy; arrays owned by the caller for the step */
+    float *inv_freq;      /* [D/2] */
+    int half_dim;
+    float *cos_sin;       /* [T][2][D/2] RoPE table of the step's positions */
+    size_t cos_sin_cap;
+    int n_threads;
+} cpu_ctx;
+
+#define CTX(be) ((cpu_ctx *)(be)->ctx)
+
+/* ---------------------------------------------------------------- memory */
+
+static zp_status cpu_alloc(zp_backend *be, size_t n, void **out) {
+    (void)be;
+    *out = calloc(n ? n : 1, sizeof(float));
+    if (!*out) return zp_fail(ZP_ERR_OOM, "cpu backend: cannot allocate %zu floats (%.1f MiB)", n, n * 4.0 / 1048576);
+    return ZP_OK;
+}
+static void cpu_release(zp_backend *be, void *buf) { (void)be; free(buf); }
+static zp_status cpu_weight_upload(zp_backend *be, float *host, size_t n, void **out) {
+    (void)be; (void)n;
+    *out = host;
+    return ZP_OK;
+}
+static zp_status cpu_to_host(zp_backend *be, float *dst, const void *src, size_t off, size_t n) {
+    (void)be;
+    memcpy(dst, (const float *)src + off, n * sizeof(float));
+    return ZP_OK;
+}
+
+static zp_status cpu_rope_init(zp_backend *be, const float *inv_freq, int half_dim) {
+    cpu_ctx *c = CTX(be);
+    free(c->inv_freq);
+    c->inv_freq = malloc(sizeof(float) * (size_t)half_dim);
+    ZP_CHECK_ALLOC(c->inv_freq);
+    memcpy(c->inv_freq, inv_freq, sizeof(float) * (size_t)half_dim);
+    c->half_dim = half_dim;
+    return ZP_OK;
+}
+
+/* Stores the batch and precomputes cos/sin of each row's position (fp32, as HF: pos * inv_freq). */
+static zp_status cpu_set_batch(zp_backend *be, const zp_batch *b) {
+    cpu_ctx *c = CTX(be);
+    c->b = *b;
+    if (!c->inv_freq) return ZP_OK;
+    size_t need = (size_t)b->n_tokens * 2 * (size_t)c->half_dim;
+    if (need > c->cos_sin_cap) {
+        free(c->cos_sin);
+        c->cos_sin = malloc(sizeof(float) * need);
+        ZP_CHECK_ALLOC(c->cos_sin);
+        c->cos_sin_cap = need;
+    }
+    for (int t = 0; t < b->n_tokens; t++) {
+        float *cs = c->cos_sin + (size_t)t * 2 * (size_t)c->half_dim;
+        for (int i = 0; i < c->half_dim; i++) {
+            float ang = (float)b->positions[t] * c->inv_freq[i];
+            cs[i] = cosf(ang);
+            cs[c->half_dim + i] = sinf(ang);
+        }
+    }
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- elementwise and norms */
+
+static zp_status cpu_embed(zp_backend *be, void *out, const void *table, int H) {
+    const zp_batch *b = &CTX(be)->b;
+    float *o = out;
+    const float *tab = table;
+    for (int t = 0; t < b->n_tokens; t++) memcpy(o + (size_t)t * H, tab + (size_t)b->token_ids[t] * H, sizeof(float) * (size_t)H);
+    return ZP_OK;
+}
+
+static void rmsnorm_row(float *o, const float *x, const float *w, int H, float eps) {
+    float ss = 0.f;
+    for (int i = 0; i < H; i++) ss += x[i] * x[i];
+    float inv = 1.0f / sqrtf(ss / (float)H + eps);
+    for (int i = 0; i < H; i++) o[i] = w[i] * (x[i] * inv);
+}
+
+static zp_status cpu_rmsnorm(zp_backend *be, void *out, const void *x, const void *w, int rows, int H, float eps) {
+    (void)be;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++) rmsnorm_row((float *)out + (size_t)r * H, (const float *)x + (size_t)r * H, w, H, eps);
+    return ZP_OK;
+}
+
+static zp_status cpu_add(zp_backend *be, void *x, const void *y, size_t n) {
+    (void)be;
+    float *a = x;
+    const float *bb = y;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) a[i] += bb[i];
+    return ZP_OK;
+}
+
+static zp_status cpu_silu_mul(zp_backend *be, void *out, const void *gu, int T, int inter) {
+    (void)be;
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < T; t++) {
+        const float *g = (const float *)gu + (size_t)t * 2 * inter, *u = g + inter;
+        float *o = (float *)out + (size_t)t * inter;
+        for (int i = 0; i < inter; i++) o[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    }
+    return ZP_OK;
+}
+
+static zp_status cpu_gather_rows(zp_backend *be, void *out, const void *x, int H) {
+    const zp_batch *b = &CTX(be)->b;
+    for (int i = 0; i < b->n_out; i++)
+        memcpy((float *)out + (size_t)i * H, (const float *)x + (size_t)b->out_rows[i] * H, sizeof(float) * (size_t)H);
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- matmul */
+
+static zp_status cpu_matmul(zp_backend *be, void *out, const void *x, const void *w, const void *bias, int M, int N, int K) {
+    (void)be;
+    float *o = out;
+#ifdef ZP_HAVE_CBLAS
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, o, N);
+#else
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            const float *xr = (const float *)x + (size_t)m * K, *wr = (const float *)w + (size_t)n * K;
+            float acc = 0.f;
+            for (int k = 0; k < K; k++) acc += xr[k] * wr[k];
+            o[(size_t)m * N + n] = acc;
+        }
+#endif
+    if (bias) {
+        const float *bb = bias;
+#pragma omp parallel for schedule(static)
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) o[(size_t)m * N + n] += bb[n];
+    }
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- rope + kv store */
+
+/* Rotate-halves (NeoX) RoPE of one head vector x[D] in place, cos/sin [2][D/2]. */
+static void rope_head(float *x, const float *cs, int half) {
+    for (int i = 0; i < half; i++) {
+        float x1 = x[i], x2 = x[i + half], c = cs[i], s = cs[half + i];
+        x[i] = x1 * c - x2 * s;
+        x[i + half] = x2 * c + x1 * s;
+    }
+}
+
+static zp_status cpu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const void *qkv, void *q_out,
+                                    const void *q_norm, const void *k_norm, void *k_cache, void *v_cache, int layer) {
+    cpu_ctx *c = CTX(be);
+    const zp_batch *b = &c->b;
+    const int D = d->head_dim, Hq = d->n_heads, Hkv = d->n_kv_heads, W = (Hq + 2 * Hkv) * D;
+    const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * Hkv * D;
+    if (c->half_dim * 2 != D) return zp_fail(ZP_ERR_INVALID, "cpu qkv_rope_store: rope_init half_dim %d != D/2 (%d)", c->half_dim, D / 2);
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < b->n_tokens; t++) {
+        const float *row = (const float *)qkv + (size_t)t * W;
+        const float *cs = c->cos_sin + (size_t)t * 2 * c->half_dim;
+        float *q = (float *)q_out + (size_t)t * Hq * D;
+        memcpy(q, row, sizeof(float) * (size_t)Hq * D);
+        for (int h = 0; h < Hq; h++) {
+            if (q_norm) rmsnorm_row(q + h * D, q + h * D, q_norm, D, d->qk_norm_eps);
+            rope_head(q + h * D, cs, c->half_dim);
+        }
+        int slot = b->slot_mapping[t];
+        if (slot < 0) continue;
+        float *kc = (float *)k_cache + layer_off + (size_t)slot * Hkv * D;
+        float *vc = (float *)v_cache + layer_off + (size_t)slot * Hkv * D;
+        memcpy(kc, row + (size_t)Hq * D, sizeof(float) * (size_t)Hkv * D);
+        memcpy(vc, row + (size_t)(Hq + Hkv) * D, sizeof(float) * (size_t)Hkv * D);
+        for (int h = 0; h < Hkv; h++) {
+            if (k_norm) rmsnorm_row(kc + h * D, kc + h * D, k_norm, D, d->qk_norm_eps);
+            rope_head(kc + h * D, cs, c->half_dim);
+        }
+    }
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- paged attention */
+
+/* Row r of sequence s, head h: softmax(q.K^T * scale) V over physical KV [0, n_vis). */
+static void attend_row(const zp_attn_dims *d, const zp_batch *b, int s, int r, int h, const float *q, const float *kc,
+                       const float *vc, float *out, float *scores) {
+    const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size, kh = h / (d->n_heads / Hkv);
+    const int n_vis = b->seq_kv_len[s] - b->seq_q_len[s] + r + 1;
+    const int *bt = b->block_tables + (size_t)s * b->max_blocks;
+    float mx = -INFINITY;
+    for (int j = 0; j < n_vis; j++) {
+        size_t slot = (size_t)bt[j / bs] * bs + (size_t)(j % bs);
+        const float *k = kc + (slot * Hkv + kh) * D;
+        float dot = 0.f;
+        for (int i = 0; i < D; i++) dot += q[i] * k[i];
+        scores[j] = dot * d->scale;
+        if (scores[j] > mx) mx = scores[j];
+    }
+    float sum = 0.f;
+    for (int j = 0; j < n_vis; j++) { scores[j] = expf(scores[j] - mx); sum += scores[j]; }
+    float inv = 1.0f / sum;
+    memset(out, 0, sizeof(float) * (size_t)D);
+    for (int j = 0; j < n_vis; j++) {
+        size_t slot = (size_t)bt[j / bs] * bs + (size_t)(j % bs);
+        const float *v = vc + (slot * Hkv + kh) * D;
+        float p = scores[j] * inv;
+        for (int i = 0; i < D; i++) out[i] += p * v[i];
+    }
+}
+
+static zp_status cpu_attention(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache,
+                               const void *v_cache, int layer) {
+    const zp_batch *b = &CTX(be)->b;
+    const int D = d->head_dim, Hq = d->n_heads;
+    const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * D;
+    int max_kv = 1;
+    for (int s = 0; s < b->n_seqs; s++) max_kv = b->seq_kv_len[s] > max_kv ? b->seq_kv_len[s] : max_kv;
+    int *row_seq = malloc(sizeof(int) * (size_t)(b->n_tokens ? b->n_tokens : 1));
+    ZP_CHECK_ALLOC(row_seq);
+    for (int s = 0; s < b->n_seqs; s++)
+        for (int i = 0; i < b->seq_q_len[s]; i++) row_seq[b->seq_q_start[s] + i] = s;
+    zp_status st = ZP_OK;
+#pragma omp parallel
+    {
+        float *scores = malloc(sizeof(float) * (size_t)max_kv);
+        if (!scores) {
+#pragma omp critical
+            st = zp_fail(ZP_ERR_OOM, "cpu attention: no memory for %d scores", max_kv);
+        }
+#pragma omp for collapse(2) schedule(dynamic, 4)
+        for (int t = 0; t < b->n_tokens; t++)
+            for (int h = 0; h < Hq; h++) {
+                if (!scores) continue;
+                int s = row_seq[t];
+                attend_row(d, b, s, t - b->seq_q_start[s], h, (const float *)q + ((size_t)t * Hq + h) * D,
+                           (const float *)k_cache + layer_off, (const float *)v_cache + layer_off,
+                           (float *)out + ((size_t)t * Hq + h) * D, scores);
+            }
+        free(scores);
+    }
+    free(row_seq);
+    return st;
+}
+
+/* ---------------------------------------------------------------- public API */
+
+static void cpu_destroy(zp_backend *be) {
+    cpu_ctx *c = CTX(be);
+    free(c->inv_freq);
+    free(c->cos_sin);
+    free(c);
+    free(be);
+}
+
+zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
+    zp_backend *be = calloc(1, sizeof *be);
+    cpu_ctx *c = calloc(1, sizeof *c);
+    if (!be || !c) { free(be); free(c); return zp_fail(ZP_ERR_OOM, "cpu backend: out of memory"); }
+#ifdef _OPENMP
+    if (n_threads > 0) omp_set_num_threads(n_threads);
+#endif
+    c->n_threads = n_threads;
+    be->name = "cpu";
+    be->ctx = c;
+    be->destroy = cpu_destroy;
+    be->alloc = cpu_alloc;
+    be->release = cpu_release;
+    be->weight_upload = cpu_weight_upload;
+    be->to_host = cpu_to_host;
+    be->rope_init = cpu_rope_init;
+    be->set_batch = cpu_set_batch;
+    be->embed = cpu_embed;
+    be->rmsnorm = cpu_rmsnorm;
+    be->add = cpu_add;
+    be->matmul = cpu_matmul;
+    be->qkv_rope_store = cpu_qkv_rope_store;
+    be->attn_prefill = cpu_attention;
+    be->attn_decode = cpu_attention;
+    be->silu_mul = cpu_silu_mul;
+    be->gather_rows = cpu_gather_rows;
+    *out = be;
+    return ZP_OK;
+}

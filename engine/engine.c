@@ -1,0 +1,317 @@
+/* engine.c - the step loop: schedule, build the batch, forward, sample, append, finish. */
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct zp_engine {
+    zp_engine_config cfg;
+    zp_backend *be;
+    zp_model *model;
+    zp_kv_storage kv;
+    zp_kv_pool pool;
+    zp_scheduler sched;
+    zp_seq_list all;          /* every live request (owned) */
+    zp_seq_list finished;     /* finished, not yet polled */
+    zp_sched_batch batch;
+    int64_t next_order;
+    /* per-step host arrays, grown on demand */
+    int *token_ids, *positions, *slots, *out_rows, rows_cap;
+    int *q_start, *q_len, *kv_len, *block_tables, seq_cap, bt_cap;
+    float *logits, *scratch;
+    int logits_rows;
+    zp_engine_stats stats;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *zp_finish_name(zp_finish_reason r) {
+    static const char *n[ZP_FINISH_COUNT] = {"none", "eos", "stop", "length", "max_position"};
+    return (r >= 0 && r < ZP_FINISH_COUNT) ? n[r] : "?";
+}
+
+zp_engine_config zp_engine_config_default(void) {
+    zp_engine_config c;
+    memset(&c, 0, sizeof c);
+    c.device = "cpu";
+    c.block_size = 256;
+    c.max_num_seqs = 256;
+    c.max_num_batched_tokens = 8192;
+    c.enable_prefix_cache = 1;
+    return c;
+}
+
+/* Default CPU pool: 32768 tokens, capped at 2 GiB of fp32 K/V. */
+static int default_num_blocks(const zp_model_config *mc, const zp_engine_config *c) {
+    size_t per_block = zp_model_kv_block_bytes(mc, c->block_size, 4);
+    int64_t tokens = c->kv_pool_tokens > 0 ? c->kv_pool_tokens : 32768;
+    int64_t nb = (tokens + c->block_size - 1) / c->block_size;
+    if (c->kv_pool_tokens <= 0 && (size_t)nb * per_block > (2ull << 30)) nb = (int64_t)((2ull << 30) / per_block);
+    return nb < 1 ? 1 : (int)nb;
+}
+
+zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
+    if (cfg->device && strcmp(cfg->device, "cpu") != 0)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "device \"%s\" is not available in this build (supported: cpu)", cfg->device);
+    if (cfg->block_size <= 0 || cfg->block_size > 65536)
+        return zp_fail(ZP_ERR_INVALID, "block_size %d must be in [1, 65536]", cfg->block_size);
+    zp_engine *e = calloc(1, sizeof *e);
+    ZP_CHECK_ALLOC(e);
+    e->cfg = *cfg;
+    zp_status s = zp_backend_cpu_create(cfg->n_threads, &e->be);
+    if (s == ZP_OK) s = zp_model_load(cfg->model_dir, e->be, &e->model);
+    int nb = 0;
+    if (s == ZP_OK) {
+        nb = cfg->num_blocks > 0 ? cfg->num_blocks : default_num_blocks(&e->model->cfg, cfg);
+        s = zp_model_kv_alloc(e->model, nb, cfg->block_size, &e->kv);
+    }
+    if (s == ZP_OK) s = kv_pool_init(&e->pool, nb, cfg->block_size);
+    if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, cfg->enable_prefix_cache);
+    if (s == ZP_OK) {
+        e->batch.seqs = calloc((size_t)cfg->max_num_seqs, sizeof *e->batch.seqs);
+        if (!e->batch.seqs) s = zp_fail(ZP_ERR_OOM, "engine: no memory for the batch");
+    }
+    if (s != ZP_OK) { zp_engine_free(e); return s; }
+    e->stats.num_blocks = nb;
+    e->stats.block_size = cfg->block_size;
+    *out = e;
+    return ZP_OK;
+}
+
+static void seq_destroy(zp_seq *q) {
+    if (!q) return;
+    free(q->tokens);
+    free(q->blocks);
+    free(q);
+}
+
+void zp_engine_free(zp_engine *e) {
+    if (!e) return;
+    for (int i = 0; i < e->all.n; i++) seq_destroy(e->all.v[i]);
+    for (int i = 0; i < e->finished.n; i++) seq_destroy(e->finished.v[i]);
+    free(e->all.v);
+    free(e->finished.v);
+    free(e->batch.seqs);
+    free(e->token_ids); free(e->positions); free(e->slots); free(e->out_rows);
+    free(e->q_start); free(e->q_len); free(e->kv_len); free(e->block_tables);
+    free(e->logits); free(e->scratch);
+    sched_free(&e->sched);
+    kv_pool_free(&e->pool);
+    if (e->model) { zp_model_kv_free(e->model, &e->kv); zp_model_free(e->model); }
+    if (e->be) e->be->destroy(e->be);
+    free(e);
+}
+
+const zp_model_config *zp_engine_model_config(const zp_engine *e) { return &e->model->cfg; }
+int zp_engine_num_running(const zp_engine *e) { return e->sched.running.n; }
+int zp_engine_has_unfinished(const zp_engine *e) { return e->sched.waiting.n + e->sched.running.n > 0; }
+
+zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, const zp_sampling_params *sp,
+                                int64_t request_id, int sample_index, uint64_t seed) {
+    const zp_model_config *mc = &e->model->cfg;
+    if (n_prompt <= 0) return zp_fail(ZP_ERR_INVALID, "request %lld: empty prompt", (long long)request_id);
+    if (sp->max_tokens <= 0) return zp_fail(ZP_ERR_INVALID, "request %lld: max_tokens %d must be > 0", (long long)request_id, sp->max_tokens);
+    if (sp->temperature < 0 || !(sp->top_p > 0 && sp->top_p <= 1) || sp->top_k < 0 || !(sp->repetition_penalty > 0))
+        return zp_fail(ZP_ERR_INVALID, "request %lld: sampling parameters out of range (temperature %g >= 0, 0 < top_p %g <= 1, "
+                       "top_k %d >= 0, repetition_penalty %g > 0)", (long long)request_id, sp->temperature, sp->top_p, sp->top_k,
+                       sp->repetition_penalty);
+    for (int i = 0; i < n_prompt; i++)
+        if (prompt[i] < 0 || prompt[i] >= mc->vocab)
+            return zp_fail(ZP_ERR_INVALID, "request %lld: prompt token %d at index %d is outside the vocabulary [0,%d)",
+                           (long long)request_id, prompt[i], i, mc->vocab);
+    if (n_prompt >= mc->max_pos)
+        return zp_fail(ZP_ERR_CAPACITY, "request %lld: prompt of %d tokens reaches max_position_embeddings %d",
+                       (long long)request_id, n_prompt, mc->max_pos);
+    zp_seq *q = calloc(1, sizeof *q);
+    ZP_CHECK_ALLOC(q);
+    q->cap = n_prompt + sp->max_tokens + 1;
+    q->tokens = malloc(sizeof(int) * (size_t)q->cap);
+    if (!q->tokens) {
+        int cap = q->cap;
+        free(q);
+        return zp_fail(ZP_ERR_OOM, "request %lld: no memory for %d tokens", (long long)request_id, cap);
+    }
+    memcpy(q->tokens, prompt, sizeof(int) * (size_t)n_prompt);
+    q->n_tokens = q->n_prompt = n_prompt;
+    q->request_id = request_id;
+    q->sample_index = sample_index;
+    q->seed = seed;
+    q->sp = *sp;
+    q->order = e->next_order++;
+    zp_status s = sched_add(&e->sched, q);
+    if (s == ZP_OK) s = seq_list_push_back(&e->all, q);
+    if (s != ZP_OK) { seq_list_remove(&e->sched.waiting, q); seq_destroy(q); }
+    return s;
+}
+
+/* ---------------------------------------------------------------- batch building */
+
+static zp_status grow_int(int **p, int *cap, int need) {
+    if (need <= *cap) return ZP_OK;
+    int *n = realloc(*p, sizeof(int) * (size_t)need);
+    ZP_CHECK_ALLOC(n);
+    *p = n;
+    *cap = need;
+    return ZP_OK;
+}
+
+static zp_status reserve_step(zp_engine *e, int rows, int seqs, int max_blocks) {
+    if (rows > e->rows_cap) {
+        int c = e->rows_cap;
+        ZP_TRY(grow_int(&e->token_ids, &c, rows)); c = e->rows_cap;
+        ZP_TRY(grow_int(&e->positions, &c, rows)); c = e->rows_cap;
+        ZP_TRY(grow_int(&e->slots, &c, rows));
+        e->rows_cap = rows;
+    }
+    if (seqs > e->seq_cap) {
+        int c = e->seq_cap;
+        ZP_TRY(grow_int(&e->q_start, &c, seqs)); c = e->seq_cap;
+        ZP_TRY(grow_int(&e->q_len, &c, seqs)); c = e->seq_cap;
+        ZP_TRY(grow_int(&e->kv_len, &c, seqs)); c = e->seq_cap;
+        ZP_TRY(grow_int(&e->out_rows, &c, seqs));
+        e->seq_cap = seqs;
+    }
+    ZP_TRY(grow_int(&e->block_tables, &e->bt_cap, seqs * max_blocks));
+    if (seqs > e->logits_rows) {
+        free(e->logits);
+        e->logits = malloc(sizeof(float) * (size_t)seqs * (size_t)e->model->cfg.vocab);
+        ZP_CHECK_ALLOC(e->logits);
+        e->logits_rows = seqs;
+    }
+    if (!e->scratch) {
+        e->scratch = malloc(sizeof(float) * 2 * (size_t)e->model->cfg.vocab);
+        ZP_CHECK_ALLOC(e->scratch);
+    }
+    return ZP_OK;
+}
+
+/* Rows of request q this step: tokens [n_kv, n_tokens). Positions are logical indices; slots
+ * follow the physical length n_kv (they coincide until a compression). */
+static zp_status build_batch(zp_engine *e, zp_batch *b) {
+    const zp_sched_batch *sb = &e->batch;
+    const int bs = e->cfg.block_size;
+    int max_blocks = 1;
+    for (int i = 0; i < sb->n; i++) max_blocks = sb->seqs[i]->n_blocks > max_blocks ? sb->seqs[i]->n_blocks : max_blocks;
+    ZP_TRY(reserve_step(e, sb->n_tokens, sb->n, max_blocks));
+    int row = 0;
+    for (int i = 0; i < sb->n; i++) {
+        const zp_seq *q = sb->seqs[i];
+        int n_new = q->n_tokens - q->n_kv, pos0 = q->n_tokens - n_new;
+        e->q_start[i] = row;
+        e->q_len[i] = n_new;
+        e->kv_len[i] = q->n_kv + n_new;
+        for (int j = 0; j < n_new; j++, row++) {
+            int phys = q->n_kv + j;
+            e->token_ids[row] = q->tokens[pos0 + j];
+            e->positions[row] = pos0 + j;
+            e->slots[row] = q->blocks[phys / bs] * bs + phys % bs;
+        }
+        e->out_rows[i] = row - 1;
+        int *bt = e->block_tables + (size_t)i * max_blocks;
+        for (int k = 0; k < max_blocks; k++) bt[k] = k < q->n_blocks ? q->blocks[k] : -1;
+    }
+    memset(b, 0, sizeof *b);
+    b->n_tokens = row;
+    b->n_seqs = sb->n;
+    b->token_ids = e->token_ids;
+    b->positions = e->positions;
+    b->slot_mapping = e->slots;
+    b->seq_q_start = e->q_start;
+    b->seq_q_len = e->q_len;
+    b->seq_kv_len = e->kv_len;
+    b->block_tables = e->block_tables;
+    b->max_blocks = max_blocks;
+    b->n_out = sb->n;
+    b->out_rows = e->out_rows;
+    b->is_prefill = sb->is_prefill;
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- sampling and finishing */
+
+static zp_finish_reason check_finish(const zp_engine *e, const zp_seq *q, int tok) {
+    const zp_model_config *mc = &e->model->cfg;
+    if (!q->sp.ignore_eos && zp_config_is_eos(mc, tok)) return ZP_FINISH_EOS;
+    for (int i = 0; i < q->sp.n_stop; i++)
+        if (q->sp.stop_ids[i] == tok) return ZP_FINISH_STOP;
+    if (q->n_tokens - q->n_prompt >= q->sp.max_tokens) return ZP_FINISH_LENGTH;
+    if (q->n_tokens >= mc->max_pos) return ZP_FINISH_MAX_POS;
+    return ZP_FINISH_NONE;
+}
+
+static zp_status sample_and_append(zp_engine *e) {
+    const int V = e->model->cfg.vocab;
+    for (int i = 0; i < e->batch.n; i++) {
+        zp_seq *q = e->batch.seqs[i];
+        sched_mark_computed(&e->sched, q);
+        int step = q->n_tokens - q->n_prompt;
+        float u = zp_rng_uniform(q->seed, (uint64_t)q->request_id, (uint32_t)q->sample_index, (uint32_t)step);
+        int tok = zp_sample_token(e->logits + (size_t)i * V, V, &q->sp, q->tokens, q->n_tokens, u, e->scratch);
+        q->tokens[q->n_tokens++] = tok;
+        e->stats.generated_tokens++;
+        q->finish = check_finish(e, q, tok);
+        if (q->finish != ZP_FINISH_NONE) {
+            sched_finish(&e->sched, q);
+            seq_list_remove(&e->all, q);
+            ZP_TRY(seq_list_push_back(&e->finished, q));
+        }
+    }
+    return ZP_OK;
+}
+
+zp_status zp_engine_step(zp_engine *e) {
+    ZP_TRY(sched_schedule(&e->sched, &e->batch));
+    if (e->batch.n == 0) {
+        if (zp_engine_has_unfinished(e))
+            return zp_fail(ZP_ERR_CAPACITY, "engine: %d waiting requests cannot be scheduled (pool of %d blocks)",
+                           e->sched.waiting.n, e->pool.num_blocks);
+        return ZP_OK;
+    }
+    if (e->sched.running.n > e->stats.peak_running) e->stats.peak_running = e->sched.running.n;
+    zp_batch b;
+    ZP_TRY(build_batch(e, &b));
+    double t0 = now_s();
+    ZP_TRY(zp_model_forward(e->model, &b, &e->kv, e->logits));
+    double t1 = now_s();
+    if (b.is_prefill) { e->stats.prefill_seconds += t1 - t0; e->stats.prefill_steps++; e->stats.prefill_tokens += b.n_tokens; }
+    else { e->stats.decode_seconds += t1 - t0; e->stats.decode_steps++; e->stats.decode_tokens += b.n_tokens; }
+    zp_status s = sample_and_append(e);
+    e->stats.sample_seconds += now_s() - t1;
+    return s;
+}
+
+int zp_engine_poll(zp_engine *e, zp_output *out, int max) {
+    int n = 0;
+    while (n < max && e->finished.n) {
+        zp_seq *q = seq_list_pop_front(&e->finished);
+        zp_output *o = &out[n++];
+        o->request_id = q->request_id;
+        o->sample_index = q->sample_index;
+        o->n_prompt = q->n_prompt;
+        o->n_tokens = q->n_tokens - q->n_prompt;
+        o->tokens = malloc(sizeof(int) * (size_t)(o->n_tokens ? o->n_tokens : 1));
+        if (o->tokens) memcpy(o->tokens, q->tokens + q->n_prompt, sizeof(int) * (size_t)o->n_tokens);
+        else o->n_tokens = 0;
+        o->finish = q->finish;
+        o->n_preemptions = q->n_preemptions;
+        seq_destroy(q);
+    }
+    return n;
+}
+
+void zp_output_free(zp_output *o) {
+    free(o->tokens);
+    o->tokens = NULL;
+}
+
+void zp_engine_get_stats(const zp_engine *e, zp_engine_stats *st) {
+    *st = e->stats;
+    st->prefix_hit_tokens = e->sched.prefix_hit_tokens;
+    st->preemptions = e->sched.n_preemptions;
+    st->peak_blocks = e->pool.peak_used;
+}

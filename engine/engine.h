@@ -1,0 +1,70 @@
+/* engine.h - the public engine API: init, add requests, step, poll finished outputs, stats.
+ *
+ * One engine = one model on one backend, a paged KV pool, a scheduler and the sampler.
+ * Each step runs either a prefill batch or a decode batch and samples one token per
+ * scheduled request. Requests are token ids; text and chat templates live outside.
+ */
+#ifndef ZP_ENGINE_H
+#define ZP_ENGINE_H
+
+#include <stdint.h>
+
+#include "model.h"
+#include "sampler.h"
+#include "scheduler.h"
+
+typedef struct {
+    const char *model_dir;
+    const char *device;        /* "cpu" (CUDA comes with its issue) */
+    int n_threads;             /* <= 0: OpenMP default */
+    int block_size;            /* tokens per KV block, default 256 */
+    int num_blocks;            /* KV pool blocks; 0: from kv_pool_tokens */
+    int64_t kv_pool_tokens;    /* KV pool size in tokens; 0: default (see engine.c) */
+    int max_num_seqs;          /* default 256 */
+    int max_num_batched_tokens;/* default 8192 */
+    int enable_prefix_cache;   /* default on */
+} zp_engine_config;
+
+typedef struct {
+    int64_t request_id;
+    int sample_index;
+    int *tokens;               /* generated tokens only */
+    int n_tokens;
+    int n_prompt;
+    zp_finish_reason finish;
+    int n_preemptions;
+} zp_output;
+
+typedef struct {
+    int64_t prefill_tokens;    /* rows computed in prefill steps (prefix hits excluded) */
+    int64_t prefix_hit_tokens; /* prompt tokens served from the prefix cache */
+    int64_t decode_tokens;     /* rows computed in decode steps */
+    int64_t generated_tokens;  /* tokens sampled */
+    int64_t prefill_steps, decode_steps;
+    double prefill_seconds, decode_seconds, sample_seconds;
+    int peak_blocks, num_blocks, block_size;
+    int64_t preemptions;
+    int peak_running;
+} zp_engine_stats;
+
+typedef struct zp_engine zp_engine;
+
+zp_engine_config zp_engine_config_default(void);
+zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out);
+void zp_engine_free(zp_engine *e);
+const zp_model_config *zp_engine_model_config(const zp_engine *e);
+
+/* Queues one sample of a prompt. (request_id, sample_index, seed) key its random numbers. */
+zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, const zp_sampling_params *sp,
+                                int64_t request_id, int sample_index, uint64_t seed);
+/* Runs one prefill or decode step. */
+zp_status zp_engine_step(zp_engine *e);
+int zp_engine_has_unfinished(const zp_engine *e);
+/* Moves up to max finished outputs into out (caller frees each with zp_output_free). */
+int zp_engine_poll(zp_engine *e, zp_output *out, int max);
+void zp_output_free(zp_output *o);
+void zp_engine_get_stats(const zp_engine *e, zp_engine_stats *st);
+int zp_engine_num_running(const zp_engine *e);
+const char *zp_finish_name(zp_finish_reason r);
+
+#endif

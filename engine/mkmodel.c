@@ -1,0 +1,178 @@
+/* mkmodel.c - seeded random checkpoints of any supported config (see mkmodel.h). */
+#include "mkmodel.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"      /* zp_config_load, zp_model_config, zp_read_file */
+#include "safetensors.h" /* zp_st_write_begin, zp_st_entry */
+#include "sampler.h"     /* zp_philox4x32 */
+
+zp_status zp_preset_config_path(const char *name, char *out, size_t out_len) {
+    struct stat sb;
+    if (stat(name, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode)) snprintf(out, out_len, "%s/config.json", name);
+        else snprintf(out, out_len, "%s", name);
+        return ZP_OK;
+    }
+    snprintf(out, out_len, "%s/%s/config.json", ZIPAGE_MODELS_DIR, name);
+    if (stat(out, &sb) == 0) return ZP_OK;
+    return zp_fail(ZP_ERR_INVALID, "\"%s\" is neither a config file nor a preset in %s (e.g. tiny-qwen3, Qwen3-0.6B)", name,
+                   ZIPAGE_MODELS_DIR);
+}
+
+static zp_status copy_text(const char *src, const char *dst) {
+    char *txt;
+    size_t n;
+    ZP_TRY(zp_read_file(src, &txt, &n));
+    FILE *f = fopen(dst, "wb");
+    if (!f) { free(txt); return zp_fail(ZP_ERR_IO, "%s: cannot create: %s", dst, strerror(errno)); }
+    int ok = fwrite(txt, 1, n, f) == n;
+    free(txt);
+    if (fclose(f) != 0 || !ok) return zp_fail(ZP_ERR_IO, "%s: write failed", dst);
+    return ZP_OK;
+}
+
+static zp_status write_generation_config(const zp_model_config *c, const char *dst) {
+    FILE *f = fopen(dst, "wb");
+    if (!f) return zp_fail(ZP_ERR_IO, "%s: cannot create: %s", dst, strerror(errno));
+    fprintf(f, "{\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d\n}\n", c->bos_id, c->n_eos ? c->eos_ids[0] : 0);
+    if (fclose(f) != 0) return zp_fail(ZP_ERR_IO, "%s: write failed", dst);
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+typedef enum { INIT_LINEAR, INIT_NORM, INIT_BIAS, INIT_EMBED } init_kind;
+
+typedef struct {
+    char name[128];
+    int64_t rows, cols; /* cols 0: 1-D */
+    init_kind kind;
+    float std;
+} tensor_spec;
+
+static int add_spec(tensor_spec *v, int n, const char *name, int64_t rows, int64_t cols, init_kind k, float std) {
+    snprintf(v[n].name, sizeof v[n].name, "%s", name);
+    v[n].rows = rows;
+    v[n].cols = cols;
+    v[n].kind = k;
+    v[n].std = std;
+    return n + 1;
+}
+
+static int build_specs(const zp_model_config *c, tensor_spec *v) {
+    const int64_t H = c->hidden, D = c->head_dim, qd = (int64_t)c->n_heads * D, kd = (int64_t)c->n_kv_heads * D, I = c->intermediate;
+    const float embed_std = 3.0f / sqrtf((float)H);
+    int n = 0;
+    char nm[128];
+    n = add_spec(v, n, "model.embed_tokens.weight", c->vocab, H, INIT_EMBED, embed_std);
+    for (int l = 0; l < c->n_layers; l++) {
+#define P(suffix) (snprintf(nm, sizeof nm, "model.layers.%d.%s", l, suffix), nm)
+        n = add_spec(v, n, P("input_layernorm.weight"), H, 0, INIT_NORM, 0.1f);
+        n = add_spec(v, n, P("self_attn.q_proj.weight"), qd, H, INIT_LINEAR, 1.0f / sqrtf((float)H));
+        n = add_spec(v, n, P("self_attn.k_proj.weight"), kd, H, INIT_LINEAR, 1.0f / sqrtf((float)H));
+        n = add_spec(v, n, P("self_attn.v_proj.weight"), kd, H, INIT_LINEAR, 1.0f / sqrtf((float)H));
+        if (c->qkv_bias) {
+            n = add_spec(v, n, P("self_attn.q_proj.bias"), qd, 0, INIT_BIAS, 0.1f);
+            n = add_spec(v, n, P("self_attn.k_proj.bias"), kd, 0, INIT_BIAS, 0.1f);
+            n = add_spec(v, n, P("self_attn.v_proj.bias"), kd, 0, INIT_BIAS, 0.1f);
+        }
+        if (c->qk_norm) {
+            n = add_spec(v, n, P("self_attn.q_norm.weight"), D, 0, INIT_NORM, 0.1f);
+            n = add_spec(v, n, P("self_attn.k_norm.weight"), D, 0, INIT_NORM, 0.1f);
+        }
+        n = add_spec(v, n, P("self_attn.o_proj.weight"), H, qd, INIT_LINEAR, 1.0f / sqrtf((float)qd));
+        n = add_spec(v, n, P("post_attention_layernorm.weight"), H, 0, INIT_NORM, 0.1f);
+        n = add_spec(v, n, P("mlp.gate_proj.weight"), I, H, INIT_LINEAR, 1.0f / sqrtf((float)H));
+        n = add_spec(v, n, P("mlp.up_proj.weight"), I, H, INIT_LINEAR, 1.0f / sqrtf((float)H));
+        n = add_spec(v, n, P("mlp.down_proj.weight"), H, I, INIT_LINEAR, 1.0f / sqrtf((float)I));
+#undef P
+    }
+    n = add_spec(v, n, "model.norm.weight", H, 0, INIT_NORM, 0.1f);
+    if (!c->tie_embeddings) n = add_spec(v, n, "lm_head.weight", c->vocab, H, INIT_LINEAR, 3.0f / sqrtf((float)H));
+    return n;
+}
+
+/* Element i of tensor t: a deterministic N(0,1) draw from Philox (Box-Muller). */
+static float normal_at(uint64_t seed, uint32_t t, uint64_t i) {
+    uint32_t ctr[4] = {(uint32_t)(i >> 1), (uint32_t)(i >> 33), t, 0x6d6b6d64u}, key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)}, o[4];
+    zp_philox4x32(ctr, key, o);
+    float u1 = ((float)(o[0] >> 8) + 1.0f) * (1.0f / 16777216.0f), u2 = (float)(o[1] >> 8) * (1.0f / 16777216.0f);
+    float r = sqrtf(-2.0f * logf(u1)), a = 6.2831853f * u2;
+    return (i & 1) ? r * sinf(a) : r * cosf(a);
+}
+
+static zp_status write_tensor(FILE *f, const tensor_spec *s, uint32_t t, uint64_t seed, zp_dtype dtype, const char *path) {
+    const size_t n = (size_t)s->rows * (size_t)(s->cols ? s->cols : 1), es = (size_t)zp_dtype_size(dtype);
+    const size_t chunk = 1 << 20;
+    uint8_t *buf = malloc(chunk * es);
+    ZP_CHECK_ALLOC(buf);
+    for (size_t base = 0; base < n; base += chunk) {
+        size_t m = n - base < chunk ? n - base : chunk;
+#pragma omp parallel for schedule(static)
+        for (size_t j = 0; j < m; j++) {
+            float x = normal_at(seed, t, base + j) * s->std;
+            if (s->kind == INIT_NORM) x += 1.0f;
+            if (dtype == ZP_DTYPE_F32) memcpy(buf + j * 4, &x, 4);
+            else {
+                uint16_t h = dtype == ZP_DTYPE_BF16 ? zp_f32_to_bf16(x) : zp_f32_to_f16(x);
+                memcpy(buf + j * 2, &h, 2);
+            }
+        }
+        if (fwrite(buf, es, m, f) != m) { free(buf); return zp_fail(ZP_ERR_IO, "%s: write failed (disk full?)", path); }
+    }
+    free(buf);
+    return ZP_OK;
+}
+
+static zp_status write_weights(const zp_model_config *c, const char *path, uint64_t seed, zp_dtype dtype) {
+    int max_specs = 3 + c->n_layers * 14;
+    tensor_spec *specs = calloc((size_t)max_specs, sizeof *specs);
+    zp_st_entry *ents = calloc((size_t)max_specs, sizeof *ents);
+    if (!specs || !ents) { free(specs); free(ents); return zp_fail(ZP_ERR_OOM, "mkmodel: out of memory"); }
+    int n = build_specs(c, specs);
+    for (int i = 0; i < n; i++) {
+        ents[i].name = specs[i].name;
+        ents[i].dtype = dtype;
+        ents[i].ndim = specs[i].cols ? 2 : 1;
+        ents[i].shape[0] = specs[i].rows;
+        ents[i].shape[1] = specs[i].cols;
+    }
+    FILE *f = NULL;
+    zp_status s = zp_st_write_begin(path, ents, n, &f);
+    for (int i = 0; s == ZP_OK && i < n; i++) s = write_tensor(f, &specs[i], (uint32_t)i, seed, dtype, path);
+    if (f && fclose(f) != 0 && s == ZP_OK) s = zp_fail(ZP_ERR_IO, "%s: write failed", path);
+    free(specs);
+    free(ents);
+    return s;
+}
+
+zp_status zp_mkmodel(const char *preset_or_config, const char *out_dir, uint64_t seed, zp_dtype dtype) {
+    char cfg_path[4096], dir[4096], dst[4096 + 64];
+    ZP_TRY(zp_preset_config_path(preset_or_config, cfg_path, sizeof cfg_path));
+    snprintf(dir, sizeof dir, "%s", cfg_path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0; else snprintf(dir, sizeof dir, ".");
+    zp_model_config c;
+    char *txt;
+    ZP_TRY(zp_read_file(cfg_path, &txt, NULL));
+    zp_status s = zp_config_parse(txt, cfg_path, &c);
+    free(txt);
+    ZP_TRY(s);
+    if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) return zp_fail(ZP_ERR_IO, "%s: cannot create folder: %s", out_dir, strerror(errno));
+    snprintf(dst, sizeof dst, "%s/config.json", out_dir);
+    ZP_TRY(copy_text(cfg_path, dst));
+    char gen[4096 + 64];
+    snprintf(gen, sizeof gen, "%s/generation_config.json", dir);
+    snprintf(dst, sizeof dst, "%s/generation_config.json", out_dir);
+    struct stat sb;
+    if (stat(gen, &sb) == 0) ZP_TRY(copy_text(gen, dst));
+    else ZP_TRY(write_generation_config(&c, dst));
+    snprintf(dst, sizeof dst, "%s/model.safetensors", out_dir);
+    return write_weights(&c, dst, seed, dtype);
+}

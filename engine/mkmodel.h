@@ -1,0 +1,22 @@
+/* mkmodel.h - writes a complete checkpoint folder with seeded random weights.
+ *
+ * From a preset name (models/<name>/config.json) or a config.json path: copies config.json
+ * (and generation_config.json, or writes one from bos/eos), and streams model.safetensors
+ * tensor by tensor, so even 8B shapes never sit in memory at once. Weights are scaled so
+ * activations stay O(1) over thousands of tokens and logits are well separated
+ * (linear weights N(0, 1/fan_in), norms 1 + N(0, 0.1^2), biases N(0, 0.1^2), embeddings
+ * scaled so logits have std ~3). It does not produce a tokenizer.
+ */
+#ifndef ZP_MKMODEL_H
+#define ZP_MKMODEL_H
+
+#include <stdint.h>
+
+#include "dtype.h"
+#include "status.h"
+
+/* Resolves a preset name or a path to a config.json (or a folder holding one). */
+zp_status zp_preset_config_path(const char *name_or_path, char *out, size_t out_len);
+zp_status zp_mkmodel(const char *preset_or_config, const char *out_dir, uint64_t seed, zp_dtype dtype);
+
+#endif

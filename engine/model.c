@@ -1,0 +1,273 @@
+/* model.c - weight loading and the decoder forward pass through the backend table. */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "safetensors.h" /* zp_st_open_dir, zp_st_find, zp_st_close */
+
+/* ---------------------------------------------------------------- rope */
+
+void zp_rope_inv_freq(const zp_model_config *c, float *inv_freq) {
+    const int D = c->head_dim;
+    for (int i = 0; i < D / 2; i++) {
+        float f = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)D);
+        if (c->rope_type == ZP_ROPE_LLAMA3) {
+            const float old_len = (float)c->rope_orig_max_pos, pi = 3.14159265358979323846f;
+            const float low_wavelen = old_len / c->rope_low_freq, high_wavelen = old_len / c->rope_high_freq;
+            float wavelen = 2.0f * pi / f;
+            if (wavelen > low_wavelen) {
+                f = f / c->rope_factor;
+            } else if (wavelen >= high_wavelen) { /* medium band: interpolate */
+                float smooth = (old_len / wavelen - c->rope_low_freq) / (c->rope_high_freq - c->rope_low_freq);
+                f = (1.0f - smooth) * f / c->rope_factor + smooth * f;
+            }
+        }
+        inv_freq[i] = f;
+    }
+}
+
+/* ---------------------------------------------------------------- loading */
+
+typedef struct {
+    const zp_safetensors *st;
+    const char *dir;
+    zp_model *m;
+} loader;
+
+/* Converts tensor `name` of shape [rows, cols] (cols 0: 1-D [rows]) into dst (fp32). */
+static zp_status load_into(loader *ld, const char *name, int64_t rows, int64_t cols, float *dst) {
+    const zp_st_tensor *t = zp_st_find(ld->st, name);
+    if (!t) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s is missing from the checkpoint", ld->dir, name);
+    int want_nd = cols ? 2 : 1;
+    if (t->ndim != want_nd || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
+        char got[96] = "", *p = got;
+        for (int d = 0; d < t->ndim; d++) p += snprintf(p, (size_t)(got + sizeof got - p), d ? ",%lld" : "%lld", (long long)t->shape[d]);
+        if (cols)
+            return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s has shape [%s], expected [%lld,%lld] from config.json", ld->dir, name,
+                           got, (long long)rows, (long long)cols);
+        return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s has shape [%s], expected [%lld] from config.json", ld->dir, name, got,
+                       (long long)rows);
+    }
+    size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
+    zp_convert_to_f32(dst, t->data, t->dtype, n);
+    ld->m->n_params += n;
+    return ZP_OK;
+}
+
+/* Loads up to 3 tensors stacked along rows into one backend weight. */
+static zp_status load_stacked(loader *ld, const char *const *names, const int64_t *rows, int n, int64_t cols, void **out) {
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += rows[i];
+    size_t per = (size_t)(cols ? cols : 1);
+    float *host = malloc(sizeof(float) * (size_t)total * per);
+    if (!host) return zp_fail(ZP_ERR_OOM, "%s: no host memory for %s (%lld x %lld)", ld->dir, names[0], (long long)total, (long long)cols);
+    int64_t r0 = 0;
+    for (int i = 0; i < n; i++) {
+        zp_status s = load_into(ld, names[i], rows[i], cols, host + (size_t)r0 * per);
+        if (s != ZP_OK) { free(host); return s; }
+        r0 += rows[i];
+    }
+    zp_status s = ld->m->be->weight_upload(ld->m->be, host, (size_t)total * per, out);
+    if (s != ZP_OK) free(host);
+    return s;
+}
+
+static zp_status load_one(loader *ld, const char *name, int64_t rows, int64_t cols, void **out) {
+    const char *names[1] = {name};
+    return load_stacked(ld, names, &rows, 1, cols, out);
+}
+
+static zp_status load_layer(loader *ld, int l) {
+    const zp_model_config *c = &ld->m->cfg;
+    zp_layer_weights *w = &ld->m->layers[l];
+    const int64_t H = c->hidden, D = c->head_dim, qd = (int64_t)c->n_heads * D, kd = (int64_t)c->n_kv_heads * D;
+    char n0[160], n1[160], n2[160];
+    const char *names[3] = {n0, n1, n2};
+    const int64_t qkv_rows[3] = {qd, kd, kd}, gu_rows[2] = {c->intermediate, c->intermediate};
+#define LNAME(buf, suffix) snprintf(buf, sizeof buf, "model.layers.%d.%s", l, suffix)
+    LNAME(n0, "input_layernorm.weight");
+    ZP_TRY(load_one(ld, n0, H, 0, &w->attn_norm));
+    LNAME(n0, "self_attn.q_proj.weight"); LNAME(n1, "self_attn.k_proj.weight"); LNAME(n2, "self_attn.v_proj.weight");
+    ZP_TRY(load_stacked(ld, names, qkv_rows, 3, H, &w->wqkv));
+    if (c->qkv_bias) {
+        LNAME(n0, "self_attn.q_proj.bias"); LNAME(n1, "self_attn.k_proj.bias"); LNAME(n2, "self_attn.v_proj.bias");
+        ZP_TRY(load_stacked(ld, names, qkv_rows, 3, 0, &w->bqkv));
+    }
+    if (c->qk_norm) {
+        LNAME(n0, "self_attn.q_norm.weight");
+        ZP_TRY(load_one(ld, n0, D, 0, &w->q_norm));
+        LNAME(n0, "self_attn.k_norm.weight");
+        ZP_TRY(load_one(ld, n0, D, 0, &w->k_norm));
+    }
+    LNAME(n0, "self_attn.o_proj.weight");
+    ZP_TRY(load_one(ld, n0, H, qd, &w->wo));
+    LNAME(n0, "post_attention_layernorm.weight");
+    ZP_TRY(load_one(ld, n0, H, 0, &w->mlp_norm));
+    LNAME(n0, "mlp.gate_proj.weight"); LNAME(n1, "mlp.up_proj.weight");
+    ZP_TRY(load_stacked(ld, names, gu_rows, 2, H, &w->w_gate_up));
+    LNAME(n0, "mlp.down_proj.weight");
+    ZP_TRY(load_one(ld, n0, H, c->intermediate, &w->w_down));
+#undef LNAME
+    return ZP_OK;
+}
+
+static zp_status load_weights(zp_model *m, const char *dir) {
+    zp_safetensors st;
+    ZP_TRY(zp_st_open_dir(dir, &st));
+    loader ld = {&st, dir, m};
+    const zp_model_config *c = &m->cfg;
+    zp_status s = load_one(&ld, "model.embed_tokens.weight", c->vocab, c->hidden, &m->embed);
+    if (s == ZP_OK) s = load_one(&ld, "model.norm.weight", c->hidden, 0, &m->final_norm);
+    if (s == ZP_OK) {
+        if (c->tie_embeddings) m->lm_head = m->embed;
+        else s = load_one(&ld, "lm_head.weight", c->vocab, c->hidden, &m->lm_head);
+    }
+    for (int l = 0; s == ZP_OK && l < c->n_layers; l++) s = load_layer(&ld, l);
+    zp_st_close(&st);
+    return s;
+}
+
+zp_status zp_model_load(const char *dir, zp_backend *be, zp_model **out) {
+    zp_model *m = calloc(1, sizeof *m);
+    ZP_CHECK_ALLOC(m);
+    m->be = be;
+    zp_status s = zp_config_load(dir, &m->cfg);
+    if (s == ZP_OK) {
+        m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
+        if (!m->layers) s = zp_fail(ZP_ERR_OOM, "no memory for %d layers", m->cfg.n_layers);
+    }
+    if (s == ZP_OK) s = load_weights(m, dir);
+    if (s == ZP_OK) {
+        float *inv = malloc(sizeof(float) * (size_t)(m->cfg.head_dim / 2));
+        if (!inv) s = zp_fail(ZP_ERR_OOM, "no memory for rope table");
+        else {
+            zp_rope_inv_freq(&m->cfg, inv);
+            s = be->rope_init(be, inv, m->cfg.head_dim / 2);
+            free(inv);
+        }
+    }
+    if (s != ZP_OK) { zp_model_free(m); return s; }
+    *out = m;
+    return ZP_OK;
+}
+
+static void release(zp_backend *be, void **p) {
+    if (*p) be->release(be, *p);
+    *p = NULL;
+}
+
+static void free_activations(zp_model *m) {
+    void **bufs[] = {&m->x, &m->h, &m->qkv, &m->q, &m->att, &m->gu, &m->act, &m->xo, &m->logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) release(m->be, bufs[i]);
+    m->act_rows = m->out_rows_cap = 0;
+}
+
+void zp_model_free(zp_model *m) {
+    if (!m) return;
+    free_activations(m);
+    for (int l = 0; m->layers && l < m->cfg.n_layers; l++) {
+        zp_layer_weights *w = &m->layers[l];
+        void **ws[] = {&w->attn_norm, &w->wqkv, &w->bqkv, &w->q_norm, &w->k_norm, &w->wo, &w->mlp_norm, &w->w_gate_up, &w->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) release(m->be, ws[i]);
+    }
+    if (m->lm_head != m->embed) release(m->be, &m->lm_head);
+    release(m->be, &m->embed);
+    release(m->be, &m->final_norm);
+    free(m->layers);
+    free(m);
+}
+
+/* ---------------------------------------------------------------- kv storage */
+
+size_t zp_model_kv_block_bytes(const zp_model_config *c, int block_size, int elem_size) {
+    return 2ull * (size_t)c->n_layers * (size_t)block_size * (size_t)c->n_kv_heads * (size_t)c->head_dim * (size_t)elem_size;
+}
+
+zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv) {
+    const zp_model_config *c = &m->cfg;
+    memset(kv, 0, sizeof *kv);
+    if (num_blocks <= 0 || block_size <= 0)
+        return zp_fail(ZP_ERR_INVALID, "kv cache: num_blocks %d and block_size %d must be positive", num_blocks, block_size);
+    zp_attn_dims d = {c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, block_size, num_blocks,
+                      1.0f / sqrtf((float)c->head_dim), c->rms_eps};
+    kv->dims = d;
+    size_t n = (size_t)c->n_layers * num_blocks * block_size * c->n_kv_heads * c->head_dim;
+    ZP_TRY(m->be->alloc(m->be, n, &kv->k));
+    zp_status s = m->be->alloc(m->be, n, &kv->v);
+    if (s != ZP_OK) { m->be->release(m->be, kv->k); kv->k = NULL; }
+    return s;
+}
+
+void zp_model_kv_free(zp_model *m, zp_kv_storage *kv) {
+    release(m->be, &kv->k);
+    release(m->be, &kv->v);
+}
+
+/* ---------------------------------------------------------------- forward */
+
+static zp_status ensure_activations(zp_model *m, int rows, int out_rows) {
+    const zp_model_config *c = &m->cfg;
+    zp_backend *be = m->be;
+    if (rows > m->act_rows) {
+        void **bufs[] = {&m->x, &m->h, &m->qkv, &m->q, &m->att, &m->gu, &m->act};
+        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) release(be, bufs[i]);
+        size_t r = (size_t)rows, qd = (size_t)c->n_heads * c->head_dim, kd = (size_t)c->n_kv_heads * c->head_dim;
+        size_t hw = (size_t)c->hidden > qd ? (size_t)c->hidden : qd;
+        ZP_TRY(be->alloc(be, r * c->hidden, &m->x));
+        ZP_TRY(be->alloc(be, r * hw, &m->h));
+        ZP_TRY(be->alloc(be, r * (qd + 2 * kd), &m->qkv));
+        ZP_TRY(be->alloc(be, r * qd, &m->q));
+        ZP_TRY(be->alloc(be, r * qd, &m->att));
+        ZP_TRY(be->alloc(be, r * 2 * (size_t)c->intermediate, &m->gu));
+        ZP_TRY(be->alloc(be, r * (size_t)c->intermediate, &m->act));
+        m->act_rows = rows;
+    }
+    if (out_rows > m->out_rows_cap) {
+        release(be, &m->xo);
+        release(be, &m->logits);
+        ZP_TRY(be->alloc(be, (size_t)out_rows * c->hidden, &m->xo));
+        ZP_TRY(be->alloc(be, (size_t)out_rows * c->vocab, &m->logits));
+        m->out_rows_cap = out_rows;
+    }
+    return ZP_OK;
+}
+
+static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_storage *kv, int l, int T, int prefill) {
+    const zp_model_config *c = &m->cfg;
+    zp_backend *be = m->be;
+    const int H = c->hidden, qd = c->n_heads * c->head_dim, nqkv = qd + 2 * c->n_kv_heads * c->head_dim, I = c->intermediate;
+    ZP_TRY(be->rmsnorm(be, m->h, m->x, w->attn_norm, T, H, c->rms_eps));
+    ZP_TRY(be->matmul(be, m->qkv, m->h, w->wqkv, w->bqkv, T, nqkv, H));
+    ZP_TRY(be->qkv_rope_store(be, &kv->dims, m->qkv, m->q, w->q_norm, w->k_norm, kv->k, kv->v, l));
+    if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
+    else ZP_TRY(be->attn_decode(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
+    ZP_TRY(be->matmul(be, m->h, m->att, w->wo, NULL, T, H, qd));
+    ZP_TRY(be->add(be, m->x, m->h, (size_t)T * H));
+    ZP_TRY(be->rmsnorm(be, m->h, m->x, w->mlp_norm, T, H, c->rms_eps));
+    ZP_TRY(be->matmul(be, m->gu, m->h, w->w_gate_up, NULL, T, 2 * I, H));
+    ZP_TRY(be->silu_mul(be, m->act, m->gu, T, I));
+    ZP_TRY(be->matmul(be, m->h, m->act, w->w_down, NULL, T, H, I));
+    return be->add(be, m->x, m->h, (size_t)T * H);
+}
+
+zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, float *logits) {
+    const zp_model_config *c = &m->cfg;
+    zp_backend *be = m->be;
+    if (b->n_tokens <= 0) return zp_fail(ZP_ERR_INVALID, "model forward: empty batch");
+    for (int t = 0; t < b->n_tokens; t++)
+        if (b->token_ids[t] < 0 || b->token_ids[t] >= c->vocab)
+            return zp_fail(ZP_ERR_INVALID, "model forward: token id %d at row %d is outside the vocabulary [0,%d)",
+                           b->token_ids[t], t, c->vocab);
+    ZP_TRY(ensure_activations(m, b->n_tokens, b->n_out > 0 ? b->n_out : 1));
+    ZP_TRY(be->set_batch(be, b));
+    ZP_TRY(be->embed(be, m->x, m->embed, c->hidden));
+    for (int l = 0; l < c->n_layers; l++) ZP_TRY(layer_forward(m, &m->layers[l], kv, l, b->n_tokens, b->is_prefill));
+    if (b->n_out == 0) return ZP_OK;
+    ZP_TRY(be->gather_rows(be, m->xo, m->x, c->hidden));
+    ZP_TRY(be->rmsnorm(be, m->xo, m->xo, m->final_norm, b->n_out, c->hidden, c->rms_eps));
+    ZP_TRY(be->matmul(be, m->logits, m->xo, m->lm_head, NULL, b->n_out, c->vocab, c->hidden));
+    return be->to_host(be, logits, m->logits, 0, (size_t)b->n_out * c->vocab);
+}

@@ -1,0 +1,60 @@
+/* model.h - the Qwen3 / Qwen2 / Llama decoder, backend-agnostic.
+ *
+ * Loads config.json + safetensors (weights converted to fp32 on the host once, fused into
+ * [q;k;v] and [gate;up] matrices, then handed to the backend), and runs one forward step over
+ * a zp_batch: prefill of many ragged requests or decode of many requests, each reading its own
+ * block table. It knows nothing of scheduling, sampling or eviction.
+ */
+#ifndef ZP_MODEL_H
+#define ZP_MODEL_H
+
+#include "backend.h"
+#include "config.h"
+
+typedef struct {
+    void *attn_norm;   /* [H] */
+    void *wqkv;        /* [(Hq+2Hkv)*D, H] */
+    void *bqkv;        /* [(Hq+2Hkv)*D] or NULL */
+    void *q_norm;      /* [D] or NULL (Qwen3) */
+    void *k_norm;      /* [D] or NULL */
+    void *wo;          /* [H, Hq*D] */
+    void *mlp_norm;    /* [H] */
+    void *w_gate_up;   /* [2I, H] */
+    void *w_down;      /* [H, I] */
+} zp_layer_weights;
+
+typedef struct {
+    void *k, *v;       /* [L][num_blocks][block_size][H_kv][D] each */
+    zp_attn_dims dims;
+} zp_kv_storage;
+
+typedef struct {
+    zp_model_config cfg;
+    zp_backend *be;
+    void *embed;        /* [V, H] */
+    void *final_norm;   /* [H] */
+    void *lm_head;      /* [V, H]; == embed when tied */
+    zp_layer_weights *layers;
+    size_t n_params;
+    /* activations, grown on demand to act_rows / out_rows rows */
+    int act_rows, out_rows_cap;
+    void *x, *h, *qkv, *q, *att, *gu, *act, *xo, *logits;
+} zp_model;
+
+/* Loads DIR (config.json, generation_config.json, safetensors) onto backend be. */
+zp_status zp_model_load(const char *dir, zp_backend *be, zp_model **out);
+void zp_model_free(zp_model *m);
+
+/* RoPE inverse frequencies [D/2] of a config, llama3 scaling applied (fp32, as HF computes). */
+void zp_rope_inv_freq(const zp_model_config *c, float *inv_freq);
+
+zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv);
+void zp_model_kv_free(zp_model *m, zp_kv_storage *kv);
+
+/* One step: writes K/V of every batch row, returns logits [b->n_out][V] into host memory. */
+zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, float *logits);
+
+/* Bytes of one KV block across all layers (K and V, fp32 on CPU). */
+size_t zp_model_kv_block_bytes(const zp_model_config *c, int block_size, int elem_size);
+
+#endif

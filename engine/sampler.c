@@ -1,0 +1,103 @@
+/* sampler.c - Philox4x32-10 and greedy / temperature / top-k / top-p sampling. */
+#include "sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+zp_sampling_params zp_sampling_default(void) {
+    zp_sampling_params p;
+    memset(&p, 0, sizeof p);
+    p.temperature = 0.0f;
+    p.top_p = 1.0f;
+    p.repetition_penalty = 1.0f;
+    p.max_tokens = 64;
+    return p;
+}
+
+static inline void mulhilo(uint32_t a, uint32_t b, uint32_t *hi, uint32_t *lo) {
+    uint64_t p = (uint64_t)a * b;
+    *hi = (uint32_t)(p >> 32);
+    *lo = (uint32_t)p;
+}
+
+void zp_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    const uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    for (int r = 0; r < 10; r++) {
+        uint32_t hi0, lo0, hi1, lo1;
+        mulhilo(M0, c0, &hi0, &lo0);
+        mulhilo(M1, c2, &hi1, &lo1);
+        uint32_t n0 = hi1 ^ c1 ^ k0, n1 = lo1, n2 = hi0 ^ c3 ^ k1, n3 = lo0;
+        c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+        k0 += W0; k1 += W1;
+    }
+    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+
+float zp_rng_uniform(uint64_t seed, uint64_t request_id, uint32_t sample_index, uint32_t step) {
+    uint32_t ctr[4] = {(uint32_t)request_id, (uint32_t)(request_id >> 32), sample_index, step};
+    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)}, out[4];
+    zp_philox4x32(ctr, key, out);
+    return (float)(out[0] >> 8) * (1.0f / 16777216.0f);
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+typedef struct { float p; int id; } cand;
+
+static int cand_desc(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->p != y->p) return x->p < y->p ? 1 : -1;
+    return x->id - y->id;
+}
+
+static void apply_penalty(float *logits, const zp_sampling_params *sp, const int *hist, int n_hist, int V) {
+    if (sp->repetition_penalty == 1.0f) return;
+    for (int i = 0; i < n_hist; i++) {
+        int t = hist[i];
+        if (t < 0 || t >= V) continue;
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = hist[j] == t;
+        if (seen) continue;
+        logits[t] = logits[t] > 0 ? logits[t] / sp->repetition_penalty : logits[t] * sp->repetition_penalty;
+    }
+}
+
+int zp_sample_token(float *logits, int V, const zp_sampling_params *sp, const int *history, int n_hist, float u,
+                    float *scratch) {
+    apply_penalty(logits, sp, history, n_hist, V);
+    if (sp->temperature <= 0.0f || sp->top_k == 1) return argmax(logits, V);
+    float mx = logits[argmax(logits, V)], sum = 0.f;
+    float *p = scratch;
+    for (int i = 0; i < V; i++) { p[i] = expf((logits[i] - mx) / sp->temperature); sum += p[i]; }
+    int filter = (sp->top_k > 0 && sp->top_k < V) || sp->top_p < 1.0f;
+    if (!filter) { /* inverse CDF over the vocabulary in id order */
+        float target = u * sum, acc = 0.f;
+        for (int i = 0; i < V; i++) { acc += p[i]; if (acc > target) return i; }
+        return argmax(p, V);
+    }
+    cand *c = (cand *)malloc(sizeof(cand) * (size_t)V);
+    if (!c) return argmax(p, V);
+    for (int i = 0; i < V; i++) { c[i].p = p[i] / sum; c[i].id = i; }
+    qsort(c, (size_t)V, sizeof *c, cand_desc);
+    int n = (sp->top_k > 0 && sp->top_k < V) ? sp->top_k : V;
+    if (sp->top_p < 1.0f) { /* smallest prefix whose mass reaches top_p (at least one token) */
+        float acc = 0.f;
+        int keep = 0;
+        while (keep < n) { acc += c[keep++].p; if (acc >= sp->top_p) break; }
+        n = keep;
+    }
+    float mass = 0.f;
+    for (int i = 0; i < n; i++) mass += c[i].p;
+    float target = u * mass, acc = 0.f;
+    int tok = c[n - 1].id;
+    for (int i = 0; i < n; i++) { acc += c[i].p; if (acc > target) { tok = c[i].id; break; } }
+    free(c);
+    return tok;
+}

@@ -1,0 +1,38 @@
+/* sampler.h - next-token sampling on host logits with a counter-based RNG.
+ *
+ * Random numbers come from Philox4x32-10 keyed by the seed and counted by (request id,
+ * sample index, step), so a request's draws do not depend on batch composition, concurrency,
+ * preemption or scheduling. Greedy (temperature 0), temperature, top-k, top-p and the HF
+ * repetition penalty (off at 1.0). The CUDA sampler must draw the same numbers.
+ */
+#ifndef ZP_SAMPLER_H
+#define ZP_SAMPLER_H
+
+#include <stdint.h>
+
+#define ZP_MAX_STOP 16
+
+typedef struct {
+    float temperature;        /* 0: greedy */
+    float top_p;              /* 1: off */
+    int top_k;                /* 0: off */
+    float repetition_penalty; /* 1: off */
+    int max_tokens;           /* generated tokens at most */
+    int ignore_eos;
+    int n_stop;
+    int stop_ids[ZP_MAX_STOP]; /* extra stop tokens */
+} zp_sampling_params;
+
+zp_sampling_params zp_sampling_default(void);
+
+/* Philox4x32-10: out = philox(counter, key). */
+void zp_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+/* Uniform in [0,1) for (seed, request id, sample index, step). */
+float zp_rng_uniform(uint64_t seed, uint64_t request_id, uint32_t sample_index, uint32_t step);
+
+/* Picks a token from logits[V] (modified in place). history: tokens for the penalty.
+ * scratch: caller buffer of 2*V floats. */
+int zp_sample_token(float *logits, int V, const zp_sampling_params *sp, const int *history, int n_hist, float u,
+                    float *scratch);
+
+#endif

@@ -1,0 +1,83 @@
+/* scheduler.h - requests (zp_seq) and the full-KV continuous-batching scheduler.
+ *
+ * vLLM-like baseline: waiting requests are admitted FIFO while the token budget
+ * (max_num_batched_tokens), the batch cap (max_num_seqs) and free blocks allow, with
+ * prefix-cache lookup of their full blocks; a step is either a prefill batch (priority) or a
+ * decode batch. When decode needs a block and none is free, the newest running request is
+ * preempted by recompute (blocks freed, pushed to the front of waiting); a request that is
+ * alone preempts itself. Logical length (n_tokens, positions) and physical length (n_kv,
+ * slots holding K/V) are separate fields from the start: compression makes them differ.
+ * Host-only bookkeeping: no model, no device memory. Strict-M and hybrid variants come with
+ * the compression issue.
+ */
+#ifndef ZP_SCHEDULER_H
+#define ZP_SCHEDULER_H
+
+#include <stdint.h>
+
+#include "kvcache.h"
+#include "sampler.h"
+
+typedef enum { ZP_SEQ_WAITING, ZP_SEQ_RUNNING, ZP_SEQ_FINISHED } zp_seq_status;
+typedef enum { ZP_FINISH_NONE, ZP_FINISH_EOS, ZP_FINISH_STOP, ZP_FINISH_LENGTH, ZP_FINISH_MAX_POS, ZP_FINISH_COUNT } zp_finish_reason;
+
+typedef struct {
+    int64_t request_id;   /* caller's id (e.g. problem index): keys the RNG */
+    int sample_index;     /* which of the n samples: keys the RNG */
+    uint64_t seed;
+    zp_sampling_params sp;
+    int *tokens;          /* [cap] prompt + generated; the last one is "pending" (no K/V yet) */
+    int n_tokens, cap;    /* logical length */
+    int n_prompt;
+    int n_kv;             /* physical length: tokens whose K/V is in the cache */
+    int *blocks;          /* [blocks_cap] block table (physical block ids) */
+    int n_blocks, blocks_cap;
+    uint64_t last_hash;   /* chained hash of the last registered full block */
+    int n_hashed;         /* leading blocks registered in the prefix index */
+    zp_seq_status status;
+    zp_finish_reason finish;
+    int n_preemptions;
+    int64_t order;        /* arrival order */
+} zp_seq;
+
+typedef struct {
+    zp_seq **v;
+    int n, cap;
+} zp_seq_list;
+
+typedef struct {
+    zp_kv_pool *pool;
+    int block_size;
+    int max_num_seqs;
+    int max_num_batched_tokens;
+    int enable_prefix_cache;
+    zp_seq_list waiting, running;
+    int64_t n_preemptions;
+    int64_t prefix_hit_tokens;
+} zp_scheduler;
+
+typedef struct {
+    zp_seq **seqs; /* scheduled requests, in batch order */
+    int n;
+    int is_prefill;
+    int n_tokens;  /* rows the model computes */
+} zp_sched_batch;
+
+zp_status sched_init(zp_scheduler *s, zp_kv_pool *pool, int max_num_seqs, int max_num_batched_tokens, int prefix_cache);
+void sched_free(zp_scheduler *s);
+zp_status sched_add(zp_scheduler *s, zp_seq *seq);
+/* Picks the next batch into out (out->seqs must hold max_num_seqs). n == 0: nothing runnable. */
+zp_status sched_schedule(zp_scheduler *s, zp_sched_batch *out);
+/* After a forward: all scheduled tokens now have K/V; registers newly full blocks. */
+void sched_mark_computed(zp_scheduler *s, zp_seq *seq);
+/* Removes a finished request from running and frees its blocks. */
+void sched_finish(zp_scheduler *s, zp_seq *seq);
+int sched_blocks_for(const zp_scheduler *s, int n_tokens);
+
+zp_status seq_list_push_back(zp_seq_list *l, zp_seq *x);
+zp_status seq_list_push_front(zp_seq_list *l, zp_seq *x);
+zp_seq *seq_list_pop_front(zp_seq_list *l);
+zp_seq *seq_list_pop_back(zp_seq_list *l);
+void seq_list_remove(zp_seq_list *l, zp_seq *x);
+
+#endif

@@ -1,0 +1,82 @@
+/* test_config.c - config.json parsing of every preset, and one clear error per malformed case. */
+#include <string.h>
+
+#include "config.h"
+#include "test_util.h"
+
+static void test_presets(void) {
+    const struct { const char *name; zp_arch arch; int layers, heads, kv, head_dim, qkv_bias, qk_norm, tie; zp_rope_type rope; } want[] = {
+        {"Qwen3-0.6B", ZP_ARCH_QWEN3, 28, 16, 8, 128, 0, 1, 1, ZP_ROPE_DEFAULT},
+        {"Qwen3-8B", ZP_ARCH_QWEN3, 36, 32, 8, 128, 0, 1, 0, ZP_ROPE_DEFAULT},
+        {"Qwen3-14B", ZP_ARCH_QWEN3, 40, 40, 8, 128, 0, 1, 0, ZP_ROPE_DEFAULT},
+        {"DeepSeek-R1-Distill-Qwen-1.5B", ZP_ARCH_QWEN2, 28, 12, 2, 128, 1, 0, 0, ZP_ROPE_DEFAULT},
+        {"DeepSeek-R1-Distill-Qwen-7B", ZP_ARCH_QWEN2, 28, 28, 4, 128, 1, 0, 0, ZP_ROPE_DEFAULT},
+        {"DeepSeek-R1-Distill-Llama-8B", ZP_ARCH_LLAMA, 32, 32, 8, 128, 0, 0, 0, ZP_ROPE_LLAMA3},
+        {"SmolLM2-135M-Instruct", ZP_ARCH_LLAMA, 30, 9, 3, 64, 0, 0, 1, ZP_ROPE_DEFAULT},
+        {"tiny-qwen3", ZP_ARCH_QWEN3, 2, 4, 2, 64, 0, 1, 1, ZP_ROPE_DEFAULT},
+        {"tiny-qwen2", ZP_ARCH_QWEN2, 3, 2, 1, 128, 1, 0, 0, ZP_ROPE_DEFAULT},
+        {"tiny-llama", ZP_ARCH_LLAMA, 4, 4, 2, 64, 0, 0, 0, ZP_ROPE_LLAMA3},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/%s", ZIPAGE_MODELS_DIR, want[i].name);
+        zp_model_config c;
+        CHECK_OK(zp_config_load(dir, &c));
+        CHECK(c.arch == want[i].arch);
+        CHECK(c.n_layers == want[i].layers && c.n_heads == want[i].heads && c.n_kv_heads == want[i].kv);
+        CHECK(c.head_dim == want[i].head_dim);
+        CHECK(c.qkv_bias == want[i].qkv_bias && c.qk_norm == want[i].qk_norm && c.tie_embeddings == want[i].tie);
+        CHECK(c.rope_type == want[i].rope);
+    }
+    zp_model_config c;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/Qwen3-8B", ZIPAGE_MODELS_DIR);
+    CHECK_OK(zp_config_load(dir, &c));
+    CHECK(c.n_eos == 2 && c.eos_ids[0] == 151645 && c.eos_ids[1] == 151643); /* from generation_config.json */
+    CHECK(zp_config_is_eos(&c, 151643) && !zp_config_is_eos(&c, 151644));
+    snprintf(dir, sizeof dir, "%s/DeepSeek-R1-Distill-Llama-8B", ZIPAGE_MODELS_DIR);
+    CHECK_OK(zp_config_load(dir, &c));
+    CHECK_NEAR(c.rope_factor, 8.0, 0);
+    CHECK(c.rope_orig_max_pos == 8192 && c.vocab == 128256);
+}
+
+static const char *GOOD =
+    "{\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":64,\"num_hidden_layers\":2,"
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":128,\"vocab_size\":100%s}";
+
+static zp_status parse_with(const char *extra) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, GOOD, extra);
+    zp_model_config c;
+    return zp_config_parse(buf, "cfg.json", &c);
+}
+
+static void test_malformed(void) {
+    zp_model_config c;
+    CHECK_OK(parse_with(""));
+    CHECK_FAILS(zp_config_parse("{not json", "bad.json", &c), ZP_ERR_FORMAT, "bad.json");
+    CHECK_FAILS(zp_config_parse("{\"architectures\":[\"MistralForCausalLM\"]}", "m.json", &c), ZP_ERR_UNSUPPORTED,
+                "MistralForCausalLM");
+    CHECK_FAILS(zp_config_parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"hidden_size\":8}", "q.json", &c), ZP_ERR_FORMAT,
+                "num_hidden_layers");
+    CHECK_FAILS(zp_config_parse("{\"architectures\":[\"Qwen2ForCausalLM\"],\"hidden_size\":64,\"num_hidden_layers\":2,"
+                                "\"num_attention_heads\":4,\"num_key_value_heads\":3,\"intermediate_size\":128,\"vocab_size\":100}",
+                                "kv.json", &c),
+                ZP_ERR_FORMAT, "kv.json: num_attention_heads 4 is not a multiple of num_key_value_heads 3");
+    CHECK_FAILS(parse_with(",\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4}"), ZP_ERR_UNSUPPORTED, "yarn");
+    CHECK_FAILS(parse_with(",\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8}"), ZP_ERR_FORMAT, "low_freq_factor");
+    CHECK_FAILS(parse_with(",\"hidden_act\":\"gelu\""), ZP_ERR_UNSUPPORTED, "gelu");
+    CHECK_FAILS(parse_with(",\"head_dim\":-4"), ZP_ERR_FORMAT, "head_dim");
+    CHECK_FAILS(parse_with(",\"rms_norm_eps\":\"small\""), ZP_ERR_FORMAT, "rms_norm_eps");
+    CHECK_FAILS(zp_config_load("/nonexistent/model", &c), ZP_ERR_IO, "/nonexistent/model/config.json");
+    CHECK_OK(parse_with(""));
+    CHECK_OK(zp_config_parse_generation("{\"eos_token_id\":[5,6,7]}", "g.json", &c));
+    CHECK(c.n_eos == 3 && c.eos_ids[2] == 7);
+    CHECK_FAILS(zp_config_parse_generation("{\"eos_token_id\":\"x\"}", "g.json", &c), ZP_ERR_FORMAT, "eos_token_id");
+}
+
+int main(void) {
+    test_presets();
+    test_malformed();
+    return zp_test_finish("test_config");
+}

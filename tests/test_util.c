@@ -1,0 +1,61 @@
+/* test_util.c - assertion bookkeeping and cached mkmodel fixtures. */
+#include "test_util.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mkmodel.h"
+
+int zp_test_failures = 0;
+
+void zp_check_fails(zp_status got, zp_status want, const char *needle, const char *expr, const char *file, int line) {
+    if (got != want) {
+        fprintf(stderr, "%s:%d: %s returned %s, expected %s (%s)\n", file, line, expr, zp_status_name(got), zp_status_name(want),
+                zp_last_error());
+        zp_test_failures++;
+    } else if (needle && !strstr(zp_last_error(), needle)) {
+        fprintf(stderr, "%s:%d: %s: error \"%s\" does not mention \"%s\"\n", file, line, expr, zp_last_error(), needle);
+        zp_test_failures++;
+    }
+}
+
+int zp_test_finish(const char *name) {
+    if (zp_test_failures) {
+        fprintf(stderr, "%s: %d check(s) failed\n", name, zp_test_failures);
+        return 1;
+    }
+    printf("%s: all checks passed\n", name);
+    return 0;
+}
+
+const char *zp_test_model(const char *preset) {
+    static char paths[8][512];
+    static int n = 0;
+    char dir[512], st[600];
+    snprintf(dir, sizeof dir, "%s/model-%s", ZP_TEST_TMP, preset);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(paths[i], dir)) return paths[i];
+    snprintf(st, sizeof st, "%s/model.safetensors", dir);
+    struct stat sb;
+    if (stat(st, &sb) != 0 && zp_mkmodel(preset, dir, 1, ZP_DTYPE_BF16) != ZP_OK) {
+        fprintf(stderr, "fixture: mkmodel %s failed: %s\n", preset, zp_last_error());
+        exit(1);
+    }
+    snprintf(paths[n % 8], sizeof paths[0], "%s", dir);
+    return paths[n++ % 8];
+}
+
+double zp_max_abs_diff(const float *a, const float *b, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+    }
+    return m;
+}
+
+double zp_max_abs(const float *a, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m = fabs(a[i]) > m ? fabs(a[i]) : m;
+    return m;
+}

@@ -1,0 +1,53 @@
+/* test_util.h - tiny assertion helpers for the CTest executables, plus fixtures:
+ * checkpoints written by zp_mkmodel into the build tree, cached per preset. */
+#ifndef ZP_TEST_UTIL_H
+#define ZP_TEST_UTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "status.h"
+
+extern int zp_test_failures;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            zp_test_failures++;                                                      \
+        }                                                                            \
+    } while (0)
+
+#define CHECK_OK(expr)                                                                              \
+    do {                                                                                            \
+        zp_status s_ = (expr);                                                                      \
+        if (s_ != ZP_OK) {                                                                          \
+            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #expr,              \
+                    zp_status_name(s_), zp_last_error());                                           \
+            zp_test_failures++;                                                                     \
+        }                                                                                           \
+    } while (0)
+
+/* Expects a failure status whose message contains `needle`. */
+#define CHECK_FAILS(expr, status, needle) zp_check_fails((expr), (status), (needle), #expr, __FILE__, __LINE__)
+void zp_check_fails(zp_status got, zp_status want, const char *needle, const char *expr, const char *file, int line);
+
+#define CHECK_NEAR(a, b, tol)                                                                         \
+    do {                                                                                              \
+        double a_ = (a), b_ = (b);                                                                    \
+        if (!(fabs(a_ - b_) <= (tol))) {                                                              \
+            fprintf(stderr, "%s:%d: %s = %.9g vs %s = %.9g (tol %g)\n", __FILE__, __LINE__, #a, a_, #b, b_, \
+                    (double)(tol));                                                                   \
+            zp_test_failures++;                                                                       \
+        }                                                                                             \
+    } while (0)
+
+int zp_test_finish(const char *name);
+/* Path of a checkpoint of preset `preset` with seed 1 (bf16), written on first use. */
+const char *zp_test_model(const char *preset);
+/* Max |a-b| over n floats. */
+double zp_max_abs_diff(const float *a, const float *b, size_t n);
+double zp_max_abs(const float *a, size_t n);
+
+#endif

@@ -1,0 +1,176 @@
+/* cmd_generate.c - `zipage generate` (engine, sampled or greedy) and `zipage logits`
+ * (one prefill through the model, logits to JSON). Text prompts arrive with the tokenizer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h" /* flag parsing, cli_report, cli_now */
+#include "engine.h"     /* zp_engine_* */
+
+typedef struct {
+    zp_engine_config ec;
+    zp_sampling_params sp;
+    int *prompt, n_prompt, n_samples;
+    int64_t seed;
+    const char *out_json;
+    int all_positions;
+} gen_args;
+
+static void usage(FILE *f, const char *cmd) {
+    fprintf(f,
+            "usage: zipage %s --model DIR --prompt-ids 1,2,3 [flags]\n"
+            "  --model DIR            checkpoint folder (config.json + safetensors)\n"
+            "  --prompt-ids LIST      prompt token ids, comma separated\n"
+            "  --out FILE.json        write results as JSON\n", cmd);
+    if (!strcmp(cmd, "logits")) { fprintf(f, "  --all                  logits of every prompt position (default: last)\n"); return; }
+    fprintf(f, "  --max-tokens N         tokens to generate (default 64)\n"
+               "  --greedy               argmax decoding (default)\n"
+               "  --temperature T        sample at temperature T (0 = greedy)\n"
+               "  --top-p P              nucleus sampling (default 1.0)\n"
+               "  --top-k K              top-k sampling (default 0 = off)\n"
+               "  --seed S               sampling seed (default 0)\n"
+               "  --n N                  samples of the prompt (default 1)\n"
+               "  --ignore-eos           do not stop at EOS\n"
+               "  --block-size B         KV block size (default 256)\n"
+               "  --kv-pool-tokens N     KV pool size in tokens (default 32768, at most 2 GiB)\n"
+               "  --max-num-seqs N       running requests at most (default 256)\n"
+               "  --no-prefix-cache      disable prefix caching\n"
+               "  --threads N            CPU threads (default: all)\n");
+}
+
+static zp_status parse(int argc, char **argv, gen_args *g, const char *cmd) {
+    memset(g, 0, sizeof *g);
+    g->ec = zp_engine_config_default();
+    g->sp = zp_sampling_default();
+    g->n_samples = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        int is_flag = !strcmp(a, "--greedy") || !strcmp(a, "--ignore-eos") || !strcmp(a, "--no-prefix-cache") || !strcmp(a, "--all");
+        if (!strcmp(a, "--help")) { usage(stdout, cmd); exit(0); }
+        if (!is_flag && !(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
+        if (!strcmp(a, "--model")) g->ec.model_dir = v;
+        else if (!strcmp(a, "--prompt-ids")) ZP_TRY(cli_ids(a, v, &g->prompt, &g->n_prompt));
+        else if (!strcmp(a, "--out")) g->out_json = v;
+        else if (!strcmp(a, "--all")) g->all_positions = 1;
+        else if (!strcmp(a, "--max-tokens")) ZP_TRY(cli_int(a, v, 1, 1 << 24, &g->sp.max_tokens));
+        else if (!strcmp(a, "--greedy")) g->sp.temperature = 0;
+        else if (!strcmp(a, "--temperature")) ZP_TRY(cli_float(a, v, 0, 100, &g->sp.temperature));
+        else if (!strcmp(a, "--top-p")) ZP_TRY(cli_float(a, v, 1e-6, 1, &g->sp.top_p));
+        else if (!strcmp(a, "--top-k")) ZP_TRY(cli_int(a, v, 0, 1 << 30, &g->sp.top_k));
+        else if (!strcmp(a, "--seed")) ZP_TRY(cli_i64(a, v, 0, INT64_MAX, &g->seed));
+        else if (!strcmp(a, "--n")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &g->n_samples));
+        else if (!strcmp(a, "--ignore-eos")) g->sp.ignore_eos = 1;
+        else if (!strcmp(a, "--block-size")) ZP_TRY(cli_int(a, v, 1, 65536, &g->ec.block_size));
+        else if (!strcmp(a, "--kv-pool-tokens")) ZP_TRY(cli_i64(a, v, 1, INT64_MAX, &g->ec.kv_pool_tokens));
+        else if (!strcmp(a, "--max-num-seqs")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &g->ec.max_num_seqs));
+        else if (!strcmp(a, "--no-prefix-cache")) g->ec.enable_prefix_cache = 0;
+        else if (!strcmp(a, "--threads")) ZP_TRY(cli_int(a, v, 0, 4096, &g->ec.n_threads));
+        else { usage(stderr, cmd); return zp_fail(ZP_ERR_INVALID, "unknown flag %s", a); }
+    }
+    if (!g->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR is required (make one with `zipage mkmodel`)");
+    if (!g->prompt) return zp_fail(ZP_ERR_INVALID, "--prompt-ids is required");
+    return ZP_OK;
+}
+
+static void print_ids(FILE *f, const int *ids, int n) {
+    for (int i = 0; i < n; i++) fprintf(f, i ? ",%d" : "%d", ids[i]);
+}
+
+static zp_status run_generate(gen_args *g) {
+    zp_engine *e;
+    ZP_TRY(zp_engine_init(&g->ec, &e));
+    zp_status s = ZP_OK;
+    for (int k = 0; s == ZP_OK && k < g->n_samples; k++)
+        s = zp_engine_add_request(e, g->prompt, g->n_prompt, &g->sp, 0, k, (uint64_t)g->seed);
+    double t0 = cli_now();
+    while (s == ZP_OK && zp_engine_has_unfinished(e)) s = zp_engine_step(e);
+    double dt = cli_now() - t0;
+    zp_output *outs = calloc((size_t)g->n_samples, sizeof *outs);
+    int n = (s == ZP_OK && outs) ? zp_engine_poll(e, outs, g->n_samples) : 0;
+    FILE *jf = (s == ZP_OK && g->out_json) ? fopen(g->out_json, "w") : NULL;
+    if (s == ZP_OK && g->out_json && !jf) s = zp_fail(ZP_ERR_IO, "%s: cannot create", g->out_json);
+    if (jf) fprintf(jf, "{\"samples\": [");
+    zp_engine_stats st;
+    zp_engine_get_stats(e, &st);
+    for (int i = 0; i < n; i++) {
+        printf("sample %d (%s, %d tokens): ", outs[i].sample_index, zp_finish_name(outs[i].finish), outs[i].n_tokens);
+        print_ids(stdout, outs[i].tokens, outs[i].n_tokens);
+        printf("\n");
+        if (jf) {
+            fprintf(jf, "%s\n  {\"sample\": %d, \"finish\": \"%s\", \"tokens\": [", i ? "," : "", outs[i].sample_index,
+                    zp_finish_name(outs[i].finish));
+            print_ids(jf, outs[i].tokens, outs[i].n_tokens);
+            fprintf(jf, "]}");
+        }
+        zp_output_free(&outs[i]);
+    }
+    if (jf) { fprintf(jf, "\n], \"generated_tokens\": %lld, \"seconds\": %.6f}\n", (long long)st.generated_tokens, dt); fclose(jf); }
+    if (s == ZP_OK)
+        printf("%lld tokens in %.3f s: %.1f tokens/s (prefill %lld tokens, %lld from prefix cache; %lld preemptions)\n",
+               (long long)st.generated_tokens, dt, dt > 0 ? st.generated_tokens / dt : 0.0, (long long)st.prefill_tokens,
+               (long long)st.prefix_hit_tokens, (long long)st.preemptions);
+    free(outs);
+    zp_engine_free(e);
+    return s;
+}
+
+int cmd_generate(int argc, char **argv) {
+    gen_args g;
+    zp_status s = parse(argc, argv, &g, "generate");
+    if (s == ZP_OK) s = run_generate(&g);
+    free(g.prompt);
+    return s == ZP_OK ? 0 : cli_report("generate", s);
+}
+
+/* ---------------------------------------------------------------- logits */
+
+static zp_status write_logits_json(const char *path, const gen_args *g, const float *lg, int rows, int V) {
+    FILE *f = path ? fopen(path, "w") : stdout;
+    if (!f) return zp_fail(ZP_ERR_IO, "%s: cannot create", path);
+    fprintf(f, "{\"model\": \"%s\", \"prompt_ids\": [", g->ec.model_dir);
+    print_ids(f, g->prompt, g->n_prompt);
+    fprintf(f, "], \"first_position\": %d, \"vocab\": %d, \"logits\": [", g->n_prompt - rows, V);
+    for (int r = 0; r < rows; r++) {
+        fprintf(f, "%s\n[", r ? "," : "");
+        for (int v = 0; v < V; v++) fprintf(f, v ? ",%.7g" : "%.7g", lg[(size_t)r * V + v]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "\n]}\n");
+    if (path && fclose(f) != 0) return zp_fail(ZP_ERR_IO, "%s: write failed", path);
+    return ZP_OK;
+}
+
+/* One prefill of the prompt through the model with a private KV store of exactly its length. */
+static zp_status run_logits(const gen_args *g) {
+    zp_backend *be;
+    ZP_TRY(zp_backend_cpu_create(g->ec.n_threads, &be));
+    zp_model *m = NULL;
+    zp_kv_storage kv = {0};
+    zp_status s = zp_model_load(g->ec.model_dir, be, &m);
+    const int T = g->n_prompt, bs = 16, nb = (T + bs - 1) / bs, rows = g->all_positions ? T : 1;
+    int *pos = malloc(sizeof(int) * (size_t)T * 3), *bt = malloc(sizeof(int) * (size_t)nb);
+    float *lg = NULL;
+    if (s == ZP_OK && (!pos || !bt)) s = zp_fail(ZP_ERR_OOM, "logits: out of memory");
+    if (s == ZP_OK) s = zp_model_kv_alloc(m, nb, bs, &kv);
+    if (s == ZP_OK && !(lg = malloc(sizeof(float) * (size_t)rows * (size_t)m->cfg.vocab))) s = zp_fail(ZP_ERR_OOM, "logits: out of memory");
+    if (s == ZP_OK) {
+        int *slots = pos + T, *out_rows = pos + 2 * T, q0 = 0, kvl = T;
+        for (int t = 0; t < T; t++) { pos[t] = t; slots[t] = t; out_rows[t] = g->all_positions ? t : T - 1; }
+        for (int b = 0; b < nb; b++) bt[b] = b;
+        zp_batch b = {T, 1, g->prompt, pos, slots, &q0, &T, &kvl, bt, nb, rows, out_rows, 1};
+        s = zp_model_forward(m, &b, &kv, lg);
+    }
+    if (s == ZP_OK) s = write_logits_json(g->out_json, g, lg, rows, m->cfg.vocab);
+    free(lg); free(pos); free(bt);
+    if (m) { zp_model_kv_free(m, &kv); zp_model_free(m); }
+    be->destroy(be);
+    return s;
+}
+
+int cmd_logits(int argc, char **argv) {
+    gen_args g;
+    zp_status s = parse(argc, argv, &g, "logits");
+    if (s == ZP_OK) s = run_logits(&g);
+    free(g.prompt);
+    return s == ZP_OK ? 0 : cli_report("logits", s);
+}

@@ -1,0 +1,37 @@
+/* zipage.c - the command line: dispatches to subcommands. Each subcommand lives in
+ * tools/cmd_<name>.c and prints its own flags with --help. */
+#include <stdio.h>
+#include <string.h>
+
+int cmd_mkmodel(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    {"mkmodel", cmd_mkmodel, "write a checkpoint folder with seeded random weights for a preset or config"},
+    {"generate", cmd_generate, "generate tokens from prompt ids with the engine"},
+    {"logits", cmd_logits, "write the logits of a prompt (last position or all) as JSON"},
+    {"bench", cmd_bench, "prefill and decode throughput and peak memory of a fixed workload"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: zipage <command> [flags]   (zipage <command> --help for its flags)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "zipage: unknown command \"%s\"\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

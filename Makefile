@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
-DEB_PACKAGES := cmake gcc make pkg-config libcjson-dev libopenblas-dev libxxhash-dev
+DEB_PACKAGES := cmake gcc make pkg-config libcjson-dev libopenblas-openmp-dev libxxhash-dev
 ZIPAGE := $(BUILD)/zipage
 
 .PHONY: all deps build test test-slow generate clean

@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "zipage: unknown command \"%s\"\n", argv[1]);
+    fprintf(stderr, "zipage: error: unknown command \"%s\"\n", argv[1]);
     usage(stderr);
     return 2;
 }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# prepare_hf_compare.sh - writes the inputs of hf_compare.py: for each tiny architecture, a
+# checkpoint from `zipage mkmodel` and our CPU engine's outputs on three prompts (12, 64 and
+# 300 tokens): last-position logits (`zipage logits`) and 64 greedy tokens with EOS ignored
+# (`zipage generate`, KV block size 16 so attention crosses many pages).
+# Usage: tests/device/prepare_hf_compare.sh [BUILD_DIR] [OUT_DIR]   (default build .devrun/cases)
+set -euo pipefail
+B=${1:-build}; O=${2:-.devrun/cases}
+Z=$B/zipage
+rm -rf "$O"; mkdir -p "$O"
+for p in tiny-qwen3 tiny-qwen2 tiny-llama; do
+  d=$O/$p
+  "$Z" mkmodel --preset "$p" --out "$d" --seed 1 >/dev/null
+  for n in 12 64 300; do
+    ids=$(python3 -c "import random; r=random.Random($n); print(','.join(str(r.randrange(3,1024)) for _ in range($n)))")
+    "$Z" logits --model "$d" --prompt-ids "$ids" --out "$d/logits_$n.json"
+    "$Z" generate --model "$d" --prompt-ids "$ids" --greedy --ignore-eos --max-tokens 64 --block-size 16 --out "$d/greedy_$n.json" >/dev/null
+  done
+done
+echo "cases written to $O"

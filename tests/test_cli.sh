@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# test_cli.sh - the zipage command line end to end: mkmodel -> generate / logits / bench, and
+# one clear error line with a non-zero exit for each kind of bad input. Args: ZIPAGE TMPDIR
+set -u
+Z=$1; T=$2/cli; rm -rf "$T"; mkdir -p "$T"
+fails=0
+ok()   { if "$@" >"$T/out" 2>&1; then :; else echo "FAIL (exit $?): $*"; cat "$T/out"; fails=$((fails+1)); fi; }
+bad()  { # bad EXPECTED_TEXT cmd...: must exit non-zero, print one error line containing the text, no crash
+  local want=$1; shift
+  "$@" >"$T/out" 2>&1; local rc=$?
+  if [ $rc -eq 0 ] || [ $rc -ge 128 ] || ! grep -q "error: .*$want" "$T/out"; then
+    echo "FAIL (exit $rc, wanted error mentioning '$want'): $*"; cat "$T/out"; fails=$((fails+1)); fi; }
+
+ok "$Z" mkmodel --preset tiny-qwen2 --out "$T/m" --seed 3
+ok "$Z" generate --model "$T/m" --prompt-ids 1,2,3 --max-tokens 8 --block-size 16 --out "$T/g.json"
+grep -q '"tokens": \[' "$T/g.json" || { echo "FAIL: generate --out wrote no tokens"; fails=$((fails+1)); }
+ok "$Z" logits --model "$T/m" --prompt-ids 1,2,3,4 --all --out "$T/l.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['logits'])==4 and len(d['logits'][0])==1024" "$T/l.json" \
+  || { echo "FAIL: logits JSON"; fails=$((fails+1)); }
+ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16
+grep -q '^cpu,2,8,4,' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
+
+bad "unknown command" "$Z" frobnicate
+bad "--model DIR is required" "$Z" generate --prompt-ids 1
+mkdir -p "$T/noweights"; cp "$T/m/config.json" "$T/noweights/"
+bad "no model.safetensors" "$Z" generate --model "$T/noweights" --prompt-ids 1
+bad "config.json: cannot open" "$Z" generate --model "$T/nothing-here" --prompt-ids 1
+bad "not a comma-separated list" "$Z" generate --model "$T/m" --prompt-ids 1,x
+bad "outside the vocabulary" "$Z" generate --model "$T/m" --prompt-ids 1,99999
+bad "max-tokens" "$Z" generate --model "$T/m" --prompt-ids 1 --max-tokens 0
+bad "top-p" "$Z" generate --model "$T/m" --prompt-ids 1 --top-p 2
+bad "needs a value" "$Z" generate --model
+bad "unknown flag --bogus" "$Z" mkmodel --bogus
+cp -r "$T/m" "$T/trunc"; truncate -s 4000 "$T/trunc/model.safetensors"
+bad "truncated" "$Z" generate --model "$T/trunc" --prompt-ids 1
+printf '{"architectures":["GPT2LMHeadModel"]}' > "$T/gpt2.json"
+bad "GPT2LMHeadModel" "$Z" mkmodel --config "$T/gpt2.json" --out "$T/g2"
+
+if [ $fails -eq 0 ]; then echo "test_cli: all checks passed"; exit 0; fi
+echo "test_cli: $fails failure(s)"; exit 1

@@ -17,7 +17,9 @@ deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	else echo "deps: all Debian packages present"; fi
 
+# first configure: make sure the Debian packages are there (fresh machine), then CMake
 $(BUILD)/CMakeCache.txt:
+	@$(MAKE) --no-print-directory deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 
 build: $(BUILD)/CMakeCache.txt

@@ -19,8 +19,11 @@ typedef struct {
 static void fx_open(fixture *f, const char *preset, int num_blocks, int bs) {
     memset(f, 0, sizeof *f);
     CHECK_OK(zp_backend_cpu_create(2, &f->be));
-    CHECK_OK(zp_model_load(zp_test_model(preset), f->be, &f->m));
-    CHECK_OK(zp_model_kv_alloc(f->m, num_blocks, bs, &f->kv));
+    if (zp_model_load(zp_test_model(preset), f->be, &f->m) != ZP_OK ||
+        zp_model_kv_alloc(f->m, num_blocks, bs, &f->kv) != ZP_OK) {
+        fprintf(stderr, "fixture %s: %s\n", preset, zp_last_error());
+        exit(1);
+    }
 }
 static void fx_close(fixture *f) {
     zp_model_kv_free(f->m, &f->kv);

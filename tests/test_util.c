@@ -3,6 +3,7 @@
 
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "mkmodel.h"
 
@@ -28,18 +29,28 @@ int zp_test_finish(const char *name) {
     return 0;
 }
 
+/* Written into a private folder then renamed into place, so tests running in parallel never
+ * see a half-written checkpoint. */
 const char *zp_test_model(const char *preset) {
     static char paths[8][512];
     static int n = 0;
-    char dir[512], st[600];
+    char dir[512], st[600], tmp[600];
     snprintf(dir, sizeof dir, "%s/model-%s", ZP_TEST_TMP, preset);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && i < 8; i++)
         if (!strcmp(paths[i], dir)) return paths[i];
     snprintf(st, sizeof st, "%s/model.safetensors", dir);
     struct stat sb;
-    if (stat(st, &sb) != 0 && zp_mkmodel(preset, dir, 1, ZP_DTYPE_BF16) != ZP_OK) {
-        fprintf(stderr, "fixture: mkmodel %s failed: %s\n", preset, zp_last_error());
-        exit(1);
+    if (stat(st, &sb) != 0) {
+        snprintf(tmp, sizeof tmp, "%s.tmp%ld", dir, (long)getpid());
+        if (zp_mkmodel(preset, tmp, 1, ZP_DTYPE_BF16) != ZP_OK) {
+            fprintf(stderr, "fixture: mkmodel %s failed: %s\n", preset, zp_last_error());
+            exit(1);
+        }
+        if (rename(tmp, dir) != 0) { /* another test won the race: use its copy */
+            char cmd[1400];
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+            if (system(cmd) != 0) fprintf(stderr, "fixture: could not remove %s\n", tmp);
+        }
     }
     snprintf(paths[n % 8], sizeof paths[0], "%s", dir);
     return paths[n++ % 8];

@@ -76,7 +76,7 @@ static void print_ids(FILE *f, const int *ids, int n) {
     for (int i = 0; i < n; i++) fprintf(f, i ? ",%d" : "%d", ids[i]);
 }
 
-static zp_status run_generate(gen_args *g) {
+static zp_status run_generate(const gen_args *g) {
     zp_engine *e;
     ZP_TRY(zp_engine_init(&g->ec, &e));
     zp_status s = ZP_OK;
@@ -114,13 +114,18 @@ static zp_status run_generate(gen_args *g) {
     return s;
 }
 
-int cmd_generate(int argc, char **argv) {
+static zp_status run_logits(const gen_args *g);
+
+/* Parses the shared flags, runs one of the two commands, reports. */
+static int run_command(int argc, char **argv, const char *name, zp_status (*fn)(const gen_args *)) {
     gen_args g;
-    zp_status s = parse(argc, argv, &g, "generate");
-    if (s == ZP_OK) s = run_generate(&g);
+    zp_status s = parse(argc, argv, &g, name);
+    if (s == ZP_OK) s = fn(&g);
     free(g.prompt);
-    return s == ZP_OK ? 0 : cli_report("generate", s);
+    return s == ZP_OK ? 0 : cli_report(name, s);
 }
+
+int cmd_generate(int argc, char **argv) { return run_command(argc, argv, "generate", run_generate); }
 
 /* ---------------------------------------------------------------- logits */
 
@@ -167,10 +172,4 @@ static zp_status run_logits(const gen_args *g) {
     return s;
 }
 
-int cmd_logits(int argc, char **argv) {
-    gen_args g;
-    zp_status s = parse(argc, argv, &g, "logits");
-    if (s == ZP_OK) s = run_logits(&g);
-    free(g.prompt);
-    return s == ZP_OK ? 0 : cli_report("logits", s);
-}
+int cmd_logits(int argc, char **argv) { return run_command(argc, argv, "logits", run_logits); }

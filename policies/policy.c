@@ -1,0 +1,96 @@
+/* policy.c - the policy registry, creation from JSON, and helpers shared by policies. */
+#include "policy.h"
+
+#include <cjson/cJSON.h> /* parameter objects */
+#include <stdlib.h>
+#include <string.h>
+
+extern const zp_policy_ops policy_full_ops, policy_streaming_ops, policy_h2o_ops, policy_snapkv_ops, policy_rkv_ops,
+    policy_morphkv_ops, policy_zipage_ops;
+
+static const zp_policy_ops *const registry[] = {&policy_full_ops,  &policy_streaming_ops, &policy_h2o_ops,
+                                                &policy_snapkv_ops, &policy_rkv_ops,       &policy_morphkv_ops,
+                                                &policy_zipage_ops, NULL};
+
+const zp_policy_ops *const *policy_registry(void) { return registry; }
+
+const zp_policy_ops *policy_find(const char *name) {
+    for (int i = 0; registry[i]; i++)
+        if (!strcmp(registry[i]->name, name)) return registry[i];
+    return NULL;
+}
+
+zp_status policy_create(const char *name, const char *params_json, zp_policy *out) {
+    memset(out, 0, sizeof *out);
+    const zp_policy_ops *ops = policy_find(name);
+    if (!ops) return zp_fail(ZP_ERR_INVALID, "unknown policy \"%s\" (known: full, streaming, h2o, snapkv, rkv, morphkv, zipage)", name);
+    cJSON *params = NULL;
+    if (params_json && *params_json) {
+        params = cJSON_Parse(params_json);
+        if (!cJSON_IsObject(params)) {
+            cJSON_Delete(params);
+            return zp_fail(ZP_ERR_INVALID, "policy %s: parameters are not a JSON object: %s", name, params_json);
+        }
+    }
+    zp_status s = ops->init(params, &out->state);
+    cJSON_Delete(params);
+    if (s == ZP_OK) out->ops = ops;
+    return s;
+}
+
+void policy_destroy(zp_policy *p) {
+    if (p->ops && p->ops->destroy) p->ops->destroy(p->state);
+    memset(p, 0, sizeof *p);
+}
+
+void policy_keep_topk_recent(const float *score, int n, int budget, int recent, uint8_t *keep) {
+    if (recent > budget) recent = budget;
+    if (recent > n) recent = n;
+    scorer_topk(score, n - recent, budget - recent, keep); /* writes keep[0, n-recent) */
+    for (int t = n - recent; t < n; t++) keep[t] = 1;
+}
+
+zp_status policy_check_keys(const cJSON *params, const char *policy, const char *const *known) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, params) {
+        int ok = 0;
+        for (int i = 0; known[i] && !ok; i++) ok = !strcmp(e->string, known[i]);
+        if (!ok) return zp_fail(ZP_ERR_INVALID, "policy %s: unknown parameter \"%s\"", policy, e->string);
+    }
+    return ZP_OK;
+}
+
+zp_status policy_param_float(const cJSON *params, const char *policy, const char *key, float lo, float hi, float *v) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, key);
+    if (!it) return ZP_OK;
+    if (!cJSON_IsNumber(it) || !(it->valuedouble >= lo && it->valuedouble <= hi))
+        return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"%s\" must be a number in [%g, %g]", policy, key, lo, hi);
+    *v = (float)it->valuedouble;
+    return ZP_OK;
+}
+
+zp_status policy_param_int(const cJSON *params, const char *policy, const char *key, int lo, int hi, int *v) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, key);
+    if (!it) return ZP_OK;
+    if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int)it->valuedouble || it->valuedouble < lo || it->valuedouble > hi)
+        return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"%s\" must be an integer in [%d, %d]", policy, key, lo, hi);
+    *v = (int)it->valuedouble;
+    return ZP_OK;
+}
+
+zp_status policy_param_bool(const cJSON *params, const char *policy, const char *key, int *v) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, key);
+    if (!it) return ZP_OK;
+    if (!cJSON_IsBool(it)) return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"%s\" must be true or false", policy, key);
+    *v = cJSON_IsTrue(it);
+    return ZP_OK;
+}
+
+zp_status policy_param_choice(const cJSON *params, const char *policy, const char *key, const char *const *choices, int *v) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, key);
+    if (!it) return ZP_OK;
+    for (int i = 0; cJSON_IsString(it) && choices[i]; i++)
+        if (!strcmp(it->valuestring, choices[i])) { *v = i; return ZP_OK; }
+    return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"%s\" must be one of %s%s%s", policy, key, choices[0],
+                   choices[1] ? ", " : "", choices[1] ? choices[1] : "");
+}

@@ -1,0 +1,72 @@
+/* policy.h - the eviction-policy interface and its registry.
+ *
+ * The engine calls a policy when a request outgrows its block cap (N_max blocks plus one
+ * growth block): for each (layer, KV head) the policy sees the request's keys, its window
+ * queries and its stored history score, and returns which `budget` tokens to keep (exactly
+ * budget, the same count for every head so one block table serves all heads). Policies
+ * score through scorers/ only. Parameters come from a JSON object; unknown keys and
+ * impossible values are errors naming the key. One file per policy; all listed in
+ * policy_registry (policy.c).
+ */
+#ifndef ZP_POLICY_H
+#define ZP_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scorers.h"
+
+typedef struct cJSON cJSON;
+
+typedef struct {
+    zp_score_view view;     /* keys [n][D], window queries [w][G][D] */
+    const float *history;   /* [n] stored score of each token (NULL if the policy keeps none) */
+    int n_hist;             /* tokens whose history is valid: 0 on a first compression,
+                               else the tokens before the growth block */
+    int block_size;         /* tokens per KV block */
+    int budget;             /* tokens to keep: N_max * block_size */
+    float *scratch;         /* [6n + n*D] floats owned by the caller */
+} zp_select_input;
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    int evicts;            /* 0 only for `full` */
+    int needs_history;     /* stores a per-token score that moves with the K/V */
+    int prefix_compatible; /* may run on requests sharing prefix blocks (compacts into fresh blocks) */
+    /* Parses params (may be NULL: defaults) into a state; errors name the key. */
+    zp_status (*init)(const cJSON *params, void **state);
+    void (*destroy)(void *state);
+    /* keep[n]: exactly budget ones. new_history[n] (only when needs_history): the score to
+     * store for each token (only kept tokens' values survive compaction). */
+    zp_status (*select)(void *state, const zp_select_input *in, uint8_t *keep, float *new_history);
+    /* Resolved parameters as a JSON object text into buf. */
+    void (*describe)(const void *state, char *buf, size_t len);
+} zp_policy_ops;
+
+typedef struct {
+    const zp_policy_ops *ops;
+    void *state;
+} zp_policy;
+
+/* Looks a policy up by name and parses its JSON parameters (NULL or "" for defaults). */
+zp_status policy_create(const char *name, const char *params_json, zp_policy *out);
+void policy_destroy(zp_policy *p);
+const zp_policy_ops *policy_find(const char *name);
+/* NULL-terminated list of every registered policy. */
+const zp_policy_ops *const *policy_registry(void);
+
+/* ---- helpers shared by the policy files ---- */
+
+/* Keeps the last `recent` tokens and the top (budget - recent) of the others by score. */
+void policy_keep_topk_recent(const float *score, int n, int budget, int recent, uint8_t *keep);
+
+/* Parameter parsing: every key of `params` must be in `known` (NULL-terminated). */
+zp_status policy_check_keys(const cJSON *params, const char *policy, const char *const *known);
+zp_status policy_param_float(const cJSON *params, const char *policy, const char *key, float lo, float hi, float *v);
+zp_status policy_param_int(const cJSON *params, const char *policy, const char *key, int lo, int hi, int *v);
+zp_status policy_param_bool(const cJSON *params, const char *policy, const char *key, int *v);
+/* String parameter restricted to choices; *v = index of the choice. */
+zp_status policy_param_choice(const cJSON *params, const char *policy, const char *key, const char *const *choices, int *v);
+
+#endif

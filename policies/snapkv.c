@@ -1,0 +1,53 @@
+/* snapkv.c - SnapKV (arXiv 2404.14469), decode-time variant "SnapKV-D" as R-KV and G-KV use
+ * it as a baseline: at every block overflow, the last w cached queries score the non-window
+ * keys (GQA: max over the group of logits, softmax over the non-window keys, mean over the
+ * window), the scores are max-pooled (kernel 7), and the top budget - w are kept with the w
+ * window tokens. KV-head aggregation (one selection per KV head), not the official
+ * per-query-head selection that multiplies the cache by G. No history. Prefix-compatible.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "policy.h"
+
+typedef struct {
+    int kernel;
+} snapkv_state;
+
+zp_status policy_snapkv_importance(const zp_score_view *v, int kernel, float *out, float *scratch) {
+    const int m = v->n - v->window;
+    zp_attn_opts o = {ZP_GQA_MAX_LOGIT, ZP_QRED_MEAN, 1};
+    ZP_TRY(scorer_window_attention(v, &o, scratch, scratch + v->n));
+    if (kernel > 1) scorer_max_pool(scratch, m, kernel, out); /* pool the candidates only */
+    else for (int t = 0; t < m; t++) out[t] = scratch[t];
+    for (int t = m; t < v->n; t++) out[t] = 0.f;
+    return ZP_OK;
+}
+
+static zp_status snapkv_init(const cJSON *params, void **state) {
+    static const char *const known[] = {"kernel", NULL};
+    snapkv_state *s = calloc(1, sizeof *s);
+    ZP_CHECK_ALLOC(s);
+    s->kernel = 7;
+    zp_status st = policy_check_keys(params, "snapkv", known);
+    if (st == ZP_OK) st = policy_param_int(params, "snapkv", "kernel", 1, 63, &s->kernel);
+    if (st == ZP_OK && s->kernel % 2 == 0) st = zp_fail(ZP_ERR_INVALID, "policy snapkv: parameter \"kernel\" must be odd");
+    if (st != ZP_OK) { free(s); return st; }
+    *state = s;
+    return ZP_OK;
+}
+
+static zp_status snapkv_select(void *state, const zp_select_input *in, uint8_t *keep, float *new_history) {
+    const int n = in->view.n;
+    float *score = in->scratch;
+    ZP_TRY(policy_snapkv_importance(&in->view, ((const snapkv_state *)state)->kernel, score, in->scratch + n));
+    policy_keep_topk_recent(score, n, in->budget, in->view.window, keep);
+    return ZP_OK;
+}
+
+static void snapkv_describe(const void *state, char *buf, size_t len) {
+    snprintf(buf, len, "{\"kernel\": %d}", ((const snapkv_state *)state)->kernel);
+}
+
+const zp_policy_ops policy_snapkv_ops = {"snapkv", "window attention of recent queries, max-pooled (SnapKV, decode-time)", 1, 0, 1,
+                                         snapkv_init, free, snapkv_select, snapkv_describe};

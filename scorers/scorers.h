@@ -1,0 +1,75 @@
+/* scorers.h - token-importance primitives, C references (the CUDA twins come later).
+ *
+ * Every scorer works on one (request, layer, KV head) in physical token order, which is the
+ * original order because compaction preserves it. Window queries belong to the last w tokens.
+ * Shapes are in the comments; complexities are in each .c file's header. These functions
+ * allocate nothing: callers pass scratch. They do not select or compact (policies/, engine/).
+ */
+#ifndef ZP_SCORERS_H
+#define ZP_SCORERS_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+/* One (request, layer, KV head) as seen by the scorers. */
+typedef struct {
+    int n;                /* tokens, physical order */
+    int head_dim;         /* D */
+    int group;            /* G = H_q / H_kv query heads sharing this KV head */
+    int window;           /* w window queries; query j belongs to token n-w+j */
+    float scale;          /* softmax scale, 1/sqrt(D) */
+    const float *keys;    /* [n][D] post-RoPE keys of this KV head */
+    const float *queries; /* [w][G][D] window queries (post-RoPE, post q-norm) */
+} zp_score_view;
+
+typedef enum {
+    ZP_GQA_MAX_PROB,  /* softmax per query head, then max over the group (Zipage) */
+    ZP_GQA_MEAN_PROB, /* softmax per query head, then mean over the group (kvpress) */
+    ZP_GQA_MAX_LOGIT, /* max over the group of logits, then softmax (R-KV, SnapKV-D) */
+    ZP_GQA_SUM_LOGIT, /* sum over the group of logits, then softmax (MorphKV) */
+    ZP_GQA_COUNT
+} zp_gqa_reduce;
+
+typedef enum { ZP_QRED_MEAN, ZP_QRED_SUM, ZP_QRED_MAX, ZP_QRED_COUNT } zp_query_reduce;
+
+typedef struct {
+    zp_gqa_reduce gqa;
+    zp_query_reduce qred;
+    int exclude_window; /* 1: softmax over t < n-w only, window scores 0 (R-KV, MorphKV);
+                           0: over all t, causal inside the window (Zipage) */
+} zp_attn_opts;
+
+/* out[n]: window attention score. scratch: [2n] floats. */
+zp_status scorer_window_attention(const zp_score_view *v, const zp_attn_opts *o, float *out, float *scratch);
+/* out[n]: MorphKV recent-window history (group-summed logits, softmax over distant tokens,
+ * sum or max fusion over the window rows). scratch [2n]. */
+zp_status scorer_morph_history(const zp_score_view *v, int max_fusion, float *out, float *scratch);
+
+/* S[n] = max(A, gamma*H) (or A + gamma*H when sum) for t < n_hist, A elsewhere. */
+void scorer_global(const float *A, const float *H, int n, int n_hist, float gamma, int sum, float *S);
+/* H2O cumulative attention: S = H + A for t < n_hist, A elsewhere (global, sum, gamma 1). */
+void scorer_cumulative(const float *A, const float *H, int n, int n_hist, float *S);
+/* out[n] = max of x over [t-k/2, t+k/2] clipped to [0,n). k odd. */
+void scorer_max_pool(const float *x, int n, int k, float *out);
+/* out[n] = ||k_t||_2. */
+void scorer_key_norm(const float *keys, int n, int D, float *out);
+
+/* Redundancy logits r[n] from keys, with the "last above threshold is protected" rule:
+ * r[x] = sum_{y != x} c(x,y) - sum_{y : last(y) = x} c(x,y), c the cosine similarity,
+ * last(y) the latest x != y with c(x,y) > theta. Raw: all pairs, O(n^2 D). Lightning: pairs
+ * inside the same block of `block` tokens, O(n block D). rkv_quirk: a token with no partner
+ * above theta erases its similarity with token 0 (R-KV's reference code). knorm: scratch [n*D]. */
+void scorer_redundancy_raw(const float *keys, int n, int D, float theta, int rkv_quirk, float *r, float *knorm);
+void scorer_redundancy_lightning(const float *keys, int n, int D, int block, float theta, float *r, float *knorm);
+
+/* out[n] = softmax(x / divisor). */
+void scorer_softmax(const float *x, int n, float divisor, float *out);
+/* x[n] /= max(x) when max > 0. */
+void scorer_max_normalize(float *x, int n);
+/* out[n] = lambda * P - (1 - lambda) * R. */
+void scorer_mix(const float *P, const float *R, int n, float lambda, float *out);
+/* keep[n] = 1 for exactly k tokens of highest score (ties: the earlier token wins). */
+void scorer_topk(const float *score, int n, int k, uint8_t *keep);
+
+#endif

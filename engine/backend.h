@@ -13,6 +13,7 @@
 #define ZP_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "status.h"
 
@@ -31,6 +32,9 @@ typedef struct {
     int n_out;                /* rows whose logits are computed */
     const int *out_rows;      /* [n_out] batch rows for the LM head */
     int is_prefill;           /* 1: some seq has q_len > 1 (prefill); 0: one query per seq */
+    int n_qstore;             /* rows whose query goes to the query cache */
+    const int *qstore_rows;   /* [n_qstore] batch rows */
+    const int *qstore_slots;  /* [n_qstore] query-cache row: qid * window + window index */
 } zp_batch;
 
 /* Attention geometry shared by the attention and KV ops. */
@@ -39,6 +43,7 @@ typedef struct {
     int block_size, num_blocks;                  /* paged pool geometry */
     float scale;                                 /* softmax scale, D^-0.5 */
     float qk_norm_eps;                           /* eps of the Qwen3 q/k RMSNorm */
+    int window, n_qslots;                        /* query cache [L][n_qslots][window][H_q][D] */
 } zp_attn_dims;
 
 typedef struct zp_backend zp_backend;
@@ -81,6 +86,24 @@ struct zp_backend {
     zp_status (*silu_mul)(zp_backend *be, void *out, const void *gu, int T, int I);
     /* out[n_out,H] = x[out_rows[i], :] */
     zp_status (*gather_rows)(zp_backend *be, void *out, const void *x, int H);
+
+    /* ---- compression (host outputs: the CPU reference scores on the host) ---- */
+    /* qcache[layer][qstore_slots[i]] = q[qstore_rows[i]]  (q [T,Hq,D]) */
+    zp_status (*query_store)(zp_backend *be, const zp_attn_dims *d, const void *q, void *qcache, int layer);
+    /* out[w][Hq][D] = qcache[layer][qid] */
+    zp_status (*query_read)(zp_backend *be, const zp_attn_dims *d, const void *qcache, int layer, int qid, float *out);
+    /* out[Hkv][n][D]: keys of physical tokens 0..n-1 of a block table (table[t/bs], t%bs) */
+    zp_status (*key_gather)(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n,
+                            float *out);
+    /* out[Hkv][n]: score cache [L][num_blocks*bs][Hkv] at the same tokens */
+    zp_status (*score_read)(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n,
+                            float *out);
+    /* Order-preserving compaction of one layer: for each KV head, the tokens t of src (n
+     * tokens) with keep[head][t] are written, in order, to positions 0.. of dst. src and dst
+     * may share blocks (every write lands at or before its read). When score_cache is not
+     * NULL, scores[head][t] of the kept tokens go to the same target positions. */
+    zp_status (*kv_compact)(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
+                            const int *src, int n, const int *dst, const uint8_t *keep, const float *scores);
 };
 
 /* The CPU reference backend (fp32, BLAS sgemm, OpenMP). n_threads <= 0: OpenMP default. */

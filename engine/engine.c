@@ -1,6 +1,9 @@
 /* engine.c - the step loop: schedule, build the batch, forward, sample, append, finish. */
 #include "engine.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,7 +24,18 @@ struct zp_engine {
     int *q_start, *q_len, *kv_len, *block_tables, seq_cap, bt_cap;
     float *logits, *scratch;
     int logits_rows;
+    int *qstore_rows, *qstore_slots, qstore_cap;
     zp_engine_stats stats;
+    /* compression */
+    int compressing_enabled;
+    zp_compressor comp;
+    zp_seq **ctask;           /* requests of the compression in flight (async) or of this step */
+    int n_ctask;
+    pthread_t worker;
+    atomic_int worker_done;
+    int worker_running;
+    zp_status worker_status;
+    char worker_error[512];
 };
 
 static double now_s(void) {
@@ -43,6 +57,11 @@ zp_engine_config zp_engine_config_default(void) {
     c.max_num_seqs = 256;
     c.max_num_batched_tokens = 8192;
     c.enable_prefix_cache = 1;
+    c.policy = "full";
+    c.nmax = 8;
+    c.window = 16;
+    c.layer_stride = 8;
+    c.max_compress_blocks = 600;
     return c;
 }
 
@@ -53,6 +72,33 @@ static int default_num_blocks(const zp_model_config *mc, const zp_engine_config 
     int64_t nb = (tokens + c->block_size - 1) / c->block_size;
     if (c->kv_pool_tokens <= 0 && (size_t)nb * per_block > (2ull << 30)) nb = (int64_t)((2ull << 30) / per_block);
     return nb < 1 ? 1 : (int)nb;
+}
+
+/* An evicting policy caps requests at nmax + 1 blocks and gives them query slots. */
+static zp_status init_compression(zp_engine *e, int num_blocks) {
+    const zp_engine_config *c = &e->cfg;
+    const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
+    if (!ops) return zp_fail(ZP_ERR_INVALID, "unknown policy \"%s\" (known: full, streaming, h2o, snapkv, rkv, morphkv, zipage)", c->policy);
+    zp_sched_kind kind = ops->evicts ? ZP_SCHED_HYBRID : ZP_SCHED_FULL;
+    if (c->scheduler && !sched_kind_parse(c->scheduler, &kind))
+        return zp_fail(ZP_ERR_INVALID, "unknown scheduler \"%s\" (known: full, strict, hybrid)", c->scheduler);
+    if (!ops->evicts) {
+        if (kind != ZP_SCHED_FULL) return zp_fail(ZP_ERR_INVALID, "scheduler %s needs an evicting policy (policy is full)", c->scheduler);
+        return policy_create("full", c->policy_params, &e->comp.policy);
+    }
+    if (c->nmax <= 0 || c->window <= 0 || c->window > c->block_size)
+        return zp_fail(ZP_ERR_INVALID, "nmax %d must be positive and window %d in [1, block_size %d]", c->nmax, c->window, c->block_size);
+    int m = c->max_concurrency > 0 ? c->max_concurrency : num_blocks / (c->nmax + 1);
+    if (m > c->max_num_seqs) m = c->max_num_seqs;
+    if (m < 1) m = 1;
+    ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, c->nmax, c->block_size, c->window, c->layer_stride));
+    ZP_TRY(sched_enable_compression(&e->sched, kind, c->nmax, c->window, m));
+    ZP_TRY(zp_model_kv_alloc_compression(e->model, &e->kv, c->window, m, ops->needs_history));
+    e->ctask = calloc((size_t)c->max_num_seqs, sizeof *e->ctask);
+    ZP_CHECK_ALLOC(e->ctask);
+    e->compressing_enabled = 1;
+    e->stats.n_qslots = m;
+    return ZP_OK;
 }
 
 zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
@@ -72,6 +118,7 @@ zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
     }
     if (s == ZP_OK) s = kv_pool_init(&e->pool, nb, cfg->block_size);
     if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, cfg->enable_prefix_cache);
+    if (s == ZP_OK) s = init_compression(e, nb);
     if (s == ZP_OK) {
         e->batch.seqs = calloc((size_t)cfg->max_num_seqs, sizeof *e->batch.seqs);
         if (!e->batch.seqs) s = zp_fail(ZP_ERR_OOM, "engine: no memory for the batch");
@@ -87,11 +134,17 @@ static void seq_destroy(zp_seq *q) {
     if (!q) return;
     free(q->tokens);
     free(q->blocks);
+    free(q->target);
+    free(q->release);
     free(q);
 }
 
 void zp_engine_free(zp_engine *e) {
     if (!e) return;
+    if (e->worker_running) pthread_join(e->worker, NULL);
+    compressor_free(&e->comp);
+    free(e->ctask);
+    free(e->qstore_rows); free(e->qstore_slots);
     for (int i = 0; i < e->all.n; i++) seq_destroy(e->all.v[i]);
     for (int i = 0; i < e->finished.n; i++) seq_destroy(e->finished.v[i]);
     free(e->all.v);
@@ -109,7 +162,7 @@ void zp_engine_free(zp_engine *e) {
 
 const zp_model_config *zp_engine_model_config(const zp_engine *e) { return &e->model->cfg; }
 int zp_engine_num_running(const zp_engine *e) { return e->sched.running.n; }
-int zp_engine_has_unfinished(const zp_engine *e) { return e->sched.waiting.n + e->sched.running.n > 0; }
+int zp_engine_has_unfinished(const zp_engine *e) { return e->sched.waiting.n + e->sched.running.n > 0 || e->worker_running; }
 
 zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, const zp_sampling_params *sp,
                                 int64_t request_id, int sample_index, uint64_t seed) {
@@ -143,6 +196,7 @@ zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, c
     q->seed = seed;
     q->sp = *sp;
     q->order = e->next_order++;
+    q->qid = -1;
     zp_status s = sched_add(&e->sched, q);
     if (s == ZP_OK) s = seq_list_push_back(&e->all, q);
     if (s != ZP_OK) { seq_list_remove(&e->sched.waiting, q); seq_destroy(q); }
@@ -190,25 +244,50 @@ static zp_status reserve_step(zp_engine *e, int rows, int seqs, int max_blocks) 
     return ZP_OK;
 }
 
-/* Rows of request q this step: tokens [n_kv, n_tokens). Positions are logical indices; slots
- * follow the physical length n_kv (they coincide until a compression). */
-static zp_status build_batch(zp_engine *e, zp_batch *b) {
-    const zp_sched_batch *sb = &e->batch;
+/* Window rows of q this step: tokens landing in window offsets of the block that will be the
+ * last one after the step (§1.3), for requests holding a query slot. */
+static zp_status add_query_stores(zp_engine *e, const zp_seq *q, int row0, int n_new, int *n_qs) {
+    const int bs = e->cfg.block_size, w = e->cfg.window;
+    if (!e->compressing_enabled || q->qid < 0) return ZP_OK;
+    const int last_start = (q->n_kv + n_new - 1) / bs * bs;
+    for (int j = 0; j < n_new; j++) {
+        int p = q->n_kv + j, off = p % bs;
+        if (p < last_start || off < bs - w) continue;
+        if (*n_qs >= e->qstore_cap) {
+            int cap = e->qstore_cap ? 2 * e->qstore_cap : 64, c1 = e->qstore_cap, c2 = e->qstore_cap;
+            ZP_TRY(grow_int(&e->qstore_rows, &c1, cap));
+            ZP_TRY(grow_int(&e->qstore_slots, &c2, cap));
+            e->qstore_cap = cap;
+        }
+        e->qstore_rows[*n_qs] = row0 + j;
+        e->qstore_slots[*n_qs] = q->qid * w + (off - (bs - w));
+        (*n_qs)++;
+    }
+    return ZP_OK;
+}
+
+/* Rows of request q this step: logical tokens [n_done, n_tokens) at positions n_done..; their
+ * K/V go to physical slots n_kv.. (positions and slots coincide until a compression). */
+static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int is_prefill, zp_batch *b) {
     const int bs = e->cfg.block_size;
-    int max_blocks = 1;
-    for (int i = 0; i < sb->n; i++) max_blocks = sb->seqs[i]->n_blocks > max_blocks ? sb->seqs[i]->n_blocks : max_blocks;
-    ZP_TRY(reserve_step(e, sb->n_tokens, sb->n, max_blocks));
+    int max_blocks = 1, rows = 0, n_qs = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        max_blocks = seqs[i]->n_blocks > max_blocks ? seqs[i]->n_blocks : max_blocks;
+        rows += seqs[i]->n_tokens - seqs[i]->n_done;
+    }
+    ZP_TRY(reserve_step(e, rows, n_seqs, max_blocks));
     int row = 0;
-    for (int i = 0; i < sb->n; i++) {
-        const zp_seq *q = sb->seqs[i];
-        int n_new = q->n_tokens - q->n_kv, pos0 = q->n_tokens - n_new;
+    for (int i = 0; i < n_seqs; i++) {
+        const zp_seq *q = seqs[i];
+        int n_new = q->n_tokens - q->n_done;
         e->q_start[i] = row;
         e->q_len[i] = n_new;
         e->kv_len[i] = q->n_kv + n_new;
+        ZP_TRY(add_query_stores(e, q, row, n_new, &n_qs));
         for (int j = 0; j < n_new; j++, row++) {
             int phys = q->n_kv + j;
-            e->token_ids[row] = q->tokens[pos0 + j];
-            e->positions[row] = pos0 + j;
+            e->token_ids[row] = q->tokens[q->n_done + j];
+            e->positions[row] = q->n_done + j;
             e->slots[row] = q->blocks[phys / bs] * bs + phys % bs;
         }
         e->out_rows[i] = row - 1;
@@ -216,19 +295,8 @@ static zp_status build_batch(zp_engine *e, zp_batch *b) {
         for (int k = 0; k < max_blocks; k++) bt[k] = k < q->n_blocks ? q->blocks[k] : -1;
     }
     memset(b, 0, sizeof *b);
-    b->n_tokens = row;
-    b->n_seqs = sb->n;
-    b->token_ids = e->token_ids;
-    b->positions = e->positions;
-    b->slot_mapping = e->slots;
-    b->seq_q_start = e->q_start;
-    b->seq_q_len = e->q_len;
-    b->seq_kv_len = e->kv_len;
-    b->block_tables = e->block_tables;
-    b->max_blocks = max_blocks;
-    b->n_out = sb->n;
-    b->out_rows = e->out_rows;
-    b->is_prefill = sb->is_prefill;
+    *b = (zp_batch){row, n_seqs, e->token_ids, e->positions, e->slots, e->q_start, e->q_len, e->kv_len, e->block_tables,
+                    max_blocks, n_seqs, e->out_rows, is_prefill, n_qs, e->qstore_rows, e->qstore_slots};
     return ZP_OK;
 }
 
@@ -244,10 +312,10 @@ static zp_finish_reason check_finish(const zp_engine *e, const zp_seq *q, int to
     return ZP_FINISH_NONE;
 }
 
-static zp_status sample_and_append(zp_engine *e) {
+static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n) {
     const int V = e->model->cfg.vocab;
-    for (int i = 0; i < e->batch.n; i++) {
-        zp_seq *q = e->batch.seqs[i];
+    for (int i = 0; i < n; i++) {
+        zp_seq *q = seqs[i];
         sched_mark_computed(&e->sched, q);
         int step = q->n_tokens - q->n_prompt;
         float u = zp_rng_uniform(q->seed, (uint64_t)q->request_id, (uint32_t)q->sample_index, (uint32_t)step);
@@ -264,23 +332,84 @@ static zp_status sample_and_append(zp_engine *e) {
     return ZP_OK;
 }
 
-zp_status zp_engine_step(zp_engine *e) {
-    ZP_TRY(sched_schedule(&e->sched, &e->batch));
-    if (e->batch.n == 0) {
-        if (zp_engine_has_unfinished(e))
-            return zp_fail(ZP_ERR_CAPACITY, "engine: %d waiting requests cannot be scheduled (pool of %d blocks)",
-                           e->sched.waiting.n, e->pool.num_blocks);
-        return ZP_OK;
+/* ---------------------------------------------------------------- compression */
+
+static void *worker_main(void *arg) {
+    zp_engine *e = arg;
+    e->worker_status = compressor_run(&e->comp, e->model, &e->kv, e->ctask, e->n_ctask);
+    if (e->worker_status != ZP_OK) snprintf(e->worker_error, sizeof e->worker_error, "%s", zp_last_error());
+    atomic_store(&e->worker_done, 1);
+    return NULL;
+}
+
+/* Bookkeeping of a finished compression batch happens here, on the engine thread. */
+static zp_status finish_compressions(zp_engine *e) {
+    for (int i = 0; i < e->n_ctask; i++) sched_compress_done(&e->sched, e->ctask[i]);
+    e->n_ctask = 0;
+    return ZP_OK;
+}
+
+/* Joins the worker when it is done (or always when `wait`). */
+static zp_status collect_worker(zp_engine *e, int wait) {
+    if (!e->worker_running || (!wait && !atomic_load(&e->worker_done))) return ZP_OK;
+    pthread_join(e->worker, NULL);
+    e->worker_running = 0;
+    if (e->worker_status != ZP_OK) return zp_fail(e->worker_status, "%s", e->worker_error);
+    return finish_compressions(e);
+}
+
+/* Splits the decode batch: requests marked for compression leave it. Sync: they are compacted
+ * now and rejoin the batch. Async: the first ones go to the worker if it is idle; the rest
+ * wait for a later step. Returns the number of requests left to run in e->batch.seqs. */
+static zp_status route_compressions(zp_engine *e, int *n_run) {
+    zp_sched_batch *sb = &e->batch;
+    int n = 0, n_new = 0;
+    const int cap = e->cfg.max_compress_blocks / (e->cfg.nmax + 1) > 0 ? e->cfg.max_compress_blocks / (e->cfg.nmax + 1) : 1;
+    for (int i = 0; i < sb->n; i++) {
+        zp_seq *q = sb->seqs[i];
+        if (!q->compressing) { sb->seqs[n++] = q; continue; }
+        if (q->compressing == 2) { e->stats.compress_wait_steps++; continue; } /* in flight */
+        if (!e->cfg.async_compress) { e->ctask[e->n_ctask++] = q; sb->seqs[n++] = q; continue; }
+        if (!e->worker_running && n_new < cap) { e->ctask[n_new++] = q; q->compressing = 2; }
+        e->stats.compress_wait_steps++;
     }
+    if (!e->cfg.async_compress && e->n_ctask) {
+        ZP_TRY(compressor_run(&e->comp, e->model, &e->kv, e->ctask, e->n_ctask));
+        ZP_TRY(finish_compressions(e));
+    } else if (n_new) {
+        e->n_ctask = n_new;
+        atomic_store(&e->worker_done, 0);
+        if (pthread_create(&e->worker, NULL, worker_main, e) != 0) return zp_fail(ZP_ERR_BACKEND, "cannot start the compression thread");
+        e->worker_running = 1;
+    }
+    *n_run = n;
+    return ZP_OK;
+}
+
+/* Nothing to run this step: wait for a compression, or break a stall by preempting. */
+static zp_status idle_step(zp_engine *e) {
+    if (e->worker_running) return collect_worker(e, 1);
+    if (!zp_engine_has_unfinished(e)) return ZP_OK;
+    if (sched_break_stall(&e->sched)) return ZP_OK;
+    return zp_fail(ZP_ERR_CAPACITY, "engine: no request can make progress (%d waiting, %d running, pool of %d blocks)",
+                   e->sched.waiting.n, e->sched.running.n, e->pool.num_blocks);
+}
+
+zp_status zp_engine_step(zp_engine *e) {
+    ZP_TRY(collect_worker(e, 0));
+    ZP_TRY(sched_schedule(&e->sched, &e->batch));
+    int n_run = e->batch.n;
+    if (e->compressing_enabled && !e->batch.is_prefill) ZP_TRY(route_compressions(e, &n_run));
+    if (n_run == 0) return idle_step(e);
     if (e->sched.running.n > e->stats.peak_running) e->stats.peak_running = e->sched.running.n;
     zp_batch b;
-    ZP_TRY(build_batch(e, &b));
+    ZP_TRY(build_batch(e, e->batch.seqs, n_run, e->batch.is_prefill, &b));
     double t0 = now_s();
     ZP_TRY(zp_model_forward(e->model, &b, &e->kv, e->logits));
     double t1 = now_s();
     if (b.is_prefill) { e->stats.prefill_seconds += t1 - t0; e->stats.prefill_steps++; e->stats.prefill_tokens += b.n_tokens; }
     else { e->stats.decode_seconds += t1 - t0; e->stats.decode_steps++; e->stats.decode_tokens += b.n_tokens; }
-    zp_status s = sample_and_append(e);
+    zp_status s = sample_and_append(e, e->batch.seqs, n_run);
     e->stats.sample_seconds += now_s() - t1;
     return s;
 }
@@ -314,4 +443,11 @@ void zp_engine_get_stats(const zp_engine *e, zp_engine_stats *st) {
     st->prefix_hit_tokens = e->sched.prefix_hit_tokens;
     st->preemptions = e->sched.n_preemptions;
     st->peak_blocks = e->pool.peak_used;
+    st->suspensions = e->sched.n_suspensions;
+    const zp_compress_stats *cs = &e->comp.stats;
+    st->compressions = cs->compressions;
+    st->tokens_evicted = cs->tokens_evicted;
+    st->compress_score_seconds = cs->score_seconds;
+    st->compress_compact_seconds = cs->compact_seconds;
+    st->mean_retained = cs->compressions ? (double)cs->retained_sum / (double)cs->compressions : 0.0;
 }

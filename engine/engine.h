@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "compress.h"
 #include "model.h"
 #include "sampler.h"
 #include "scheduler.h"
@@ -23,6 +24,16 @@ typedef struct {
     int max_num_seqs;          /* default 256 */
     int max_num_batched_tokens;/* default 8192 */
     int enable_prefix_cache;   /* default on */
+    /* compression */
+    const char *policy;        /* "full" (default), "zipage", "snapkv", ... (policies/) */
+    const char *policy_params; /* JSON object of policy parameters, NULL for defaults */
+    int nmax;                  /* N_max: blocks kept per request after compression (default 8) */
+    int window;                /* w: window queries kept per request (default 16) */
+    int max_concurrency;       /* M query slots; 0: min(max_num_seqs, num_blocks / (nmax + 1)) */
+    const char *scheduler;     /* "hybrid" (default with an evicting policy), "strict", "full" */
+    int layer_stride;          /* layers scored and compacted together (default 8) */
+    int async_compress;        /* compress on a worker thread while others decode */
+    int max_compress_blocks;   /* async: requests per compression task = this / (nmax + 1) (default 600) */
 } zp_engine_config;
 
 typedef struct {
@@ -45,6 +56,13 @@ typedef struct {
     int peak_blocks, num_blocks, block_size;
     int64_t preemptions;
     int peak_running;
+    int64_t suspensions;       /* request-steps skipped for lack of a block or a query slot */
+    /* compression */
+    int64_t compressions, tokens_evicted;
+    double compress_score_seconds, compress_compact_seconds;
+    double mean_retained;      /* tokens kept per request per compression (mean) */
+    int64_t compress_wait_steps; /* request-steps spent waiting for (async) compression */
+    int n_qslots;
 } zp_engine_stats;
 
 typedef struct zp_engine zp_engine;

@@ -132,3 +132,8 @@ void kv_pool_register(zp_kv_pool *p, int b, uint64_t h, const int *tokens) {
     *head = b;
     p->in_map[b] = 1;
 }
+
+void kv_pool_unregister(zp_kv_pool *p, int b) {
+    map_remove(p, b);
+    p->hash[b] = ZP_HASH_NONE;
+}

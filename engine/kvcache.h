@@ -48,5 +48,7 @@ uint64_t kv_hash_block(uint64_t prev_hash, const int *tokens, int n);
 int kv_pool_lookup(const zp_kv_pool *p, uint64_t h, const int *tokens);
 /* Registers a full block under h (replacing a previous owner of h). */
 void kv_pool_register(zp_kv_pool *p, int block, uint64_t h, const int *tokens);
+/* Removes a block from the prefix index (its content is about to change). */
+void kv_pool_unregister(zp_kv_pool *p, int block);
 
 #endif

@@ -192,7 +192,7 @@ zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_s
     if (num_blocks <= 0 || block_size <= 0)
         return zp_fail(ZP_ERR_INVALID, "kv cache: num_blocks %d and block_size %d must be positive", num_blocks, block_size);
     zp_attn_dims d = {c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, block_size, num_blocks,
-                      1.0f / sqrtf((float)c->head_dim), c->rms_eps};
+                      1.0f / sqrtf((float)c->head_dim), c->rms_eps, 0, 0};
     kv->dims = d;
     size_t n = (size_t)c->n_layers * num_blocks * block_size * c->n_kv_heads * c->head_dim;
     ZP_TRY(m->be->alloc(m->be, n, &kv->k));
@@ -201,9 +201,24 @@ zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_s
     return s;
 }
 
+zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, int window, int n_qslots, int with_scores) {
+    const zp_model_config *c = &m->cfg;
+    zp_attn_dims *d = &kv->dims;
+    if (window <= 0 || window > d->block_size || n_qslots <= 0)
+        return zp_fail(ZP_ERR_INVALID, "query cache: window %d must be in [1, block_size %d] and slots %d positive", window,
+                       d->block_size, n_qslots);
+    d->window = window;
+    d->n_qslots = n_qslots;
+    ZP_TRY(m->be->alloc(m->be, (size_t)c->n_layers * n_qslots * window * c->n_heads * c->head_dim, &kv->q));
+    if (with_scores) ZP_TRY(m->be->alloc(m->be, (size_t)c->n_layers * d->num_blocks * d->block_size * c->n_kv_heads, &kv->score));
+    return ZP_OK;
+}
+
 void zp_model_kv_free(zp_model *m, zp_kv_storage *kv) {
     release(m->be, &kv->k);
     release(m->be, &kv->v);
+    release(m->be, &kv->q);
+    release(m->be, &kv->score);
 }
 
 /* ---------------------------------------------------------------- forward */
@@ -242,6 +257,7 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     ZP_TRY(be->rmsnorm(be, m->h, m->x, w->attn_norm, T, H, c->rms_eps));
     ZP_TRY(be->matmul(be, m->qkv, m->h, w->wqkv, w->bqkv, T, nqkv, H));
     ZP_TRY(be->qkv_rope_store(be, &kv->dims, m->qkv, m->q, w->q_norm, w->k_norm, kv->k, kv->v, l));
+    if (kv->q) ZP_TRY(be->query_store(be, &kv->dims, m->q, kv->q, l));
     if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
     else ZP_TRY(be->attn_decode(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
     ZP_TRY(be->matmul(be, m->h, m->att, w->wo, NULL, T, H, qd));

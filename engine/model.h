@@ -25,6 +25,8 @@ typedef struct {
 
 typedef struct {
     void *k, *v;       /* [L][num_blocks][block_size][H_kv][D] each */
+    void *q;           /* query cache [L][n_qslots][window][H_q][D], or NULL */
+    void *score;       /* score cache [L][num_blocks*block_size][H_kv], or NULL */
     zp_attn_dims dims;
 } zp_kv_storage;
 
@@ -49,6 +51,8 @@ void zp_model_free(zp_model *m);
 void zp_rope_inv_freq(const zp_model_config *c, float *inv_freq);
 
 zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv);
+/* Adds the compression state: a query cache of n_qslots x window rows, and a score cache. */
+zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, int window, int n_qslots, int with_scores);
 void zp_model_kv_free(zp_model *m, zp_kv_storage *kv);
 
 /* One step: writes K/V of every batch row, returns logits [b->n_out][V] into host memory. */

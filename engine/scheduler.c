@@ -63,12 +63,23 @@ static void seq_release_blocks(zp_scheduler *s, zp_seq *q) {
     for (int i = q->n_blocks - 1; i >= 0; i--) kv_pool_unref_block(s->pool, q->blocks[i]);
     q->n_blocks = 0;
     q->n_kv = 0;
+    q->n_done = 0;
     q->n_hashed = 0;
     q->last_hash = ZP_HASH_NONE;
 }
 
+static void slot_give(zp_scheduler *s, zp_seq *q) {
+    if (q->qid < 0 && s->n_free_q > 0) q->qid = s->free_q[--s->n_free_q];
+}
+
+static void slot_return(zp_scheduler *s, zp_seq *q) {
+    if (q->qid >= 0) s->free_q[s->n_free_q++] = q->qid;
+    q->qid = -1;
+}
+
 /* Allocates the block table of a request being admitted, reusing cached full blocks of its
- * prefix. A hit never covers the last token: at least one row must be computed for logits. */
+ * prefix. A hit never covers the last token: at least one row must be computed for logits,
+ * and (with a cap) the last block's window queries must be recomputed. */
 static zp_status seq_allocate(zp_scheduler *s, zp_seq *q) {
     const int bs = s->block_size, nb = sched_blocks_for(s, q->n_tokens);
     ZP_TRY(seq_reserve_blocks(q, nb));
@@ -96,13 +107,17 @@ static zp_status seq_allocate(zp_scheduler *s, zp_seq *q) {
         }
         q->blocks[q->n_blocks++] = b;
     }
+    q->n_done = q->n_kv;
     return ZP_OK;
 }
 
 static int seq_needs_block(const zp_scheduler *s, const zp_seq *q) { return q->n_kv >= q->n_blocks * s->block_size; }
 
+static int seq_preemptible(const zp_seq *q) { return !q->compressed && !q->compressing; }
+
 static void seq_preempt(zp_scheduler *s, zp_seq *q) {
     seq_release_blocks(s, q);
+    slot_return(s, q);
     q->status = ZP_SEQ_WAITING;
     q->n_preemptions++;
     s->n_preemptions++;
@@ -111,8 +126,9 @@ static void seq_preempt(zp_scheduler *s, zp_seq *q) {
 
 void sched_mark_computed(zp_scheduler *s, zp_seq *q) {
     const int bs = s->block_size;
-    q->n_kv = q->n_tokens;
-    if (!s->enable_prefix_cache) return;
+    q->n_kv += q->n_tokens - q->n_done;
+    q->n_done = q->n_tokens;
+    if (!s->enable_prefix_cache || q->compressed) return;
     while ((q->n_hashed + 1) * bs <= q->n_kv) { /* register blocks filled during decode */
         const int *tok = q->tokens + (size_t)q->n_hashed * bs;
         q->last_hash = kv_hash_block(q->last_hash, tok, bs);
@@ -124,10 +140,11 @@ void sched_mark_computed(zp_scheduler *s, zp_seq *q) {
 void sched_finish(zp_scheduler *s, zp_seq *q) {
     seq_list_remove(&s->running, q);
     seq_release_blocks(s, q);
+    slot_return(s, q);
     q->status = ZP_SEQ_FINISHED;
 }
 
-/* ---------------------------------------------------------------- scheduling */
+/* ---------------------------------------------------------------- setup */
 
 zp_status sched_init(zp_scheduler *s, zp_kv_pool *pool, int max_num_seqs, int max_num_batched_tokens, int prefix_cache) {
     memset(s, 0, sizeof *s);
@@ -139,24 +156,56 @@ zp_status sched_init(zp_scheduler *s, zp_kv_pool *pool, int max_num_seqs, int ma
     s->max_num_seqs = max_num_seqs;
     s->max_num_batched_tokens = max_num_batched_tokens;
     s->enable_prefix_cache = prefix_cache;
+    s->kind = ZP_SCHED_FULL;
+    return ZP_OK;
+}
+
+zp_status sched_enable_compression(zp_scheduler *s, zp_sched_kind kind, int nmax, int window, int n_qslots) {
+    if (kind == ZP_SCHED_FULL) return zp_fail(ZP_ERR_INVALID, "scheduler full runs no compression: use strict or hybrid with an evicting policy");
+    if (nmax <= 0 || window <= 0 || window > s->block_size || n_qslots <= 0)
+        return zp_fail(ZP_ERR_INVALID, "scheduler: nmax %d, window %d (<= block size %d) and query slots %d must be positive",
+                       nmax, window, s->block_size, n_qslots);
+    if ((nmax + 1) > s->pool->num_blocks)
+        return zp_fail(ZP_ERR_CAPACITY, "scheduler: one request needs nmax + 1 = %d blocks, the pool has %d", nmax + 1, s->pool->num_blocks);
+    s->free_q = malloc(sizeof(int) * (size_t)n_qslots);
+    ZP_CHECK_ALLOC(s->free_q);
+    for (int i = 0; i < n_qslots; i++) s->free_q[i] = n_qslots - 1 - i; /* pop gives 0 first */
+    s->n_free_q = n_qslots;
+    s->kind = kind;
+    s->nmax = nmax;
+    s->window = window;
+    s->n_qslots = n_qslots;
     return ZP_OK;
 }
 
 void sched_free(zp_scheduler *s) {
     free(s->waiting.v);
     free(s->running.v);
+    free(s->free_q);
     memset(s, 0, sizeof *s);
 }
 
+int sched_blocks_needed(const zp_scheduler *s, int n_prompt, int max_tokens) {
+    int total = sched_blocks_for(s, n_prompt + max_tokens);
+    if (!s->nmax) return total;
+    int capped = sched_blocks_for(s, n_prompt + 1);
+    if (capped < s->nmax + 1) capped = s->nmax + 1;
+    return capped < total ? capped : total;
+}
+
 zp_status sched_add(zp_scheduler *s, zp_seq *q) {
-    int total = q->n_prompt + q->sp.max_tokens;
     if (q->n_prompt > s->max_num_batched_tokens)
         return zp_fail(ZP_ERR_CAPACITY, "request %lld: prompt of %d tokens exceeds max_num_batched_tokens %d",
                        (long long)q->request_id, q->n_prompt, s->max_num_batched_tokens);
-    if (sched_blocks_for(s, total) > s->pool->num_blocks)
+    int need = sched_blocks_needed(s, q->n_prompt, q->sp.max_tokens);
+    if (need > s->pool->num_blocks)
         return zp_fail(ZP_ERR_CAPACITY, "request %lld: %d prompt + %d max tokens need %d blocks of %d, the pool has %d",
-                       (long long)q->request_id, q->n_prompt, q->sp.max_tokens, sched_blocks_for(s, total),
-                       s->block_size, s->pool->num_blocks);
+                       (long long)q->request_id, q->n_prompt, q->sp.max_tokens, need, s->block_size, s->pool->num_blocks);
+    if (s->nmax) {
+        q->target = malloc(sizeof(int) * (size_t)(s->nmax + 1));
+        ZP_CHECK_ALLOC(q->target);
+    }
+    q->qid = -1;
     /* reserve room so preemption (push_front) can never fail */
     int all = s->waiting.n + s->running.n + 1;
     ZP_TRY(list_reserve(&s->waiting, all));
@@ -165,6 +214,85 @@ zp_status sched_add(zp_scheduler *s, zp_seq *q) {
     return seq_list_push_back(&s->waiting, q);
 }
 
+/* ---------------------------------------------------------------- query slots (hybrid) */
+
+/* True when the token about to be processed needs no query slot: the request is not yet in
+ * its (nmax+1)-th block, or the token is not in a window position (§4.4 needs_no_slot). */
+static int needs_no_slot(const zp_scheduler *s, const zp_seq *q) {
+    const int bs = s->block_size;
+    int logical_blocks = (q->n_tokens + bs - 1) / bs, r = (q->n_tokens - 1) % bs + 1;
+    return logical_blocks < s->nmax + 1 || r <= bs - s->window;
+}
+
+static void refill_slots(zp_scheduler *s) {
+    for (int i = 0; i < s->running.n && s->n_free_q > 0; i++) slot_give(s, s->running.v[i]);
+}
+
+/* ---------------------------------------------------------------- compression planning */
+
+/* Target layout of a request whose growth block is full (§2.3, §2.4). Target block k is the
+ * source block j = shared + k - front when that block is private (ref 1) and j <= k for the
+ * blocks compaction writes (k < nmax), else a fresh block: shared blocks are never written, and
+ * every write lands at or before its read. front = min(shared, nmax) fresh blocks replace the
+ * leading shared ones. Returns the number of fresh blocks needed; fills plan[] (-1 = fresh). */
+static int compression_layout(const zp_scheduler *s, const zp_seq *q, int *plan) {
+    const int nt = s->nmax + 1;
+    int shared = 0, fresh = 0;
+    if (!q->compressed)
+        while (shared < q->n_blocks && s->pool->ref[q->blocks[shared]] > 1) shared++;
+    int front = shared < s->nmax ? shared : s->nmax;
+    for (int k = 0; k < nt; k++) {
+        int j = shared + k - front;
+        int ok = k >= front && j < q->n_blocks && s->pool->ref[q->blocks[j]] == 1 && (j <= k || k == s->nmax);
+        plan[k] = ok ? j : -1;
+        fresh += !ok;
+    }
+    return fresh;
+}
+
+static int plan_compression(zp_scheduler *s, zp_seq *q) {
+    const int nt = s->nmax + 1;
+    int plan[nt];
+    int fresh = compression_layout(s, q, plan);
+    if (kv_pool_num_free(s->pool) < fresh) return 0;
+    if (q->release_cap < q->n_blocks) {
+        int *r = realloc(q->release, sizeof(int) * (size_t)q->n_blocks);
+        if (!r) return 0;
+        q->release = r;
+        q->release_cap = q->n_blocks;
+    }
+    uint8_t reused[q->n_blocks];
+    memset(reused, 0, (size_t)q->n_blocks);
+    for (int k = 0; k < nt; k++) {
+        if (plan[k] < 0) {
+            q->target[k] = kv_pool_alloc_block(s->pool);
+        } else {
+            q->target[k] = q->blocks[plan[k]];
+            reused[plan[k]] = 1;
+            kv_pool_unregister(s->pool, q->target[k]); /* its content is about to change */
+        }
+    }
+    q->n_release = 0;
+    for (int i = 0; i < q->n_blocks; i++)
+        if (!reused[i]) q->release[q->n_release++] = q->blocks[i];
+    q->compressing = 1;
+    return 1;
+}
+
+void sched_compress_done(zp_scheduler *s, zp_seq *q) {
+    const int nt = s->nmax + 1;
+    for (int i = q->n_release - 1; i >= 0; i--) kv_pool_unref_block(s->pool, q->release[i]);
+    q->n_release = 0;
+    if (seq_reserve_blocks(q, nt) == ZP_OK) memcpy(q->blocks, q->target, sizeof(int) * (size_t)nt);
+    q->n_blocks = nt;
+    q->n_kv = s->nmax * s->block_size;
+    q->compressed = 1;
+    q->compressing = 0;
+    q->n_compressions++;
+}
+
+/* ---------------------------------------------------------------- scheduling */
+
 static zp_status schedule_prefill(zp_scheduler *s, zp_sched_batch *out) {
     while (s->waiting.n && out->n < s->max_num_seqs) {
         zp_seq *q = s->waiting.v[0];
@@ -172,7 +300,9 @@ static zp_status schedule_prefill(zp_scheduler *s, zp_sched_batch *out) {
          * checked against the budget in sched_add; a preempted one may have grown past it) */
         if (out->n > 0 && out->n_tokens + q->n_tokens > s->max_num_batched_tokens) break;
         if (kv_pool_num_free(s->pool) < sched_blocks_for(s, q->n_tokens)) break;
+        if (s->nmax && s->n_free_q == 0 && (s->kind == ZP_SCHED_STRICT || !needs_no_slot(s, q))) break;
         ZP_TRY(seq_allocate(s, q));
+        if (s->nmax) slot_give(s, q);
         seq_list_pop_front(&s->waiting);
         q->status = ZP_SEQ_RUNNING;
         ZP_TRY(seq_list_push_back(&s->running, q));
@@ -183,31 +313,83 @@ static zp_status schedule_prefill(zp_scheduler *s, zp_sched_batch *out) {
     return ZP_OK;
 }
 
-static zp_status schedule_decode(zp_scheduler *s, zp_sched_batch *out) {
-    int n_taken = 0;
-    while (s->running.n > n_taken && out->n < s->max_num_seqs) {
-        zp_seq *q = s->running.v[n_taken];
-        int self_preempted = 0;
-        while (seq_needs_block(s, q) && kv_pool_num_free(s->pool) == 0) {
-            if (s->running.n - 1 > n_taken) { /* a newer request than q is still untaken: evict the newest */
-                seq_preempt(s, seq_list_pop_back(&s->running));
-            } else {
-                seq_list_remove(&s->running, q);
-                seq_preempt(s, q);
-                self_preempted = 1;
-                break;
-            }
+/* The newest request after index `after` in running that may be preempted for q. */
+static int find_victim(const zp_scheduler *s, int after, int slot_holders_ok) {
+    for (int i = s->running.n - 1; i > after; i--) {
+        const zp_seq *v = s->running.v[i];
+        if (seq_preemptible(v) && (slot_holders_ok || v->qid < 0)) return i;
+    }
+    return -1;
+}
+
+/* Makes `need` blocks free by preempting requests newer than index i; 0 when impossible. */
+static int make_room(zp_scheduler *s, int i, int need, int slot_holders_ok) {
+    while (kv_pool_num_free(s->pool) < need) {
+        int v = find_victim(s, i, slot_holders_ok);
+        if (v < 0) return 0;
+        zp_seq *victim = s->running.v[v];
+        seq_list_remove(&s->running, victim);
+        seq_preempt(s, victim);
+    }
+    return 1;
+}
+
+/* Decides request running.v[i]: 1 scheduled, 0 suspended (keeps its place), -1 preempted itself. */
+static zp_status decode_one(zp_scheduler *s, int i, int *verdict) {
+    zp_seq *q = s->running.v[i];
+    *verdict = 1;
+    if (q->compressing) return ZP_OK; /* routed to compression by the engine */
+    int need = seq_needs_block(s, q);
+    if (!s->nmax) { /* full KV: preempt the newest, or itself when alone */
+        if (need && !make_room(s, i, 1, 1)) {
+            seq_list_remove(&s->running, q);
+            seq_preempt(s, q);
+            *verdict = -1;
+            return ZP_OK;
         }
-        if (self_preempted) continue;
-        if (seq_needs_block(s, q)) {
-            ZP_TRY(seq_reserve_blocks(q, q->n_blocks + 1));
-            q->blocks[q->n_blocks++] = kv_pool_alloc_block(s->pool);
-        }
-        out->seqs[out->n++] = q;
-        out->n_tokens += 1;
-        n_taken++;
+    } else if (q->qid >= 0 && need && q->n_blocks >= s->nmax + 1) {
+        int plan[s->nmax + 1];
+        if (make_room(s, i, compression_layout(s, q, plan), s->enable_prefix_cache) && plan_compression(s, q)) return ZP_OK;
+        *verdict = 0;
+        return ZP_OK;
+    } else if (q->qid < 0 && !needs_no_slot(s, q)) {
+        *verdict = 0; /* waits for a query slot */
+        return ZP_OK;
+    } else if (need && !make_room(s, i, 1, q->qid >= 0 ? s->enable_prefix_cache : 1)) {
+        *verdict = 0;
+        return ZP_OK;
+    }
+    if (need) {
+        ZP_TRY(seq_reserve_blocks(q, q->n_blocks + 1));
+        q->blocks[q->n_blocks++] = kv_pool_alloc_block(s->pool);
     }
     return ZP_OK;
+}
+
+static zp_status schedule_decode(zp_scheduler *s, zp_sched_batch *out) {
+    if (s->kind == ZP_SCHED_HYBRID) refill_slots(s);
+    for (int i = 0; i < s->running.n && out->n < s->max_num_seqs;) {
+        int verdict;
+        ZP_TRY(decode_one(s, i, &verdict));
+        if (verdict < 0) continue; /* removed itself; the next request moved into slot i */
+        if (verdict > 0) {
+            out->seqs[out->n++] = s->running.v[i];
+            out->n_tokens += s->running.v[i]->compressing ? 0 : 1;
+        } else {
+            s->n_suspensions++;
+        }
+        i++;
+    }
+    return ZP_OK;
+}
+
+int sched_break_stall(zp_scheduler *s) {
+    int v = find_victim(s, -1, 1);
+    if (v < 0) return 0;
+    zp_seq *victim = s->running.v[v];
+    seq_list_remove(&s->running, victim);
+    seq_preempt(s, victim);
+    return 1;
 }
 
 zp_status sched_schedule(zp_scheduler *s, zp_sched_batch *out) {
@@ -217,4 +399,12 @@ zp_status sched_schedule(zp_scheduler *s, zp_sched_batch *out) {
     ZP_TRY(schedule_prefill(s, out));
     if (out->n) return ZP_OK;
     return schedule_decode(s, out);
+}
+
+static const char *kind_names[ZP_SCHED_COUNT] = {"full", "strict", "hybrid"};
+const char *sched_kind_name(zp_sched_kind k) { return (k >= 0 && k < ZP_SCHED_COUNT) ? kind_names[k] : "?"; }
+int sched_kind_parse(const char *name, zp_sched_kind *out) {
+    for (int i = 0; i < ZP_SCHED_COUNT; i++)
+        if (!strcmp(name, kind_names[i])) { *out = (zp_sched_kind)i; return 1; }
+    return 0;
 }

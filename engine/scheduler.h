@@ -6,9 +6,13 @@
  * decode batch. When decode needs a block and none is free, the newest running request is
  * preempted by recompute (blocks freed, pushed to the front of waiting); a request that is
  * alone preempts itself. Logical length (n_tokens, positions) and physical length (n_kv,
- * slots holding K/V) are separate fields from the start: compression makes them differ.
- * Host-only bookkeeping: no model, no device memory. Strict-M and hybrid variants come with
- * the compression issue.
+ * slots holding K/V) are separate fields: compression makes them differ.
+ * With a block cap (nmax > 0, an evicting policy) a request holds at most nmax + 1 blocks;
+ * when its growth block is full it is marked for compression and given a target table
+ * (zipage-algorithm.md §2.3-2.4: in place, or fresh blocks in front of shared prefix blocks).
+ * Variants: `strict` runs at most M requests, each with a query slot; `hybrid` (Zipage) also
+ * runs slot-less requests while they need no window queries (§4.4). Compressed or compressing
+ * requests are never preempted (they are suspended instead). Host-only bookkeeping.
  */
 #ifndef ZP_SCHEDULER_H
 #define ZP_SCHEDULER_H
@@ -38,6 +42,14 @@ typedef struct {
     zp_finish_reason finish;
     int n_preemptions;
     int64_t order;        /* arrival order */
+    int n_done;           /* logical tokens whose K/V has been computed */
+    int qid;              /* query slot, -1 when none */
+    int compressed;       /* compressed at least once (never preempted, never hashed again) */
+    int compressing;      /* selected for compression; target/release below are planned */
+    int *target;          /* [nmax+1] target block table of the pending compression */
+    int *release;         /* blocks dropped after it */
+    int n_release, release_cap;
+    int n_compressions;
 } zp_seq;
 
 typedef struct {
@@ -45,15 +57,24 @@ typedef struct {
     int n, cap;
 } zp_seq_list;
 
+typedef enum { ZP_SCHED_FULL, ZP_SCHED_STRICT, ZP_SCHED_HYBRID, ZP_SCHED_COUNT } zp_sched_kind;
+
 typedef struct {
     zp_kv_pool *pool;
     int block_size;
     int max_num_seqs;
     int max_num_batched_tokens;
     int enable_prefix_cache;
+    zp_sched_kind kind;
+    int nmax;             /* block cap N_max (0: no cap, full KV) */
+    int window;           /* w: query-window length */
+    int n_qslots;         /* M */
+    int *free_q, n_free_q;
     zp_seq_list waiting, running;
     int64_t n_preemptions;
+    int64_t n_suspensions; /* request-steps skipped for lack of a block or a slot */
     int64_t prefix_hit_tokens;
+    int peak_running_slotless;
 } zp_scheduler;
 
 typedef struct {
@@ -64,6 +85,17 @@ typedef struct {
 } zp_sched_batch;
 
 zp_status sched_init(zp_scheduler *s, zp_kv_pool *pool, int max_num_seqs, int max_num_batched_tokens, int prefix_cache);
+/* Turns on the block cap and query slots (strict or hybrid). */
+zp_status sched_enable_compression(zp_scheduler *s, zp_sched_kind kind, int nmax, int window, int n_qslots);
+/* After a compression ran: drops the released blocks, installs the target table. */
+void sched_compress_done(zp_scheduler *s, zp_seq *seq);
+/* Last resort when a step found nothing to run: preempts the newest preemptible request.
+ * Returns 1 if one was preempted. */
+int sched_break_stall(zp_scheduler *s);
+/* Most blocks a request of this length may hold at once under the current cap. */
+int sched_blocks_needed(const zp_scheduler *s, int n_prompt, int max_tokens);
+int sched_kind_parse(const char *name, zp_sched_kind *out);
+const char *sched_kind_name(zp_sched_kind k);
 void sched_free(zp_scheduler *s);
 zp_status sched_add(zp_scheduler *s, zp_seq *seq);
 /* Picks the next batch into out (out->seqs must hold max_num_seqs). n == 0: nothing runnable. */

@@ -35,7 +35,15 @@ static void usage(FILE *f, const char *cmd) {
                "  --kv-pool-tokens N     KV pool size in tokens (default 32768, at most 2 GiB)\n"
                "  --max-num-seqs N       running requests at most (default 256)\n"
                "  --no-prefix-cache      disable prefix caching\n"
-               "  --threads N            CPU threads (default: all)\n");
+               "  --threads N            CPU threads (default: all)\n"
+               "  --policy NAME          eviction policy: full (default), streaming, h2o, snapkv, rkv, morphkv, zipage\n"
+               "  --policy-params JSON   policy parameters, e.g. '{\"lambda\": 0.3}'\n"
+               "  --nmax N               blocks kept per request after compression (default 8)\n"
+               "  --window W             window queries per request (default 16)\n"
+               "  --max-concurrency M    query slots (default: pool blocks / (nmax + 1))\n"
+               "  --scheduler S          hybrid (default with a policy), strict, full\n"
+               "  --layer-stride N       layers compressed together (default 8)\n"
+               "  --async                compress on a worker thread while others decode\n");
 }
 
 static zp_status parse(int argc, char **argv, gen_args *g, const char *cmd) {
@@ -45,7 +53,8 @@ static zp_status parse(int argc, char **argv, gen_args *g, const char *cmd) {
     g->n_samples = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
-        int is_flag = !strcmp(a, "--greedy") || !strcmp(a, "--ignore-eos") || !strcmp(a, "--no-prefix-cache") || !strcmp(a, "--all");
+        int is_flag = !strcmp(a, "--greedy") || !strcmp(a, "--ignore-eos") || !strcmp(a, "--no-prefix-cache") || !strcmp(a, "--all") ||
+                      !strcmp(a, "--async");
         if (!strcmp(a, "--help")) { usage(stdout, cmd); exit(0); }
         if (!is_flag && !(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
         if (!strcmp(a, "--model")) g->ec.model_dir = v;
@@ -65,6 +74,14 @@ static zp_status parse(int argc, char **argv, gen_args *g, const char *cmd) {
         else if (!strcmp(a, "--max-num-seqs")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &g->ec.max_num_seqs));
         else if (!strcmp(a, "--no-prefix-cache")) g->ec.enable_prefix_cache = 0;
         else if (!strcmp(a, "--threads")) ZP_TRY(cli_int(a, v, 0, 4096, &g->ec.n_threads));
+        else if (!strcmp(a, "--policy")) g->ec.policy = v;
+        else if (!strcmp(a, "--policy-params")) g->ec.policy_params = v;
+        else if (!strcmp(a, "--nmax")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &g->ec.nmax));
+        else if (!strcmp(a, "--window")) ZP_TRY(cli_int(a, v, 1, 65536, &g->ec.window));
+        else if (!strcmp(a, "--max-concurrency")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &g->ec.max_concurrency));
+        else if (!strcmp(a, "--scheduler")) g->ec.scheduler = v;
+        else if (!strcmp(a, "--layer-stride")) ZP_TRY(cli_int(a, v, 1, 4096, &g->ec.layer_stride));
+        else if (!strcmp(a, "--async")) g->ec.async_compress = 1;
         else { usage(stderr, cmd); return zp_fail(ZP_ERR_INVALID, "unknown flag %s", a); }
     }
     if (!g->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR is required (make one with `zipage mkmodel`)");
@@ -109,6 +126,11 @@ static zp_status run_generate(const gen_args *g) {
         printf("%lld tokens in %.3f s: %.1f tokens/s (prefill %lld tokens, %lld from prefix cache; %lld preemptions)\n",
                (long long)st.generated_tokens, dt, dt > 0 ? st.generated_tokens / dt : 0.0, (long long)st.prefill_tokens,
                (long long)st.prefix_hit_tokens, (long long)st.preemptions);
+    if (s == ZP_OK && st.compressions)
+        printf("policy %s: %lld compressions, %lld tokens evicted (over layers and KV heads), %.0f tokens kept per request, "
+               "scoring %.3f s, compaction %.3f s, %lld request-steps waited on compression\n",
+               g->ec.policy, (long long)st.compressions, (long long)st.tokens_evicted, st.mean_retained,
+               st.compress_score_seconds, st.compress_compact_seconds, (long long)st.compress_wait_steps);
     free(outs);
     zp_engine_free(e);
     return s;
@@ -162,7 +184,7 @@ static zp_status run_logits(const gen_args *g) {
         int *slots = pos + T, *out_rows = pos + 2 * T, q0 = 0, kvl = T;
         for (int t = 0; t < T; t++) { pos[t] = t; slots[t] = t; out_rows[t] = g->all_positions ? t : T - 1; }
         for (int b = 0; b < nb; b++) bt[b] = b;
-        zp_batch b = {T, 1, g->prompt, pos, slots, &q0, &T, &kvl, bt, nb, rows, out_rows, 1};
+        zp_batch b = {T, 1, g->prompt, pos, slots, &q0, &T, &kvl, bt, nb, rows, out_rows, 1, 0, NULL, NULL};
         s = zp_model_forward(m, &b, &kv, lg);
     }
     if (s == ZP_OK) s = write_logits_json(g->out_json, g, lg, rows, m->cfg.vocab);

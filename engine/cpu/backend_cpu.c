@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../backend.h" /* zp_backend, zp_batch, zp_attn_dims */
+#include "cpu_ops.h" /* zp_backend, zp_batch, zp_attn_dims, the compression ops */
 
 #ifdef ZP_HAVE_CBLAS
 #include <cblas.h>
@@ -26,6 +26,8 @@ typedef struct {
 } cpu_ctx;
 
 #define CTX(be) ((cpu_ctx *)(be)->ctx)
+
+const zp_batch *cpu_batch(zp_backend *be) { return &CTX(be)->b; }
 
 /* ---------------------------------------------------------------- memory */
 
@@ -298,6 +300,11 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->attn_decode = cpu_attention;
     be->silu_mul = cpu_silu_mul;
     be->gather_rows = cpu_gather_rows;
+    be->query_store = cpu_query_store;
+    be->query_read = cpu_query_read;
+    be->key_gather = cpu_key_gather;
+    be->score_read = cpu_score_read;
+    be->kv_compact = cpu_kv_compact;
     *out = be;
     return ZP_OK;
 }

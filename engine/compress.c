@@ -1,0 +1,105 @@
+/* compress.c - gather, select, compact: the compression pipeline of one batch of requests. */
+#include "compress.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, int nmax, int block_size, int window,
+                          int layer_stride) {
+    memset(c, 0, sizeof *c);
+    if (layer_stride <= 0) return zp_fail(ZP_ERR_INVALID, "layer_stride %d must be positive", layer_stride);
+    ZP_TRY(policy_create(policy, params_json, &c->policy));
+    c->nmax = nmax;
+    c->block_size = block_size;
+    c->window = window;
+    c->layer_stride = layer_stride;
+    return ZP_OK;
+}
+
+void compressor_free(zp_compressor *c) {
+    policy_destroy(&c->policy);
+    free(c->keys); free(c->queries); free(c->qhead); free(c->hist); free(c->new_hist); free(c->scratch); free(c->keep);
+    memset(c, 0, sizeof *c);
+}
+
+static zp_status reserve(zp_compressor *c, const zp_model_config *mc, int n) {
+    if (n <= c->cap_n) return ZP_OK;
+    const size_t D = (size_t)mc->head_dim, Hkv = (size_t)mc->n_kv_heads, L = (size_t)c->layer_stride, N = (size_t)n;
+    free(c->keys); free(c->queries); free(c->qhead); free(c->hist); free(c->new_hist); free(c->scratch); free(c->keep);
+    c->keys = malloc(sizeof(float) * Hkv * N * D);
+    c->queries = malloc(sizeof(float) * (size_t)c->window * mc->n_heads * D);
+    c->qhead = malloc(sizeof(float) * (size_t)c->window * (mc->n_heads / mc->n_kv_heads) * D);
+    c->hist = malloc(sizeof(float) * Hkv * N);
+    c->new_hist = malloc(sizeof(float) * L * Hkv * N);
+    c->scratch = malloc(sizeof(float) * (6 * N + N * D));
+    c->keep = malloc(L * Hkv * N);
+    c->cap_n = n;
+    if (!c->keys || !c->queries || !c->qhead || !c->hist || !c->new_hist || !c->scratch || !c->keep) {
+        c->cap_n = 0;
+        return zp_fail(ZP_ERR_OOM, "compression: no host memory for %d tokens", n);
+    }
+    return ZP_OK;
+}
+
+/* keep/new_hist rows [Hkv][n] of one layer of request q. */
+static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_seq *q, int layer, uint8_t *keep,
+                              float *new_hist) {
+    zp_backend *be = m->be;
+    const zp_model_config *mc = &m->cfg;
+    const int n = q->n_kv, D = mc->head_dim, G = mc->n_heads / mc->n_kv_heads, w = c->window;
+    const int use_hist = c->policy.ops->needs_history && kv->score != NULL;
+    const int n_hist = q->compressed ? c->nmax * c->block_size : 0;
+    ZP_TRY(be->key_gather(be, &kv->dims, kv->k, layer, q->blocks, n, c->keys));
+    ZP_TRY(be->query_read(be, &kv->dims, kv->q, layer, q->qid, c->queries));
+    if (use_hist) ZP_TRY(be->score_read(be, &kv->dims, kv->score, layer, q->blocks, n, c->hist));
+    for (int g = 0; g < mc->n_kv_heads; g++) {
+        for (int j = 0; j < w; j++) /* [w][Hq][D] -> this KV head's group [w][G][D] */
+            memcpy(c->qhead + (size_t)j * G * D, c->queries + ((size_t)j * mc->n_heads + (size_t)g * G) * D, sizeof(float) * (size_t)G * D);
+        zp_select_input in = {{n, D, G, w, kv->dims.scale, c->keys + (size_t)g * n * D, c->qhead},
+                              use_hist ? c->hist + (size_t)g * n : NULL,
+                              use_hist ? n_hist : 0,
+                              c->block_size,
+                              c->nmax * c->block_size,
+                              c->scratch};
+        ZP_TRY(c->policy.ops->select(c->policy.state, &in, keep + (size_t)g * n, new_hist + (size_t)g * n));
+    }
+    return ZP_OK;
+}
+
+static zp_status compress_one(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_seq *q) {
+    zp_backend *be = m->be;
+    const zp_model_config *mc = &m->cfg;
+    const int n = q->n_kv, Hkv = mc->n_kv_heads, budget = c->nmax * c->block_size;
+    if (q->qid < 0 || !q->compressing || n != q->n_blocks * c->block_size || n <= budget)
+        return zp_fail(ZP_ERR_INVALID, "compression of request %lld: inconsistent state (slot %d, %d tokens in %d blocks, budget %d)",
+                       (long long)q->request_id, q->qid, n, q->n_blocks, budget);
+    ZP_TRY(reserve(c, mc, n));
+    for (int l0 = 0; l0 < mc->n_layers; l0 += c->layer_stride) {
+        int l1 = l0 + c->layer_stride < mc->n_layers ? l0 + c->layer_stride : mc->n_layers;
+        double t0 = now_s();
+        for (int l = l0; l < l1; l++)
+            ZP_TRY(select_layer(c, m, kv, q, l, c->keep + (size_t)(l - l0) * Hkv * n, c->new_hist + (size_t)(l - l0) * Hkv * n));
+        double t1 = now_s();
+        for (int l = l0; l < l1; l++)
+            ZP_TRY(be->kv_compact(be, &kv->dims, kv->k, kv->v, c->policy.ops->needs_history ? kv->score : NULL, l, q->blocks, n,
+                                  q->target, c->keep + (size_t)(l - l0) * Hkv * n, c->new_hist + (size_t)(l - l0) * Hkv * n));
+        c->stats.score_seconds += t1 - t0;
+        c->stats.compact_seconds += now_s() - t1;
+    }
+    c->stats.compressions++;
+    c->stats.tokens_evicted += (int64_t)(n - budget) * mc->n_layers * Hkv;
+    c->stats.retained_sum += budget;
+    return ZP_OK;
+}
+
+zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n) {
+    for (int i = 0; i < n; i++) ZP_TRY(compress_one(c, m, kv, seqs[i]));
+    return ZP_OK;
+}

@@ -1,0 +1,44 @@
+/* compress.h - runs an eviction policy over requests that outgrew their block cap.
+ *
+ * For each request, layer group (layer_stride layers) and KV head: gathers the keys of the
+ * request's physical tokens, its window queries (query cache) and stored history scores
+ * through backend ops, asks the policy which N_max * block_size tokens to keep, then compacts
+ * K, V (and the score cache) of the group order-preservingly into the request's target blocks
+ * (planned by the scheduler). The scheduler's bookkeeping (release, new table) happens after,
+ * in sched_compress_done, on the engine thread. Scoring runs on the host in this reference;
+ * the CUDA backend will score on the device behind the same ops.
+ */
+#ifndef ZP_COMPRESS_H
+#define ZP_COMPRESS_H
+
+#include <stdint.h>
+
+#include "model.h"
+#include "policy.h"
+#include "scheduler.h"
+
+typedef struct {
+    int64_t compressions;     /* request compressions */
+    int64_t tokens_evicted;   /* tokens dropped, summed over layers and KV heads */
+    double score_seconds;     /* gathers + policy selection */
+    double compact_seconds;   /* compaction */
+    int64_t retained_sum;     /* tokens kept per request per compression, summed */
+} zp_compress_stats;
+
+typedef struct {
+    zp_policy policy;
+    int nmax, block_size, window, layer_stride;
+    /* scratch sized for cap_n tokens */
+    int cap_n;
+    float *keys, *queries, *qhead, *hist, *new_hist, *scratch;
+    uint8_t *keep;
+    zp_compress_stats stats;
+} zp_compressor;
+
+zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, int nmax, int block_size, int window,
+                          int layer_stride);
+void compressor_free(zp_compressor *c);
+/* Compacts every request in seqs (each marked compressing, with a planned target). */
+zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n);
+
+#endif

@@ -1,0 +1,65 @@
+/* compress_cpu.c - the CPU backend's compression ops: query-cache store/read, key and score
+ * gathers through a block table, and order-preserving compaction of K, V and scores.
+ * Plain loops (memcpy per token and head); part of the fp32 reference backend. */
+#include <string.h>
+
+#include "cpu_ops.h"
+
+#define SLOT(table, t, bs) ((size_t)(table)[(t) / (bs)] * (size_t)(bs) + (size_t)((t) % (bs)))
+
+zp_status cpu_query_store(zp_backend *be, const zp_attn_dims *d, const void *q, void *qcache, int layer) {
+    const zp_batch *b = cpu_batch(be);
+    const size_t row = (size_t)d->n_heads * d->head_dim, layer_off = (size_t)layer * d->n_qslots * d->window * row;
+    for (int i = 0; i < b->n_qstore; i++) {
+        if (b->qstore_slots[i] < 0 || b->qstore_slots[i] >= d->n_qslots * d->window)
+            return zp_fail(ZP_ERR_INVALID, "query_store: slot %d outside [0, %d)", b->qstore_slots[i], d->n_qslots * d->window);
+        memcpy((float *)qcache + layer_off + (size_t)b->qstore_slots[i] * row, (const float *)q + (size_t)b->qstore_rows[i] * row,
+               sizeof(float) * row);
+    }
+    return ZP_OK;
+}
+
+zp_status cpu_query_read(zp_backend *be, const zp_attn_dims *d, const void *qcache, int layer, int qid, float *out) {
+    const size_t row = (size_t)d->n_heads * d->head_dim, n = (size_t)d->window * row;
+    memcpy(out, (const float *)qcache + ((size_t)layer * d->n_qslots + (size_t)qid) * n, sizeof(float) * n);
+    return ZP_OK;
+}
+
+zp_status cpu_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n, float *out) {
+    const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size;
+    const float *kc = (const float *)k_cache + (size_t)layer * d->num_blocks * bs * Hkv * D;
+    for (int t = 0; t < n; t++)
+        for (int g = 0; g < Hkv; g++)
+            memcpy(out + ((size_t)g * n + t) * D, kc + (SLOT(table, t, bs) * Hkv + g) * D, sizeof(float) * (size_t)D);
+    return ZP_OK;
+}
+
+zp_status cpu_score_read(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n, float *out) {
+    const int Hkv = d->n_kv_heads, bs = d->block_size;
+    const float *sc = (const float *)score_cache + (size_t)layer * d->num_blocks * bs * Hkv;
+    for (int t = 0; t < n; t++)
+        for (int g = 0; g < Hkv; g++) out[(size_t)g * n + t] = sc[SLOT(table, t, bs) * Hkv + g];
+    return ZP_OK;
+}
+
+zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
+                         const int *src, int n, const int *dst, const uint8_t *keep, const float *scores) {
+    const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size;
+    const size_t layer_off = (size_t)layer * d->num_blocks * bs * Hkv * D;
+    float *kc = (float *)k_cache + layer_off, *vc = (float *)v_cache + layer_off;
+    float *sc = score_cache ? (float *)score_cache + (size_t)layer * d->num_blocks * bs * Hkv : NULL;
+    for (int g = 0; g < Hkv; g++) {
+        int i = 0; /* next target position; i <= t always, so in-place is safe */
+        for (int t = 0; t < n; t++) {
+            if (!keep[(size_t)g * n + t]) continue;
+            size_t from = SLOT(src, t, bs) * Hkv + g, to = SLOT(dst, i, bs) * Hkv + g;
+            if (from != to) {
+                memmove(kc + to * D, kc + from * D, sizeof(float) * (size_t)D);
+                memmove(vc + to * D, vc + from * D, sizeof(float) * (size_t)D);
+            }
+            if (sc && scores) sc[to] = scores[(size_t)g * n + t];
+            i++;
+        }
+    }
+    return ZP_OK;
+}

@@ -56,9 +56,12 @@ static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
     const int n = q->n_kv, D = mc->head_dim, G = mc->n_heads / mc->n_kv_heads, w = c->window;
     const int use_hist = c->policy.ops->needs_history && kv->score != NULL;
     const int n_hist = q->compressed ? c->nmax * c->block_size : 0;
+    double t0 = now_s();
     ZP_TRY(be->key_gather(be, &kv->dims, kv->k, layer, q->blocks, n, c->keys));
     ZP_TRY(be->query_read(be, &kv->dims, kv->q, layer, q->qid, c->queries));
     if (use_hist) ZP_TRY(be->score_read(be, &kv->dims, kv->score, layer, q->blocks, n, c->hist));
+    double t1 = now_s();
+    c->stats.gather_seconds += t1 - t0;
     for (int g = 0; g < mc->n_kv_heads; g++) {
         for (int j = 0; j < w; j++) /* [w][Hq][D] -> this KV head's group [w][G][D] */
             memcpy(c->qhead + (size_t)j * G * D, c->queries + ((size_t)j * mc->n_heads + (size_t)g * G) * D, sizeof(float) * (size_t)G * D);
@@ -70,6 +73,7 @@ static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
                               c->scratch};
         ZP_TRY(c->policy.ops->select(c->policy.state, &in, keep + (size_t)g * n, new_hist + (size_t)g * n));
     }
+    c->stats.score_seconds += now_s() - t1;
     return ZP_OK;
 }
 
@@ -83,14 +87,12 @@ static zp_status compress_one(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
     ZP_TRY(reserve(c, mc, n));
     for (int l0 = 0; l0 < mc->n_layers; l0 += c->layer_stride) {
         int l1 = l0 + c->layer_stride < mc->n_layers ? l0 + c->layer_stride : mc->n_layers;
-        double t0 = now_s();
         for (int l = l0; l < l1; l++)
             ZP_TRY(select_layer(c, m, kv, q, l, c->keep + (size_t)(l - l0) * Hkv * n, c->new_hist + (size_t)(l - l0) * Hkv * n));
         double t1 = now_s();
         for (int l = l0; l < l1; l++)
             ZP_TRY(be->kv_compact(be, &kv->dims, kv->k, kv->v, c->policy.ops->needs_history ? kv->score : NULL, l, q->blocks, n,
                                   q->target, c->keep + (size_t)(l - l0) * Hkv * n, c->new_hist + (size_t)(l - l0) * Hkv * n));
-        c->stats.score_seconds += t1 - t0;
         c->stats.compact_seconds += now_s() - t1;
     }
     c->stats.compressions++;

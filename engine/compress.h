@@ -20,7 +20,8 @@
 typedef struct {
     int64_t compressions;     /* request compressions */
     int64_t tokens_evicted;   /* tokens dropped, summed over layers and KV heads */
-    double score_seconds;     /* gathers + policy selection */
+    double gather_seconds;    /* key, query and history gathers */
+    double score_seconds;     /* policy scoring and top-k selection */
     double compact_seconds;   /* compaction */
     int64_t retained_sum;     /* tokens kept per request per compression, summed */
 } zp_compress_stats;

@@ -1,5 +1,5 @@
 /* engine.c - the step loop: schedule, build the batch, forward, sample, append, finish. */
-#include "engine.h"
+#include "engine_internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -8,35 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-struct zp_engine {
-    zp_engine_config cfg;
-    zp_backend *be;
-    zp_model *model;
-    zp_kv_storage kv;
-    zp_kv_pool pool;
-    zp_scheduler sched;
-    zp_seq_list all;          /* every live request (owned) */
-    zp_seq_list finished;     /* finished, not yet polled */
-    zp_sched_batch batch;
-    int64_t next_order;
-    /* per-step host arrays, grown on demand */
-    int *token_ids, *positions, *slots, *out_rows, rows_cap;
-    int *q_start, *q_len, *kv_len, *block_tables, seq_cap, bt_cap;
-    float *logits, *scratch;
-    int logits_rows;
-    int *qstore_rows, *qstore_slots, qstore_cap;
-    zp_engine_stats stats;
-    /* compression */
-    int compressing_enabled;
-    zp_compressor comp;
-    zp_seq **ctask;           /* requests of the compression in flight (async) or of this step */
-    int n_ctask;
-    pthread_t worker;
-    atomic_int worker_done;
-    int worker_running;
-    zp_status worker_status;
-    char worker_error[512];
-};
 
 static double now_s(void) {
     struct timespec ts;
@@ -317,6 +288,7 @@ static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n) {
     for (int i = 0; i < n; i++) {
         zp_seq *q = seqs[i];
         sched_mark_computed(&e->sched, q);
+        if (q->n_kv > e->stats.peak_request_tokens) e->stats.peak_request_tokens = q->n_kv;
         int step = q->n_tokens - q->n_prompt;
         float u = zp_rng_uniform(q->seed, (uint64_t)q->request_id, (uint32_t)q->sample_index, (uint32_t)step);
         int tok = zp_sample_token(e->logits + (size_t)i * V, V, &q->sp, q->tokens, q->n_tokens, u, e->scratch);
@@ -404,6 +376,7 @@ zp_status zp_engine_step(zp_engine *e) {
     if (e->sched.running.n > e->stats.peak_running) e->stats.peak_running = e->sched.running.n;
     zp_batch b;
     ZP_TRY(build_batch(e, e->batch.seqs, n_run, e->batch.is_prefill, &b));
+    e->last_batch = b;
     double t0 = now_s();
     ZP_TRY(zp_model_forward(e->model, &b, &e->kv, e->logits));
     double t1 = now_s();
@@ -447,6 +420,7 @@ void zp_engine_get_stats(const zp_engine *e, zp_engine_stats *st) {
     const zp_compress_stats *cs = &e->comp.stats;
     st->compressions = cs->compressions;
     st->tokens_evicted = cs->tokens_evicted;
+    st->compress_gather_seconds = cs->gather_seconds;
     st->compress_score_seconds = cs->score_seconds;
     st->compress_compact_seconds = cs->compact_seconds;
     st->mean_retained = cs->compressions ? (double)cs->retained_sum / (double)cs->compressions : 0.0;

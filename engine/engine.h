@@ -59,7 +59,8 @@ typedef struct {
     int64_t suspensions;       /* request-steps skipped for lack of a block or a query slot */
     /* compression */
     int64_t compressions, tokens_evicted;
-    double compress_score_seconds, compress_compact_seconds;
+    double compress_gather_seconds, compress_score_seconds, compress_compact_seconds;
+    int peak_request_tokens;   /* most physical tokens (K/V slots) one request held */
     double mean_retained;      /* tokens kept per request per compression (mean) */
     int64_t compress_wait_steps; /* request-steps spent waiting for (async) compression */
     int n_qslots;

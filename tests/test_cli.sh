@@ -20,6 +20,12 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['logit
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16
 grep -q '^cpu,2,8,4,' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
 
+ok "$Z" generate --model "$T/m" --prompt-ids 1,2,3,4,5 --policy zipage --nmax 2 --window 8 --block-size 16 --max-tokens 2000 --ignore-eos
+grep -q "^2000 tokens" "$T/out" && grep -q "policy zipage: 123 compressions" "$T/out" \
+  || { echo "FAIL: 2000-token zipage generation"; cat "$T/out"; fails=$((fails+1)); }
+bad "unknown policy" "$Z" generate --model "$T/m" --prompt-ids 1 --policy lru
+bad "unknown parameter" "$Z" generate --model "$T/m" --prompt-ids 1 --policy zipage --policy-params '{"lamda":1}'
+bad "window" "$Z" generate --model "$T/m" --prompt-ids 1 --policy zipage --window 64 --block-size 16
 bad "unknown command" "$Z" frobnicate
 bad "--model DIR is required" "$Z" generate --prompt-ids 1
 mkdir -p "$T/noweights"; cp "$T/m/config.json" "$T/noweights/"

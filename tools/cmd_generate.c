@@ -127,10 +127,10 @@ static zp_status run_generate(const gen_args *g) {
                (long long)st.generated_tokens, dt, dt > 0 ? st.generated_tokens / dt : 0.0, (long long)st.prefill_tokens,
                (long long)st.prefix_hit_tokens, (long long)st.preemptions);
     if (s == ZP_OK && st.compressions)
-        printf("policy %s: %lld compressions, %lld tokens evicted (over layers and KV heads), %.0f tokens kept per request, "
-               "scoring %.3f s, compaction %.3f s, %lld request-steps waited on compression\n",
-               g->ec.policy, (long long)st.compressions, (long long)st.tokens_evicted, st.mean_retained,
-               st.compress_score_seconds, st.compress_compact_seconds, (long long)st.compress_wait_steps);
+        printf("policy %s: %lld compressions, %lld tokens evicted (over layers and KV heads), %.0f tokens kept per request "
+               "(peak %d held), gathers %.3f s, scoring %.3f s, compaction %.3f s, %lld request-steps waited on compression\n",
+               g->ec.policy, (long long)st.compressions, (long long)st.tokens_evicted, st.mean_retained, st.peak_request_tokens,
+               st.compress_gather_seconds, st.compress_score_seconds, st.compress_compact_seconds, (long long)st.compress_wait_steps);
     free(outs);
     zp_engine_free(e);
     return s;

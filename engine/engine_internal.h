@@ -1,0 +1,45 @@
+/* engine_internal.h - the engine's state, shared by engine.c, engine_check.c and white-box
+ * tests. Not part of the public API (engine.h). */
+#ifndef ZP_ENGINE_INTERNAL_H
+#define ZP_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine.h"
+
+struct zp_engine {
+    zp_engine_config cfg;
+    zp_backend *be;
+    zp_model *model;
+    zp_kv_storage kv;
+    zp_kv_pool pool;
+    zp_scheduler sched;
+    zp_seq_list all;          /* every live request (owned) */
+    zp_seq_list finished;     /* finished, not yet polled */
+    zp_sched_batch batch;
+    int64_t next_order;
+    /* per-step host arrays, grown on demand */
+    int *token_ids, *positions, *slots, *out_rows, rows_cap;
+    int *q_start, *q_len, *kv_len, *block_tables, seq_cap, bt_cap;
+    float *logits, *scratch;
+    int logits_rows;
+    int *qstore_rows, *qstore_slots, qstore_cap;
+    zp_engine_stats stats;
+    zp_batch last_batch;      /* the batch of the last forward (tests) */
+    /* compression */
+    int compressing_enabled;
+    zp_compressor comp;
+    zp_seq **ctask;           /* requests of the compression in flight (async) or of this step */
+    int n_ctask;
+    pthread_t worker;
+    atomic_int worker_done;
+    int worker_running;
+    zp_status worker_status;
+    char worker_error[512];
+};
+
+/* Checks block tables, ref counts, free list, lengths, cap and query slots (tests). */
+zp_status zp_engine_check_invariants(const zp_engine *e);
+
+#endif

@@ -1,0 +1,243 @@
+/* test_compress.c - compression in the engine (CPU): a budget larger than every sequence is
+ * token-identical to full KV for every policy; compaction op order and score movement; the
+ * bookkeeping invariants after every step; logical RoPE positions after compaction; shared
+ * prefix blocks never modified; preemption and suspension with compression give the same
+ * greedy outputs; async = sync; hybrid runs more requests than strict; a seeded stress run. */
+#include <string.h>
+
+#include "test_runner.h"
+#include "test_util.h"
+
+static run_spec zipage_spec(const char *preset) {
+    run_spec rs = run_spec_default(preset);
+    rs.ec.policy = "zipage";
+    rs.ec.nmax = 2;
+    rs.ec.window = 4;
+    rs.sp.max_tokens = 120;
+    rs.check_invariants = 1;
+    return rs;
+}
+
+static void test_large_budget_is_full(void) {
+    run_spec rs = run_spec_default("tiny-qwen3");
+    run_result full;
+    run_requests(&rs, &full);
+    const zp_policy_ops *const *reg = policy_registry();
+    for (int i = 0; reg[i]; i++) {
+        if (!reg[i]->evicts) continue;
+        run_spec p = rs;
+        p.ec.policy = reg[i]->name;
+        p.ec.nmax = 8; /* (8 + 1) * 16 = 144 > the longest request (44 + 40) */
+        p.ec.window = 4;
+        p.check_invariants = 1;
+        run_result r;
+        run_requests(&p, &r);
+        CHECK(r.st.compressions == 0);
+        if (!run_same_outputs(&full, &r)) fprintf(stderr, "policy %s differs from full with a large budget\n", reg[i]->name);
+        CHECK(run_same_outputs(&full, &r));
+        run_result_free(&r);
+    }
+    run_result_free(&full);
+}
+
+/* Order-preserving compaction through scattered, partly shared block tables. */
+static void test_compaction_op(void) {
+    enum { BS = 4, NB = 10, HKV = 2, D = 3, L = 2, N = 12, LAYER = 1 };
+    zp_backend *be;
+    CHECK_OK(zp_backend_cpu_create(1, &be));
+    zp_attn_dims d = {L, 4, HKV, D, BS, NB, 1.f, 1e-6f, 4, 1};
+    float k[L * NB * BS * HKV * D], v[L * NB * BS * HKV * D], sc[L * NB * BS * HKV];
+    for (int i = 0; i < L * NB * BS * HKV * D; i++) { k[i] = (float)i; v[i] = -(float)i; }
+    for (int i = 0; i < L * NB * BS * HKV; i++) sc[i] = -1.f;
+    const int src[3] = {7, 2, 5}, dst[3] = {9, 2, 5}; /* block 7 shared: replaced by fresh 9; 2 and 5 reused in place */
+    uint8_t keep[HKV * N];
+    float scores[HKV * N];
+    for (int g = 0; g < HKV; g++)
+        for (int t = 0; t < N; t++) { keep[g * N + t] = (t % 3 != g) && t != 11 - g; scores[g * N + t] = 100.f * g + t; }
+    float before_k[L * NB * BS * HKV * D];
+    memcpy(before_k, k, sizeof k);
+    CHECK_OK(be->kv_compact(be, &d, k, v, sc, LAYER, src, N, dst, keep, scores));
+    const size_t lo = (size_t)LAYER * NB * BS * HKV * D;
+    for (int g = 0; g < HKV; g++) {
+        int i = 0;
+        for (int t = 0; t < N; t++) {
+            if (!keep[g * N + t]) continue;
+            size_t from = ((size_t)src[t / BS] * BS + t % BS) * HKV + g, to = ((size_t)dst[i / BS] * BS + i % BS) * HKV + g;
+            CHECK(k[lo + to * D] == before_k[lo + from * D] && v[lo + to * D + 2] == -before_k[lo + from * D + 2]);
+            CHECK(sc[(size_t)LAYER * NB * BS * HKV + to] == scores[g * N + t]);
+            i++;
+        }
+    }
+    for (int i = 0; i < BS * HKV * D; i++) CHECK(k[lo + (size_t)7 * BS * HKV * D + i] == before_k[lo + (size_t)7 * BS * HKV * D + i]);
+    CHECK(memcmp(k, before_k, sizeof(float) * lo) == 0); /* other layers untouched */
+    be->destroy(be);
+}
+
+/* After each decode step: compressed requests used their logical position and attended their
+ * physical length. */
+static void check_positions(zp_engine *e, void *ctx) {
+    int *seen = ctx;
+    const zp_batch *b = &e->last_batch;
+    if (b->is_prefill) return;
+    for (int i = 0; i < b->n_seqs; i++) {
+        const zp_seq *q = e->batch.seqs[i];
+        if (!q->compressed || q->status == ZP_SEQ_FINISHED) continue; /* finished ones released their state */
+        (*seen)++;
+        CHECK(b->positions[b->seq_q_start[i]] == q->n_done - 1);
+        CHECK(b->seq_kv_len[i] == q->n_kv && q->n_kv > e->cfg.nmax * e->cfg.block_size);
+        CHECK(b->positions[b->seq_q_start[i]] >= b->seq_kv_len[i]);
+    }
+}
+
+static void test_invariants_positions(void) {
+    for (int kind = 0; kind < 2; kind++) {
+        run_spec rs = zipage_spec("tiny-llama");
+        rs.ec.scheduler = kind ? "strict" : "hybrid";
+        int seen = 0;
+        rs.on_step = check_positions;
+        rs.ctx = &seen;
+        run_result r;
+        run_requests(&rs, &r);
+        CHECK(r.st.compressions > 0 && seen > 0);
+        for (int q = 0; q < rs.n_req; q++) CHECK(r.n[q] == rs.sp.max_tokens);
+        run_result_free(&r);
+    }
+}
+
+typedef struct {
+    int block[256];
+    uint64_t hash[256];
+    float *data[256];
+    int n, violations, checked;
+} shared_watch;
+
+static void watch_shared(zp_engine *e, void *ctx) {
+    shared_watch *w = ctx;
+    const size_t per_block = (size_t)e->pool.block_size * e->kv.dims.n_kv_heads * e->kv.dims.head_dim;
+    const size_t layer = (size_t)e->pool.num_blocks * per_block;
+    for (int i = 0; i < w->n; i++) { /* still the same registered block: content must be unchanged */
+        int b = w->block[i];
+        if (!w->data[i] || e->pool.ref[b] == 0 || e->pool.hash[b] != w->hash[i]) { free(w->data[i]); w->data[i] = NULL; continue; }
+        for (int l = 0; l < e->kv.dims.n_layers; l++) {
+            w->checked++;
+            if (memcmp(w->data[i] + l * per_block, (float *)e->kv.k + l * layer + b * per_block, per_block * sizeof(float))) w->violations++;
+        }
+    }
+    for (int b = 0; b < e->pool.num_blocks && w->n < 256; b++) {
+        if (e->pool.ref[b] < 2) continue;
+        int known = 0;
+        for (int i = 0; i < w->n; i++) known |= w->block[i] == b && w->data[i];
+        if (known) continue;
+        w->block[w->n] = b;
+        w->hash[w->n] = e->pool.hash[b];
+        w->data[w->n] = malloc(per_block * sizeof(float) * (size_t)e->kv.dims.n_layers);
+        for (int l = 0; l < e->kv.dims.n_layers; l++)
+            memcpy(w->data[w->n] + l * per_block, (float *)e->kv.k + l * layer + b * per_block, per_block * sizeof(float));
+        w->n++;
+    }
+}
+
+static void test_shared_prefix_untouched(void) {
+    run_spec rs = zipage_spec("tiny-qwen2");
+    rs.shared_prompt = 1;
+    rs.prompt_len = 40; /* two full shared blocks; first compression at 48 tokens */
+    rs.samples = 3;
+    rs.n_req = 2;
+    rs.sp.temperature = 0.8f;
+    shared_watch w;
+    memset(&w, 0, sizeof w);
+    rs.on_step = watch_shared;
+    rs.ctx = &w;
+    run_result r;
+    run_requests(&rs, &r);
+    CHECK(r.st.compressions > 0 && r.st.prefix_hit_tokens > 0);
+    CHECK(w.n > 0 && w.checked > 0);
+    CHECK(w.violations == 0);
+    for (int i = 0; i < w.n; i++) free(w.data[i]);
+    run_result_free(&r);
+}
+
+static void test_preemption_and_async(void) {
+    const char *scheds[2] = {"hybrid", "strict"};
+    for (int k = 0; k < 2; k++) {
+        run_spec rs = zipage_spec("tiny-qwen3");
+        rs.ec.scheduler = scheds[k];
+        rs.ec.max_concurrency = 3;
+        run_result big, tiny, async;
+        run_requests(&rs, &big);
+        rs.ec.num_blocks = 8; /* 6 requests x 3 blocks each do not fit: preempt or suspend */
+        run_requests(&rs, &tiny);
+        rs.ec.async_compress = 1;
+        run_requests(&rs, &async);
+        CHECK(tiny.st.preemptions + tiny.st.suspensions > 0);
+        CHECK(run_same_outputs(&big, &tiny));
+        CHECK(run_same_outputs(&big, &async));
+        CHECK(async.st.compressions == big.st.compressions && async.st.compress_wait_steps > 0);
+        run_result_free(&big);
+        run_result_free(&tiny);
+        run_result_free(&async);
+    }
+}
+
+static void test_hybrid_beats_strict(void) {
+    run_spec rs = zipage_spec("tiny-qwen3");
+    rs.n_req = 12;
+    rs.prompt_len = 5;
+    rs.prompt_step = 1;
+    rs.ec.max_concurrency = 3;
+    rs.ec.num_blocks = 40;
+    run_result h, s;
+    rs.ec.scheduler = "hybrid";
+    run_requests(&rs, &h);
+    rs.ec.scheduler = "strict";
+    run_requests(&rs, &s);
+    CHECK(s.max_running <= 3);
+    CHECK(h.max_running > s.max_running);
+    CHECK(run_same_outputs(&h, &s)); /* scheduling changes throughput, not greedy tokens */
+    run_result_free(&h);
+    run_result_free(&s);
+}
+
+/* Seeded stress: random lengths, a tiny pool, every scheduler, prefix sharing on and off. */
+static void test_stress(void) {
+    const char *scheds[3] = {"full", "strict", "hybrid"};
+    int total = 0;
+    for (int k = 0; k < 3; k++)
+        for (int prefix = 0; prefix < 2; prefix++) {
+            run_spec rs = run_spec_default("tiny-qwen3");
+            rs.ec.block_size = 4;
+            rs.ec.num_blocks = 24;
+            rs.ec.max_num_seqs = 16;
+            rs.ec.enable_prefix_cache = prefix;
+            rs.ec.scheduler = scheds[k];
+            rs.ec.policy = k ? "zipage" : "full";
+            rs.ec.nmax = 2;
+            rs.ec.window = 2;
+            rs.ec.async_compress = k == 2 && prefix;
+            rs.n_req = 350;
+            rs.samples = 1 + prefix; /* samples share their prompt blocks */
+            rs.prompt_len = 14;
+            rs.sp.max_tokens = 30;
+            rs.sp.temperature = 1.0f;
+            rs.random_lengths = 1234 + (uint32_t)k;
+            rs.check_invariants = 1;
+            run_result r;
+            run_requests(&rs, &r);
+            for (int i = 0; i < rs.n_req * rs.samples; i++) CHECK(r.n[i] > 0);
+            CHECK(k == 0 || r.st.compressions > 0);
+            total += rs.n_req * rs.samples;
+            run_result_free(&r);
+        }
+    CHECK(total >= 3000);
+}
+
+int main(void) {
+    test_compaction_op();
+    test_large_budget_is_full();
+    test_invariants_positions();
+    test_shared_prefix_untouched();
+    test_preemption_and_async();
+    test_hybrid_beats_strict();
+    test_stress();
+    return zp_test_finish("test_compress");
+}

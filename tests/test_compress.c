@@ -5,6 +5,7 @@
  * greedy outputs; async = sync; hybrid runs more requests than strict; a seeded stress run. */
 #include <string.h>
 
+#include "scorers.h"
 #include "test_runner.h"
 #include "test_util.h"
 
@@ -198,6 +199,49 @@ static void test_hybrid_beats_strict(void) {
     run_result_free(&s);
 }
 
+/* A prompt longer than the cap is prefilled whole and compressed at its first block boundary. */
+static void test_long_prompt(void) {
+    run_spec rs = zipage_spec("tiny-llama");
+    rs.n_req = 3;
+    rs.prompt_len = 100; /* 7 blocks of 16 with nmax 2 */
+    rs.prompt_step = 13;
+    rs.sp.max_tokens = 60;
+    const char *policies[3] = {"zipage", "snapkv", "streaming"};
+    for (int i = 0; i < 3; i++) {
+        rs.ec.policy = policies[i];
+        run_result r;
+        run_requests(&rs, &r);
+        CHECK(r.st.compressions >= rs.n_req);
+        CHECK(r.st.peak_request_tokens <= 126 + 16); /* at most the longest prompt's blocks */
+        for (int q = 0; q < rs.n_req; q++) CHECK(r.n[q] == rs.sp.max_tokens);
+        run_result_free(&r);
+    }
+}
+
+/* Pooling and the global score against their definitions on random data. */
+static void test_pool_global_random(void) {
+    enum { N = 37 };
+    float x[N], h[N], out[N], S[N];
+    for (int t = 0; t < N; t++) { x[t] = zp_rng_uniform(3, 1, 0, (uint32_t)t); h[t] = zp_rng_uniform(3, 2, 0, (uint32_t)t); }
+    for (int k = 1; k <= 7; k += 2) {
+        scorer_max_pool(x, N, k, out);
+        for (int t = 0; t < N; t++) {
+            float m = -1;
+            for (int u = t - k / 2; u <= t + k / 2; u++)
+                if (u >= 0 && u < N && x[u] > m) m = x[u];
+            CHECK(out[t] == m);
+        }
+    }
+    scorer_global(x, h, N, 20, 0.8f, 0, S);
+    for (int t = 0; t < N; t++) CHECK(S[t] == (t < 20 ? fmaxf(x[t], 0.8f * h[t]) : x[t]));
+    scorer_global(x, h, N, 20, 0.5f, 1, S);
+    for (int t = 0; t < N; t++) CHECK_NEAR(S[t], t < 20 ? x[t] + 0.5f * h[t] : x[t], 1e-7);
+    scorer_key_norm(x, 1, N, out);
+    double ss = 0;
+    for (int t = 0; t < N; t++) ss += (double)x[t] * x[t];
+    CHECK_NEAR(out[0], sqrt(ss), 1e-5);
+}
+
 /* Seeded stress: random lengths, a tiny pool, every scheduler, prefix sharing on and off. */
 static void test_stress(void) {
     const char *scheds[3] = {"full", "strict", "hybrid"};
@@ -238,6 +282,8 @@ int main(void) {
     test_shared_prefix_untouched();
     test_preemption_and_async();
     test_hybrid_beats_strict();
+    test_long_prompt();
+    test_pool_global_random();
     test_stress();
     return zp_test_finish("test_compress");
 }

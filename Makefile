@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 DEB_PACKAGES := cmake gcc make pkg-config libcjson-dev libopenblas-openmp-dev libxxhash-dev
 ZIPAGE := $(BUILD)/zipage
 
-.PHONY: all deps build test test-slow generate clean
+.PHONY: all deps build test test-slow generate devdeps clean
 all: build
 
 deps:
@@ -37,6 +37,11 @@ GEN_MODEL ?= $(BUILD)/models/tiny-qwen3
 generate: build
 	@[ -f $(GEN_MODEL)/model.safetensors ] || $(ZIPAGE) mkmodel --preset tiny-qwen3 --out $(GEN_MODEL)
 	$(ZIPAGE) generate --model $(GEN_MODEL) --prompt-ids 1,17,42,99,256,7 --max-tokens 48 --temperature 0.7 --n 4 --seed 1
+
+# .debs the GPU machine needs to build (it has no apt access): carried there as .devdeps
+devdeps:
+	mkdir -p .devdeps && cd .devdeps && apt-get download libcjson1 libcjson-dev libxxhash0 libxxhash-dev \
+	  libopenblas0-openmp libopenblas-openmp-dev libgfortran5
 
 clean:
 	rm -rf $(BUILD)

@@ -17,6 +17,10 @@
 
 #include "status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One engine step, as host arrays. T = n_tokens rows, S = n_seqs sequences. */
 typedef struct {
     int n_tokens;             /* T */
@@ -52,13 +56,17 @@ struct zp_backend {
     void *ctx;
     void (*destroy)(zp_backend *be);
 
-    /* memory: n elements of the backend's activation type (fp32 on CPU) */
+    /* memory: n elements of the backend's activation type (fp32 on both backends) */
     zp_status (*alloc)(zp_backend *be, size_t n, void **out);
+    /* n elements of the cache type (K/V, query and score caches: fp32 on CPU, bf16 on CUDA) */
+    zp_status (*alloc_cache)(zp_backend *be, size_t n, void **out);
     void (*release)(zp_backend *be, void *buf);
     /* weights: takes ownership of a malloc'ed fp32 host array of n elements */
     zp_status (*weight_upload)(zp_backend *be, float *host, size_t n, void **out);
     /* copy n elements starting at element off of src to host fp32 */
     zp_status (*to_host)(zp_backend *be, float *dst, const void *src, size_t off, size_t n);
+    /* copy n host fp32 elements into an activation buffer at element off */
+    zp_status (*from_host)(zp_backend *be, void *dst, const float *src, size_t off, size_t n);
     /* rotary inverse frequencies [D/2] (scaling already applied) */
     zp_status (*rope_init)(zp_backend *be, const float *inv_freq, int half_dim);
     /* the step's batch; valid until the next set_batch */
@@ -108,5 +116,14 @@ struct zp_backend {
 
 /* The CPU reference backend (fp32, BLAS sgemm, OpenMP). n_threads <= 0: OpenMP default. */
 zp_status zp_backend_cpu_create(int n_threads, zp_backend **out);
+/* The CUDA backend (bf16 weights and caches, fp32 activations, cuBLAS) on device `device`.
+ * Fails with ZP_ERR_UNSUPPORTED in a build without CUDA or without a usable GPU. */
+zp_status zp_backend_cuda_create(int device, zp_backend **out);
+/* Creates the backend named "cpu" or "cuda" (or "cuda:N"). */
+zp_status zp_backend_create(const char *device, int n_threads, zp_backend **out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -73,14 +73,12 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
 }
 
 zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
-    if (cfg->device && strcmp(cfg->device, "cpu") != 0)
-        return zp_fail(ZP_ERR_UNSUPPORTED, "device \"%s\" is not available in this build (supported: cpu)", cfg->device);
     if (cfg->block_size <= 0 || cfg->block_size > 65536)
         return zp_fail(ZP_ERR_INVALID, "block_size %d must be in [1, 65536]", cfg->block_size);
     zp_engine *e = calloc(1, sizeof *e);
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
-    zp_status s = zp_backend_cpu_create(cfg->n_threads, &e->be);
+    zp_status s = zp_backend_create(cfg->device, cfg->n_threads, &e->be);
     if (s == ZP_OK) s = zp_model_load(cfg->model_dir, e->be, &e->model);
     int nb = 0;
     if (s == ZP_OK) {

@@ -195,8 +195,8 @@ zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_s
                       1.0f / sqrtf((float)c->head_dim), c->rms_eps, 0, 0};
     kv->dims = d;
     size_t n = (size_t)c->n_layers * num_blocks * block_size * c->n_kv_heads * c->head_dim;
-    ZP_TRY(m->be->alloc(m->be, n, &kv->k));
-    zp_status s = m->be->alloc(m->be, n, &kv->v);
+    ZP_TRY(m->be->alloc_cache(m->be, n, &kv->k));
+    zp_status s = m->be->alloc_cache(m->be, n, &kv->v);
     if (s != ZP_OK) { m->be->release(m->be, kv->k); kv->k = NULL; }
     return s;
 }
@@ -209,8 +209,8 @@ zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, int wind
                        d->block_size, n_qslots);
     d->window = window;
     d->n_qslots = n_qslots;
-    ZP_TRY(m->be->alloc(m->be, (size_t)c->n_layers * n_qslots * window * c->n_heads * c->head_dim, &kv->q));
-    if (with_scores) ZP_TRY(m->be->alloc(m->be, (size_t)c->n_layers * d->num_blocks * d->block_size * c->n_kv_heads, &kv->score));
+    ZP_TRY(m->be->alloc_cache(m->be, (size_t)c->n_layers * n_qslots * window * c->n_heads * c->head_dim, &kv->q));
+    if (with_scores) ZP_TRY(m->be->alloc_cache(m->be, (size_t)c->n_layers * d->num_blocks * d->block_size * c->n_kv_heads, &kv->score));
     return ZP_OK;
 }
 

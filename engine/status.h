@@ -9,6 +9,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     ZP_OK = 0,
     ZP_ERR_IO,          /* open/read/mmap failed */
@@ -55,5 +59,9 @@ const char *zp_errno_str(void);
 
 /* Allocation helpers that abort-free: return NULL on failure like malloc. */
 void *zp_calloc(size_t n, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

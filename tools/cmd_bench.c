@@ -11,7 +11,7 @@
 #include "engine.h"     /* zp_engine_* */
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: zipage bench --model DIR [--batch 8] [--prompt 128] [--gen 32] [--block-size 256]\n"
+    fprintf(f, "usage: zipage bench --model DIR [--device cpu|cuda] [--batch 8] [--prompt 128] [--gen 32] [--block-size 256]\n"
                "                    [--kv-pool-tokens N] [--threads N] [--seed 0]\n");
 }
 
@@ -30,6 +30,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
         if (!strcmp(a, "--help")) { usage(stdout); exit(0); }
         if (!(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
         if (!strcmp(a, "--model")) b->ec.model_dir = v;
+        else if (!strcmp(a, "--device")) b->ec.device = v;
         else if (!strcmp(a, "--batch")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &b->batch));
         else if (!strcmp(a, "--prompt")) ZP_TRY(cli_int(a, v, 1, 1 << 24, &b->prompt));
         else if (!strcmp(a, "--gen")) ZP_TRY(cli_int(a, v, 1, 1 << 24, &b->gen));
@@ -77,7 +78,7 @@ static zp_status run(const bench_args *b) {
         printf("# zipage bench --model %s --batch %d --prompt %d --gen %d --block-size %d (arch %s, %d layers, hidden %d; load %.2f s)\n",
                b->ec.model_dir, b->batch, b->prompt, b->gen, b->ec.block_size, mc->arch_name, mc->n_layers, mc->hidden, t_load);
         printf("device,batch,prompt,gen,prefill_tok_s,decode_tok_s,total_tok_s,wall_s,peak_kv_blocks,kv_blocks,peak_rss_mib\n");
-        printf("cpu,%d,%d,%d,%.1f,%.1f,%.1f,%.3f,%d,%d,%.0f\n", b->batch, b->prompt, b->gen,
+        printf("%s,%d,%d,%d,%.1f,%.1f,%.1f,%.3f,%d,%d,%.0f\n", b->ec.device ? b->ec.device : "cpu", b->batch, b->prompt, b->gen,
                st.prefill_seconds > 0 ? st.prefill_tokens / st.prefill_seconds : 0.0,
                st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0,
                wall > 0 ? (st.prefill_tokens + st.decode_tokens) / wall : 0.0, wall, st.peak_blocks, st.num_blocks, cli_peak_rss_mib());

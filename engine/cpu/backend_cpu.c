@@ -38,6 +38,11 @@ static zp_status cpu_alloc(zp_backend *be, size_t n, void **out) {
     return ZP_OK;
 }
 static void cpu_release(zp_backend *be, void *buf) { (void)be; free(buf); }
+static zp_status cpu_from_host(zp_backend *be, void *dst, const float *src, size_t off, size_t n) {
+    (void)be;
+    memcpy((float *)dst + off, src, n * sizeof(float));
+    return ZP_OK;
+}
 static zp_status cpu_weight_upload(zp_backend *be, float *host, size_t n, void **out) {
     (void)be; (void)n;
     *out = host;
@@ -286,6 +291,8 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->ctx = c;
     be->destroy = cpu_destroy;
     be->alloc = cpu_alloc;
+    be->alloc_cache = cpu_alloc;
+    be->from_host = cpu_from_host;
     be->release = cpu_release;
     be->weight_upload = cpu_weight_upload;
     be->to_host = cpu_to_host;
@@ -307,4 +314,24 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->kv_compact = cpu_kv_compact;
     *out = be;
     return ZP_OK;
+}
+
+#ifndef ZP_HAVE_CUDA
+zp_status zp_backend_cuda_create(int device, zp_backend **out) {
+    (void)device;
+    *out = NULL;
+    return zp_fail(ZP_ERR_UNSUPPORTED, "device cuda: this build has no CUDA backend (configure with nvcc present, ZIPAGE_CUDA=ON)");
+}
+#endif
+
+zp_status zp_backend_create(const char *device, int n_threads, zp_backend **out) {
+    if (!device || !strcmp(device, "cpu")) return zp_backend_cpu_create(n_threads, out);
+    if (!strcmp(device, "cuda")) return zp_backend_cuda_create(0, out);
+    if (!strncmp(device, "cuda:", 5)) {
+        char *end;
+        long d = strtol(device + 5, &end, 10);
+        if (*end || d < 0 || d > 1024) return zp_fail(ZP_ERR_INVALID, "device \"%s\": expected cuda:N", device);
+        return zp_backend_cuda_create((int)d, out);
+    }
+    return zp_fail(ZP_ERR_UNSUPPORTED, "device \"%s\" is not supported (cpu, cuda, cuda:N)", device);
 }

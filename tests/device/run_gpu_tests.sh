@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# run_gpu_tests.sh - builds the project with CUDA on the GPU machine and runs the gpu-labelled
+# CTest suites (CUDA ops vs the CPU reference, CUDA engine vs CPU engine), compute-sanitizer
+# memcheck and racecheck on the op suite, and `zipage generate --device cuda` on a Qwen3-0.6B
+# shape with --policy full and --policy zipage. One call of the device tool, about 5 minutes.
+#
+# The GPU machine has no Debian -dev packages: carry the .debs that `make devdeps` downloads
+# (folder .devdeps, git-ignored); they are unpacked into /tmp, not installed.
+# Usage there:  bash tests/device/run_gpu_tests.sh [--no-bench]     (logs under $OUT if set)
+set -uo pipefail
+LOG=${OUT:-/tmp}/gpu_tests.log
+exec > >(tee "$LOG") 2>&1
+DEPS=/tmp/zipage-deps
+A=x86_64-linux-gnu
+mkdir -p "$DEPS"
+for f in .devdeps/*.deb; do dpkg -x "$f" "$DEPS"; done
+export LD_LIBRARY_PATH="$DEPS/usr/lib/$A:$DEPS/usr/lib/$A/openblas-openmp:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+nvcc --version | tail -2
+cmake -S . -B build-gpu -DZIPAGE_CUDA=ON -DZIPAGE_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$DEPS/usr" \
+  -DZP_OPENBLAS_LIB="$DEPS/usr/lib/$A/openblas-openmp/libopenblas.so" -DZP_CBLAS_INCLUDE="$DEPS/usr/include/$A/openblas-openmp" >/dev/null \
+  && cmake --build build-gpu -j "$(nproc)" 2>&1 | grep -E "error|warning|Built target zipage$" || exit 1
+rc=0
+(cd build-gpu && ctest -L gpu --output-on-failure -V 2>&1 | grep -vE "^[0-9]+: Test command|^[0-9]+: Working|^[0-9]+: Environment|^UpdateCTest|^Parse|^Test project|^Constructing|^Checking|^Updating") || rc=1
+echo "== compute-sanitizer"
+for tool in memcheck racecheck; do
+  compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/test_cuda_ops > /tmp/san_$tool.log 2>&1
+  s=$?; echo "$tool: exit $s; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san_$tool.log | tail -1)"
+  [ $s -eq 0 ] || { rc=1; tail -30 /tmp/san_$tool.log; }
+done
+if [ "${1:-}" != "--no-bench" ]; then
+  echo "== zipage generate --device cuda on a Qwen3-0.6B shape (random weights)"
+  build-gpu/zipage mkmodel --preset Qwen3-0.6B --out /tmp/q06 >/dev/null || rc=1
+  for pol in full zipage; do
+    echo "-- policy $pol"
+    build-gpu/zipage generate --device cuda --model /tmp/q06 --prompt-ids 1,2,3,4,5,6,7,8 --n 16 --temperature 0.6 --top-p 0.95 \
+      --max-tokens 600 --ignore-eos --policy $pol --nmax 2 --window 16 --block-size 128 --kv-pool-tokens 65536 | grep -E "tokens/s|policy" || rc=1
+  done
+fi
+echo "run_gpu_tests: exit $rc"
+exit $rc

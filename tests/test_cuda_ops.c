@@ -1,0 +1,154 @@
+/* test_cuda_ops.c (label gpu) - every CUDA backend op against the CPU reference on random
+ * inputs. Tolerances: GEMMs take bf16 operands (relative error of an operand up to 2^-8), so
+ * outputs are compared with |cuda - cpu| <= 2e-2 * max|cpu| (+ 1e-3); elementwise fp32 ops
+ * with 1e-5; cached K/V/queries are bf16 (relative 2^-8). Exits 77 (skipped) without a GPU. */
+#include <string.h>
+
+#include "backend.h"
+#include "sampler.h"
+#include "test_util.h"
+
+static float rnd(uint32_t i, uint32_t s) { return 2.0f * zp_rng_uniform(99, s, 0, i) - 1.0f; }
+
+typedef struct {
+    zp_backend *cpu, *gpu;
+} pair;
+
+static void *up(zp_backend *be, const float *x, size_t n) {
+    void *buf;
+    CHECK_OK(be->alloc(be, n, &buf));
+    CHECK_OK(be->from_host(be, buf, x, 0, n));
+    return buf;
+}
+static void *upw(zp_backend *be, const float *x, size_t n) {
+    float *h = malloc(sizeof(float) * n);
+    memcpy(h, x, sizeof(float) * n);
+    void *w;
+    CHECK_OK(be->weight_upload(be, h, n, &w));
+    return w;
+}
+static void down(zp_backend *be, float *dst, const void *src, size_t n) { CHECK_OK(be->to_host(be, dst, src, 0, n)); }
+
+/* Compares an op's output buffers (n floats) of both backends. */
+static void compare(const char *op, pair *p, const void *a, const void *b, size_t n, double rel, double abs_tol) {
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+    down(p->cpu, x, a, n);
+    down(p->gpu, y, b, n);
+    double scale = zp_max_abs(x, n), diff = zp_max_abs_diff(x, y, n);
+    printf("  %-18s max|diff| %.3e  max|cpu| %.3e  (tol %.1e)\n", op, diff, scale, rel * scale + abs_tol);
+    CHECK(diff <= rel * scale + abs_tol);
+    free(x);
+    free(y);
+}
+
+static void test_dense(pair *p) {
+    enum { M = 37, N = 96, K = 256, I = 160 };
+    float *x = malloc(sizeof(float) * M * K), *w = malloc(sizeof(float) * N * K), *bias = malloc(sizeof(float) * N), *gu = malloc(sizeof(float) * M * 2 * I);
+    for (int i = 0; i < M * K; i++) x[i] = rnd((uint32_t)i, 1);
+    for (int i = 0; i < N * K; i++) w[i] = rnd((uint32_t)i, 2) * 0.1f;
+    for (int i = 0; i < N; i++) bias[i] = rnd((uint32_t)i, 3);
+    for (int i = 0; i < M * 2 * I; i++) gu[i] = 3 * rnd((uint32_t)i, 4);
+    zp_backend *b[2] = {p->cpu, p->gpu};
+    void *X[2], *W[2], *B[2], *O[2], *G[2], *A[2], *NW[2];
+    int ids[M], rows[5] = {0, 36, 5, 5, 17};
+    for (int t = 0; t < M; t++) ids[t] = (t * 7) % N;
+    zp_batch bt = {.n_tokens = M, .token_ids = ids, .positions = ids, .n_out = 5, .out_rows = rows};
+    for (int k = 0; k < 2; k++) {
+        X[k] = up(b[k], x, M * K); W[k] = upw(b[k], w, N * K); B[k] = upw(b[k], bias, N); NW[k] = upw(b[k], w, K);
+        G[k] = up(b[k], gu, M * 2 * I);
+        CHECK_OK(b[k]->alloc(b[k], M * N > M * K ? M * N : M * K, &O[k]));
+        CHECK_OK(b[k]->alloc(b[k], M * I, &A[k]));
+        CHECK_OK(b[k]->set_batch(b[k], &bt));
+    }
+    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->matmul(b[k], O[k], X[k], W[k], B[k], M, N, K));
+    compare("matmul+bias", p, O[0], O[1], M * N, 2e-2, 1e-3);
+    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
+    compare("rmsnorm", p, O[0], O[1], M * K, 1e-2, 1e-5); /* weight rounded to bf16 on the GPU */
+    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->silu_mul(b[k], A[k], G[k], M, I));
+    compare("silu_mul", p, A[0], A[1], M * I, 1e-5, 1e-5);
+    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->add(b[k], X[k], A[k], M * I < M * K ? M * I : M * K));
+    compare("add", p, X[0], X[1], M * K, 1e-6, 1e-6);
+    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->embed(b[k], O[k], W[k], K));
+    compare("embed", p, O[0], O[1], M * K, 1e-2, 1e-6);
+    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->gather_rows(b[k], A[k], X[k], K));
+    compare("gather_rows", p, A[0], A[1], 5 * K, 1e-6, 1e-6);
+    for (int k = 0; k < 2; k++) { void *bufs[7] = {X[k], W[k], B[k], O[k], G[k], A[k], NW[k]}; for (int i = 0; i < 7; i++) b[k]->release(b[k], bufs[i]); }
+    free(x); free(w); free(bias); free(gu);
+}
+
+/* q/k norm + RoPE + KV store, query store, paged attention over scattered blocks, key gather,
+ * compaction: the whole compression-facing path on both backends. */
+static void test_attention_path(pair *p) {
+    enum { Hq = 4, Hkv = 2, D = 64, BS = 16, NB = 12, L = 2, LAYER = 1, W = 4 };
+    const int len[2] = {37, 20}, T = 57;
+    const int bt[2][3] = {{9, 2, 6}, {5, 11, -1}};
+    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / 8.0f, 1e-6f, W, 2};
+    float inv[D / 2], *qkv = malloc(sizeof(float) * T * (Hq + 2 * Hkv) * D), qn[D], kn[D];
+    for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
+    for (int i = 0; i < T * (Hq + 2 * Hkv) * D; i++) qkv[i] = rnd((uint32_t)i, 7);
+    for (int i = 0; i < D; i++) { qn[i] = 1 + 0.1f * rnd((uint32_t)i, 8); kn[i] = 1 + 0.1f * rnd((uint32_t)i, 9); }
+    int ids[57] = {0}, pos[57], slots[57], q0[2] = {0, 37}, kvl[2] = {37, 20}, qrows[3] = {33, 36, 56}, qslots[3] = {0, 3, 4 + 1};
+    for (int s = 0, t = 0; s < 2; s++)
+        for (int i = 0; i < len[s]; i++, t++) { pos[t] = i + 100 * s; slots[t] = bt[s][i / BS] * BS + i % BS; }
+    zp_batch b = {T, 2, ids, pos, slots, q0, kvl, kvl, &bt[0][0], 3, 0, NULL, 1, 3, qrows, qslots};
+    zp_backend *be[2] = {p->cpu, p->gpu};
+    void *QKV[2], *Q[2], *O[2], *KC[2], *VC[2], *QC[2], *QN[2], *KN[2];
+    size_t cache_n = (size_t)L * NB * BS * Hkv * D;
+    for (int k = 0; k < 2; k++) {
+        QKV[k] = up(be[k], qkv, T * (Hq + 2 * Hkv) * D);
+        QN[k] = upw(be[k], qn, D); KN[k] = upw(be[k], kn, D);
+        CHECK_OK(be[k]->alloc(be[k], T * Hq * D, &Q[k]));
+        CHECK_OK(be[k]->alloc(be[k], T * Hq * D, &O[k]));
+        CHECK_OK(be[k]->alloc_cache(be[k], cache_n, &KC[k]));
+        CHECK_OK(be[k]->alloc_cache(be[k], cache_n, &VC[k]));
+        CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * 2 * W * Hq * D, &QC[k]));
+        CHECK_OK(be[k]->rope_init(be[k], inv, D / 2));
+        CHECK_OK(be[k]->set_batch(be[k], &b));
+        CHECK_OK(be[k]->qkv_rope_store(be[k], &d, QKV[k], Q[k], QN[k], KN[k], KC[k], VC[k], LAYER));
+        CHECK_OK(be[k]->query_store(be[k], &d, Q[k], QC[k], LAYER));
+        CHECK_OK(be[k]->attn_prefill(be[k], &d, O[k], Q[k], KC[k], VC[k], LAYER));
+    }
+    compare("q (norm+rope)", p, Q[0], Q[1], T * Hq * D, 1e-2, 1e-5);
+    compare("attention", p, O[0], O[1], T * Hq * D, 2e-2, 1e-3);
+    /* key gather, query read */
+    float *k0 = malloc(sizeof(float) * Hkv * 37 * D), *k1 = malloc(sizeof(float) * Hkv * 37 * D);
+    CHECK_OK(be[0]->key_gather(be[0], &d, KC[0], LAYER, bt[0], 37, k0));
+    CHECK_OK(be[1]->key_gather(be[1], &d, KC[1], LAYER, bt[0], 37, k1));
+    double dk = zp_max_abs_diff(k0, k1, Hkv * 37 * D), sk = zp_max_abs(k0, Hkv * 37 * D);
+    printf("  %-18s max|diff| %.3e  max|cpu| %.3e\n", "key cache", dk, sk);
+    CHECK(dk <= 1e-2 * sk);
+    float q0h[W * Hq * D], q1h[W * Hq * D];
+    CHECK_OK(be[0]->query_read(be[0], &d, QC[0], LAYER, 0, q0h));
+    CHECK_OK(be[1]->query_read(be[1], &d, QC[1], LAYER, 0, q1h));
+    CHECK(zp_max_abs_diff(q0h, q1h, W * Hq * D) <= 1e-2 * zp_max_abs(q0h, W * Hq * D));
+    CHECK(zp_max_abs(q0h + Hq * D, Hq * D) == 0.0 && zp_max_abs(q0h + 3 * Hq * D, Hq * D) > 0.0); /* slots 0 and 3 written */
+    /* compaction in place of sequence 0 (37 tokens -> 20 kept per head), then gather again */
+    uint8_t keep[Hkv * 37];
+    for (int g = 0; g < Hkv; g++)
+        for (int t = 0; t < 37; t++) keep[g * 37 + t] = ((t * (g + 3)) % 5 < 3) && t < 34;
+    int dst[3] = {9, 2, 6};
+    for (int g = 0; g < Hkv; g++) { int c = 0; for (int t = 0; t < 37; t++) c += keep[g * 37 + t]; CHECK(c > 0); }
+    for (int k = 0; k < 2; k++) CHECK_OK(be[k]->kv_compact(be[k], &d, KC[k], VC[k], NULL, LAYER, bt[0], 37, dst, keep, NULL));
+    CHECK_OK(be[0]->key_gather(be[0], &d, KC[0], LAYER, dst, 37, k0));
+    CHECK_OK(be[1]->key_gather(be[1], &d, KC[1], LAYER, dst, 37, k1));
+    dk = zp_max_abs_diff(k0, k1, Hkv * 37 * D);
+    printf("  %-18s max|diff| %.3e\n", "compacted keys", dk);
+    CHECK(dk <= 1e-2 * sk);
+    free(k0); free(k1); free(qkv);
+    for (int k = 0; k < 2; k++) { void *bufs[8] = {QKV[k], Q[k], O[k], KC[k], VC[k], QC[k], QN[k], KN[k]}; for (int i = 0; i < 8; i++) be[k]->release(be[k], bufs[i]); }
+}
+
+int main(void) {
+    pair p;
+    CHECK_OK(zp_backend_cpu_create(2, &p.cpu));
+    if (zp_backend_cuda_create(0, &p.gpu) != ZP_OK) {
+        printf("test_cuda_ops: skipped (%s)\n", zp_last_error());
+        p.cpu->destroy(p.cpu);
+        return 77;
+    }
+    test_dense(&p);
+    test_attention_path(&p);
+    p.cpu->destroy(p.cpu);
+    p.gpu->destroy(p.gpu);
+    return zp_test_finish("test_cuda_ops");
+}

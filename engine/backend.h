@@ -116,11 +116,13 @@ struct zp_backend {
 
 /* The CPU reference backend (fp32, BLAS sgemm, OpenMP). n_threads <= 0: OpenMP default. */
 zp_status zp_backend_cpu_create(int n_threads, zp_backend **out);
-/* The CUDA backend (bf16 weights and caches, fp32 activations, cuBLAS) on device `device`.
- * Fails with ZP_ERR_UNSUPPORTED in a build without CUDA or without a usable GPU. */
-zp_status zp_backend_cuda_create(int device, zp_backend **out);
-/* Creates the backend named "cpu" or "cuda" (or "cuda:N"). */
-zp_status zp_backend_create(const char *device, int n_threads, zp_backend **out);
+/* The CUDA backend on device `device`: bf16 weights and caches with fp32 activations and
+ * accumulation, or fp32 storage and fp32 GEMMs when fp32 (the parity mode that the GPU tests
+ * compare token for token against the CPU reference). Fails with ZP_ERR_UNSUPPORTED in a
+ * build without CUDA or without a usable GPU. */
+zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **out);
+/* Creates "cpu", "cuda" or "cuda:N"; precision "bf16" (default) or "fp32" (CUDA only). */
+zp_status zp_backend_create(const char *device, const char *precision, int n_threads, zp_backend **out);
 
 #ifdef __cplusplus
 }

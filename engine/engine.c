@@ -78,7 +78,7 @@ zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
     zp_engine *e = calloc(1, sizeof *e);
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
-    zp_status s = zp_backend_create(cfg->device, cfg->n_threads, &e->be);
+    zp_status s = zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &e->be);
     if (s == ZP_OK) s = zp_model_load(cfg->model_dir, e->be, &e->model);
     int nb = 0;
     if (s == ZP_OK) {

@@ -16,7 +16,8 @@
 
 typedef struct {
     const char *model_dir;
-    const char *device;        /* "cpu" (CUDA comes with its issue) */
+    const char *device;        /* "cpu" (default), "cuda", "cuda:N" */
+    const char *precision;     /* CUDA storage: "bf16" (default) or "fp32" (parity mode) */
     int n_threads;             /* <= 0: OpenMP default */
     int block_size;            /* tokens per KV block, default 256 */
     int num_blocks;            /* KV pool blocks; 0: from kv_pool_tokens */

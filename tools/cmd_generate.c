@@ -21,6 +21,7 @@ static void usage(FILE *f, const char *cmd) {
             "usage: zipage %s --model DIR --prompt-ids 1,2,3 [flags]\n"
             "  --model DIR            checkpoint folder (config.json + safetensors)\n"
             "  --device D             cpu (default), cuda, cuda:N\n"
+            "  --precision P          CUDA storage: bf16 (default) or fp32\n"
             "  --prompt-ids LIST      prompt token ids, comma separated\n"
             "  --out FILE.json        write results as JSON\n", cmd);
     if (!strcmp(cmd, "logits")) { fprintf(f, "  --all                  logits of every prompt position (default: last)\n"); return; }
@@ -60,6 +61,7 @@ static zp_status parse(int argc, char **argv, gen_args *g, const char *cmd) {
         if (!is_flag && !(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
         if (!strcmp(a, "--model")) g->ec.model_dir = v;
         else if (!strcmp(a, "--device")) g->ec.device = v;
+        else if (!strcmp(a, "--precision")) g->ec.precision = v;
         else if (!strcmp(a, "--prompt-ids")) ZP_TRY(cli_ids(a, v, &g->prompt, &g->n_prompt));
         else if (!strcmp(a, "--out")) g->out_json = v;
         else if (!strcmp(a, "--all")) g->all_positions = 1;
@@ -172,7 +174,7 @@ static zp_status write_logits_json(const char *path, const gen_args *g, const fl
 /* One prefill of the prompt through the model with a private KV store of exactly its length. */
 static zp_status run_logits(const gen_args *g) {
     zp_backend *be;
-    ZP_TRY(zp_backend_create(g->ec.device, g->ec.n_threads, &be));
+    ZP_TRY(zp_backend_create(g->ec.device, g->ec.precision, g->ec.n_threads, &be));
     zp_model *m = NULL;
     zp_kv_storage kv = {0};
     zp_status s = zp_model_load(g->ec.model_dir, be, &m);

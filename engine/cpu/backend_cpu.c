@@ -317,21 +317,25 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
 }
 
 #ifndef ZP_HAVE_CUDA
-zp_status zp_backend_cuda_create(int device, zp_backend **out) {
+zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **out) {
     (void)device;
+    (void)fp32;
     *out = NULL;
     return zp_fail(ZP_ERR_UNSUPPORTED, "device cuda: this build has no CUDA backend (configure with nvcc present, ZIPAGE_CUDA=ON)");
 }
 #endif
 
-zp_status zp_backend_create(const char *device, int n_threads, zp_backend **out) {
-    if (!device || !strcmp(device, "cpu")) return zp_backend_cpu_create(n_threads, out);
-    if (!strcmp(device, "cuda")) return zp_backend_cuda_create(0, out);
+zp_status zp_backend_create(const char *device, const char *precision, int n_threads, zp_backend **out) {
+    int fp32 = 0;
+    if (precision && strcmp(precision, "bf16") && !(fp32 = !strcmp(precision, "fp32")))
+        return zp_fail(ZP_ERR_INVALID, "precision \"%s\" is not supported (bf16, fp32)", precision);
+    if (!device || !strcmp(device, "cpu")) return zp_backend_cpu_create(n_threads, out); /* always fp32 */
+    if (!strcmp(device, "cuda")) return zp_backend_cuda_create(0, fp32, out);
     if (!strncmp(device, "cuda:", 5)) {
         char *end;
         long d = strtol(device + 5, &end, 10);
         if (*end || d < 0 || d > 1024) return zp_fail(ZP_ERR_INVALID, "device \"%s\": expected cuda:N", device);
-        return zp_backend_cuda_create((int)d, out);
+        return zp_backend_cuda_create((int)d, fp32, out);
     }
     return zp_fail(ZP_ERR_UNSUPPORTED, "device \"%s\" is not supported (cpu, cuda, cuda:N)", device);
 }

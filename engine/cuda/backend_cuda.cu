@@ -14,10 +14,11 @@
 
 /* ---------------------------------------------------------------- kernels */
 
-__global__ static void embed_kernel(float *out, const bf16 *table, const int *ids, int H) {
+template <typename T>
+__global__ static void embed_kernel(float *out, const T *table, const int *ids, int H) {
     const int t = blockIdx.x;
-    const bf16 *row = table + (size_t)ids[t] * H;
-    for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)t * H + i] = __bfloat162float(row[i]);
+    const T *row = table + (size_t)ids[t] * H;
+    for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)t * H + i] = zp_ld(row[i]);
 }
 
 __device__ static float block_sum(float v, float *sh) {
@@ -32,13 +33,14 @@ __device__ static float block_sum(float v, float *sh) {
 }
 
 /* out[r,:] = x[r,:] / rms * w; one block per row. */
-__global__ static void rmsnorm_kernel(float *out, const float *x, const bf16 *w, int H, float eps) {
+template <typename T>
+__global__ static void rmsnorm_kernel(float *out, const float *x, const T *w, int H, float eps) {
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * H;
     float ss = 0.f;
     for (int i = threadIdx.x; i < H; i += blockDim.x) ss += xr[i] * xr[i];
     float inv = rsqrtf(block_sum(ss, sh) / (float)H + eps);
-    for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)blockIdx.x * H + i] = __bfloat162float(w[i]) * (xr[i] * inv);
+    for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)blockIdx.x * H + i] = zp_ld(w[i]) * (xr[i] * inv);
 }
 
 __global__ static void add_kernel(float *x, const float *y, size_t n) {
@@ -51,9 +53,10 @@ __global__ static void to_bf16_kernel(bf16 *out, const float *x, size_t n) {
     if (i < n) out[i] = __float2bfloat16(x[i]);
 }
 
-__global__ static void bias_kernel(float *out, const bf16 *bias, int M, int N) {
+template <typename T>
+__global__ static void bias_kernel(float *out, const T *bias, int M, int N) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < (size_t)M * N) out[i] += __bfloat162float(bias[i % N]);
+    if (i < (size_t)M * N) out[i] += zp_ld(bias[i % N]);
 }
 
 __global__ static void silu_mul_kernel(float *out, const float *gu, int T, int I) {
@@ -70,7 +73,8 @@ __global__ static void gather_rows_kernel(float *out, const float *x, const int 
 
 /* Grid (T, Hq + Hkv), D threads: optional per-head RMSNorm, RoPE at positions[t]; q heads to
  * q_out [T,Hq,D] (fp32), k heads (and v) to the bf16 caches at slot_mapping[t]. */
-__global__ static void qkv_rope_kernel(const float *qkv, float *q_out, const bf16 *q_norm, const bf16 *k_norm, bf16 *kc, bf16 *vc,
+template <typename T>
+__global__ static void qkv_rope_kernel(const float *qkv, float *q_out, const T *q_norm, const T *k_norm, T *kc, T *vc,
                                        const int *positions, const int *slots, const float *inv_freq, int Hq, int Hkv, int D,
                                        float eps) {
     __shared__ float sh[32];
@@ -78,11 +82,11 @@ __global__ static void qkv_rope_kernel(const float *qkv, float *q_out, const bf1
     const int t = blockIdx.x, h = blockIdx.y, d = threadIdx.x, half = D / 2, W = (Hq + 2 * Hkv) * D;
     const int is_q = h < Hq;
     const float *src = qkv + (size_t)t * W + (size_t)h * D;
-    const bf16 *nw = is_q ? q_norm : k_norm;
+    const T *nw = is_q ? q_norm : k_norm;
     float v = src[d];
     if (nw) {
         float inv = rsqrtf(block_sum(v * v, sh) / (float)D + eps);
-        v = __bfloat162float(nw[d]) * (v * inv);
+        v = zp_ld(nw[d]) * (v * inv);
     }
     x[d] = v;
     __syncthreads();
@@ -95,14 +99,15 @@ __global__ static void qkv_rope_kernel(const float *qkv, float *q_out, const bf1
     }
     const int slot = slots[t], kh = h - Hq;
     if (slot < 0) return;
-    kc[((size_t)slot * Hkv + kh) * D + d] = __float2bfloat16(r);
-    vc[((size_t)slot * Hkv + kh) * D + d] = __float2bfloat16(src[(size_t)Hkv * D + d]);
+    zp_st(&kc[((size_t)slot * Hkv + kh) * D + d], r);
+    zp_st(&vc[((size_t)slot * Hkv + kh) * D + d], src[(size_t)Hkv * D + d]);
 }
 
 /* Grid (T, Hq), D threads (D <= 256): row t of its sequence attends physical KV
  * [0, kv_len - q_len + i] through the block table with an online softmax. Tiles of D keys:
  * thread j scores key j of the tile, then every thread accumulates its own output dimension. */
-__global__ static void attention_kernel(float *out, const float *q, const bf16 *kc, const bf16 *vc, const int *row_seq,
+template <typename T>
+__global__ static void attention_kernel(float *out, const float *q, const T *kc, const T *vc, const int *row_seq,
                                         const int *q_start, const int *q_len, const int *kv_len, const int *tables,
                                         int max_blocks, int Hq, int Hkv, int D, int bs, float scale) {
     __shared__ float qs[256], sc[256], red[32];
@@ -116,9 +121,9 @@ __global__ static void attention_kernel(float *out, const float *q, const bf16 *
         const int j = j0 + tid;
         float z = -INFINITY;
         if (j < n_vis) {
-            const bf16 *k = kc + (((size_t)bt[j / bs] * bs + j % bs) * Hkv + kh) * D;
+            const T *k = kc + (((size_t)bt[j / bs] * bs + j % bs) * Hkv + kh) * D;
             float dot = 0.f;
-            for (int e = 0; e < D; e++) dot += qs[e] * __bfloat162float(k[e]);
+            for (int e = 0; e < D; e++) dot += qs[e] * zp_ld(k[e]);
             z = dot * scale;
         }
         sc[tid] = z;
@@ -137,7 +142,7 @@ __global__ static void attention_kernel(float *out, const float *q, const bf16 *
             const int jk = j0 + jj;
             float p = expf(sc[jj] - m_new);
             l += p;
-            acc += p * __bfloat162float(vc[(((size_t)bt[jk / bs] * bs + jk % bs) * Hkv + kh) * D + tid]);
+            acc += p * zp_ld(vc[(((size_t)bt[jk / bs] * bs + jk % bs) * Hkv + kh) * D + tid]);
         }
         m = m_new;
         __syncthreads();
@@ -153,18 +158,20 @@ static zp_status cu_alloc(zp_backend *be, size_t n, void **out) {
     return ZP_OK;
 }
 static zp_status cu_alloc_cache(zp_backend *be, size_t n, void **out) {
-    ZP_CUDA_CHECK(cudaMalloc(out, (n ? n : 1) * sizeof(bf16)));
-    ZP_CUDA_CHECK(cudaMemset(*out, 0, (n ? n : 1) * sizeof(bf16)));
+    const size_t es = CUDA_CTX(be)->elem;
+    ZP_CUDA_CHECK(cudaMalloc(out, (n ? n : 1) * es));
+    ZP_CUDA_CHECK(cudaMemset(*out, 0, (n ? n : 1) * es));
     return ZP_OK;
 }
 static void cu_release(zp_backend *be, void *buf) { cudaFree(buf); }
 
 static zp_status cu_weight_upload(zp_backend *be, float *host, size_t n, void **out) {
-    bf16 *tmp = (bf16 *)malloc(n * sizeof(bf16));
-    if (!tmp) return zp_fail(ZP_ERR_OOM, "cuda weight upload: no host memory for %zu values", n);
-    for (size_t i = 0; i < n; i++) tmp[i] = __float2bfloat16(host[i]);
+    const int fp32 = CUDA_CTX(be)->fp32;
+    bf16 *tmp = fp32 ? NULL : (bf16 *)malloc(n * sizeof(bf16));
+    if (!fp32 && !tmp) return zp_fail(ZP_ERR_OOM, "cuda weight upload: no host memory for %zu values", n);
+    for (size_t i = 0; !fp32 && i < n; i++) tmp[i] = __float2bfloat16(host[i]);
     zp_status s = cu_alloc_cache(be, n, out);
-    if (s == ZP_OK && cudaMemcpy(*out, tmp, n * sizeof(bf16), cudaMemcpyHostToDevice) != cudaSuccess)
+    if (s == ZP_OK && cudaMemcpy(*out, fp32 ? (const void *)host : (const void *)tmp, n * CUDA_CTX(be)->elem, cudaMemcpyHostToDevice) != cudaSuccess)
         s = zp_fail(ZP_ERR_BACKEND, "cuda weight upload: cudaMemcpy of %zu values failed", n);
     free(tmp);
     if (s == ZP_OK) free(host); /* ownership taken */
@@ -239,14 +246,15 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
 static zp_status cu_embed(zp_backend *be, void *out, const void *table, int H) {
     cuda_ctx *c = CUDA_CTX(be);
     if (c->b.n_tokens == 0) return ZP_OK;
-    embed_kernel<<<c->b.n_tokens, 256, 0, c->stream>>>((float *)out, (const bf16 *)table, c->d.ids, H);
+    ZP_DISPATCH_STORAGE(c->fp32, embed_kernel<T><<<c->b.n_tokens, 256, 0, c->stream>>>((float *)out, (const T *)table, c->d.ids, H));
     ZP_LAUNCH_CHECK("embed");
     return ZP_OK;
 }
 
 static zp_status cu_rmsnorm(zp_backend *be, void *out, const void *x, const void *w, int rows, int H, float eps) {
     if (rows == 0) return ZP_OK;
-    rmsnorm_kernel<<<rows, 256, 0, CUDA_CTX(be)->stream>>>((float *)out, (const float *)x, (const bf16 *)w, H, eps);
+    ZP_DISPATCH_STORAGE(CUDA_CTX(be)->fp32,
+                        rmsnorm_kernel<T><<<rows, 256, 0, CUDA_CTX(be)->stream>>>((float *)out, (const float *)x, (const T *)w, H, eps));
     ZP_LAUNCH_CHECK("rmsnorm");
     return ZP_OK;
 }
@@ -261,19 +269,24 @@ static zp_status cu_add(zp_backend *be, void *x, const void *y, size_t n) {
 static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void *w, const void *bias, int M, int N, int K) {
     cuda_ctx *c = CUDA_CTX(be);
     const size_t nx = (size_t)M * K;
-    if (nx > c->xbf_cap) {
-        cudaFree(c->xbf);
-        c->xbf_cap = 2 * nx;
-        ZP_CUDA_CHECK(cudaMalloc(&c->xbf, c->xbf_cap * sizeof(bf16)));
-    }
-    to_bf16_kernel<<<zp_ceil_div((long)nx, 256), 256, 0, c->stream>>>(c->xbf, (const float *)x, nx);
-    ZP_LAUNCH_CHECK("matmul operand to bf16");
     const float alpha = 1.f, beta = 0.f;
+    const void *xop = x;
+    if (!c->fp32) { /* bf16 operands, fp32 accumulation */
+        if (nx > c->xbf_cap) {
+            cudaFree(c->xbf);
+            c->xbf_cap = 2 * nx;
+            ZP_CUDA_CHECK(cudaMalloc(&c->xbf, c->xbf_cap * sizeof(bf16)));
+        }
+        to_bf16_kernel<<<zp_ceil_div((long)nx, 256), 256, 0, c->stream>>>(c->xbf, (const float *)x, nx);
+        ZP_LAUNCH_CHECK("matmul operand to bf16");
+        xop = c->xbf;
+    }
+    const cudaDataType_t t = c->fp32 ? CUDA_R_32F : CUDA_R_16BF;
     /* row-major out[M,N] = x[M,K] . w[N,K]^T  ==  column-major out^T = w^T^T . x^T */
-    ZP_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w, CUDA_R_16BF, K, c->xbf, CUDA_R_16BF, K,
-                                 &beta, out, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    ZP_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w, t, K, xop, t, K, &beta, out, CUDA_R_32F, N,
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     if (bias) {
-        bias_kernel<<<zp_ceil_div((long)M * N, 256), 256, 0, c->stream>>>((float *)out, (const bf16 *)bias, M, N);
+        ZP_DISPATCH_STORAGE(c->fp32, bias_kernel<T><<<zp_ceil_div((long)M * N, 256), 256, 0, c->stream>>>((float *)out, (const T *)bias, M, N));
         ZP_LAUNCH_CHECK("matmul bias");
     }
     return ZP_OK;
@@ -287,10 +300,10 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
     if (c->b.n_tokens == 0) return ZP_OK;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
     dim3 grid(c->b.n_tokens, d->n_heads + d->n_kv_heads);
-    qkv_rope_kernel<<<grid, d->head_dim, 0, c->stream>>>((const float *)qkv, (float *)q_out, (const bf16 *)q_norm, (const bf16 *)k_norm,
-                                                         (bf16 *)k_cache + layer_off, (bf16 *)v_cache + layer_off, c->d.positions,
-                                                         c->d.slots, c->inv_freq, d->n_heads, d->n_kv_heads, d->head_dim,
-                                                         d->qk_norm_eps);
+    ZP_DISPATCH_STORAGE(c->fp32, qkv_rope_kernel<T><<<grid, d->head_dim, 0, c->stream>>>(
+                                     (const float *)qkv, (float *)q_out, (const T *)q_norm, (const T *)k_norm, (T *)k_cache + layer_off,
+                                     (T *)v_cache + layer_off, c->d.positions, c->d.slots, c->inv_freq, d->n_heads, d->n_kv_heads,
+                                     d->head_dim, d->qk_norm_eps));
     ZP_LAUNCH_CHECK("qkv_rope_store");
     return ZP_OK;
 }
@@ -303,10 +316,10 @@ static zp_status cu_attention(zp_backend *be, const zp_attn_dims *d, void *out, 
     if (c->b.n_tokens == 0) return ZP_OK;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
     dim3 grid(c->b.n_tokens, d->n_heads);
-    attention_kernel<<<grid, d->head_dim, 0, c->stream>>>((float *)out, (const float *)q, (const bf16 *)k_cache + layer_off,
-                                                          (const bf16 *)v_cache + layer_off, c->d.row_seq, c->d.q_start,
-                                                          c->d.q_len, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
-                                                          d->n_kv_heads, d->head_dim, d->block_size, d->scale);
+    ZP_DISPATCH_STORAGE(c->fp32, attention_kernel<T><<<grid, d->head_dim, 0, c->stream>>>(
+                                     (float *)out, (const float *)q, (const T *)k_cache + layer_off, (const T *)v_cache + layer_off,
+                                     c->d.row_seq, c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
+                                     d->n_kv_heads, d->head_dim, d->block_size, d->scale));
     ZP_LAUNCH_CHECK("attention");
     return ZP_OK;
 }
@@ -342,7 +355,7 @@ static void cu_destroy(zp_backend *be) {
     free(be);
 }
 
-extern "C" zp_status zp_backend_cuda_create(int device, zp_backend **out) {
+extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **out) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0)
@@ -353,6 +366,8 @@ extern "C" zp_status zp_backend_cuda_create(int device, zp_backend **out) {
     cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof *c);
     if (!be || !c) { free(be); free(c); return zp_fail(ZP_ERR_OOM, "cuda backend: out of host memory"); }
     c->device = device;
+    c->fp32 = fp32;
+    c->elem = fp32 ? sizeof(float) : sizeof(bf16);
     be->ctx = c;
     be->name = "cuda";
     be->destroy = cu_destroy;

@@ -9,33 +9,38 @@
 
 #include "cuda_common.cuh"
 
-__global__ static void query_store_kernel(bf16 *qc, const float *q, const int *rows, const int *slots, int row_len) {
+template <typename T>
+__global__ static void query_store_kernel(T *qc, const float *q, const int *rows, const int *slots, int row_len) {
     const float *src = q + (size_t)rows[blockIdx.x] * row_len;
-    bf16 *dst = qc + (size_t)slots[blockIdx.x] * row_len;
-    for (int i = threadIdx.x; i < row_len; i += blockDim.x) dst[i] = __float2bfloat16(src[i]);
+    T *dst = qc + (size_t)slots[blockIdx.x] * row_len;
+    for (int i = threadIdx.x; i < row_len; i += blockDim.x) zp_st(&dst[i], src[i]);
 }
 
-__global__ static void bf16_to_f32_kernel(float *out, const bf16 *x, size_t n) {
+template <typename T>
+__global__ static void to_f32_kernel(float *out, const T *x, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = __bfloat162float(x[i]);
+    if (i < n) out[i] = zp_ld(x[i]);
 }
 
 /* out[g][t][:] = k[slot(t)][g][:], grid (n, Hkv), D threads. */
-__global__ static void key_gather_kernel(float *out, const bf16 *kc, const int *table, int n, int Hkv, int D, int bs) {
+template <typename T>
+__global__ static void key_gather_kernel(float *out, const T *kc, const int *table, int n, int Hkv, int D, int bs) {
     const int t = blockIdx.x, g = blockIdx.y;
     const size_t slot = (size_t)table[t / bs] * bs + t % bs;
-    for (int e = threadIdx.x; e < D; e += blockDim.x) out[((size_t)g * n + t) * D + e] = __bfloat162float(kc[(slot * Hkv + g) * D + e]);
+    for (int e = threadIdx.x; e < D; e += blockDim.x) out[((size_t)g * n + t) * D + e] = zp_ld(kc[(slot * Hkv + g) * D + e]);
 }
 
-__global__ static void score_gather_kernel(float *out, const bf16 *sc, const int *table, int n, int Hkv, int bs) {
+template <typename T>
+__global__ static void score_gather_kernel(float *out, const T *sc, const int *table, int n, int Hkv, int bs) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * Hkv) return;
     const int g = i / n, t = i % n;
-    out[i] = __bfloat162float(sc[((size_t)table[t / bs] * bs + t % bs) * Hkv + g]);
+    out[i] = zp_ld(sc[((size_t)table[t / bs] * bs + t % bs) * Hkv + g]);
 }
 
 /* One block per KV head, D threads; tokens in order (each write lands at or before its read). */
-__global__ static void compact_kernel(bf16 *kc, bf16 *vc, bf16 *sc, const int *src, const int *dst, int n, const uint8_t *keep,
+template <typename T>
+__global__ static void compact_kernel(T *kc, T *vc, T *sc, const int *src, const int *dst, int n, const uint8_t *keep,
                                       const float *scores, int Hkv, int D, int bs) {
     const int g = blockIdx.x;
     int i = 0;
@@ -43,11 +48,11 @@ __global__ static void compact_kernel(bf16 *kc, bf16 *vc, bf16 *sc, const int *s
         if (!keep[(size_t)g * n + t]) continue;
         const size_t from = ((size_t)src[t / bs] * bs + t % bs) * Hkv + g, to = ((size_t)dst[i / bs] * bs + i % bs) * Hkv + g;
         for (int e = threadIdx.x; e < D; e += blockDim.x) {
-            bf16 kv = kc[from * D + e], vv = vc[from * D + e];
+            T kv = kc[from * D + e], vv = vc[from * D + e];
             kc[to * D + e] = kv;
             vc[to * D + e] = vv;
         }
-        if (sc && threadIdx.x == 0) sc[to] = __float2bfloat16(scores[(size_t)g * n + t]);
+        if (sc && threadIdx.x == 0) zp_st(&sc[to], scores[(size_t)g * n + t]);
         __syncthreads();
         i++;
     }
@@ -65,8 +70,9 @@ zp_status cuda_query_store(zp_backend *be, const zp_attn_dims *d, const void *q,
     cuda_ctx *c = CUDA_CTX(be);
     if (c->b.n_qstore == 0) return ZP_OK;
     const size_t row = (size_t)d->n_heads * d->head_dim;
-    query_store_kernel<<<c->b.n_qstore, 256, 0, c->stream>>>((bf16 *)qcache + (size_t)layer * d->n_qslots * d->window * row,
-                                                             (const float *)q, c->d.qstore_rows, c->d.qstore_slots, (int)row);
+    ZP_DISPATCH_STORAGE(c->fp32, query_store_kernel<T><<<c->b.n_qstore, 256, 0, c->stream>>>(
+                                     (T *)qcache + (size_t)layer * d->n_qslots * d->window * row, (const float *)q, c->d.qstore_rows,
+                                     c->d.qstore_slots, (int)row));
     ZP_LAUNCH_CHECK("query_store");
     return ZP_OK;
 }
@@ -75,7 +81,8 @@ zp_status cuda_query_read(zp_backend *be, const zp_attn_dims *d, const void *qca
     cuda_ctx *c = CUDA_CTX(be);
     const size_t n = (size_t)d->window * d->n_heads * d->head_dim;
     ZP_TRY(cuda_scratch(c, n));
-    bf16_to_f32_kernel<<<zp_ceil_div((long)n, 256), 256, 0, c->stream>>>(c->gather, (const bf16 *)qcache + ((size_t)layer * d->n_qslots + qid) * n, n);
+    ZP_DISPATCH_STORAGE(c->fp32, to_f32_kernel<T><<<zp_ceil_div((long)n, 256), 256, 0, c->stream>>>(
+                                     c->gather, (const T *)qcache + ((size_t)layer * d->n_qslots + qid) * n, n));
     ZP_LAUNCH_CHECK("query_read");
     ZP_CUDA_CHECK(cudaMemcpyAsync(out, c->gather, n * sizeof(float), cudaMemcpyDeviceToHost, c->stream));
     ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
@@ -97,9 +104,9 @@ zp_status cuda_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_c
     int *dt;
     ZP_TRY(upload_table(c, table, nb, &dt));
     dim3 grid(n, d->n_kv_heads);
-    key_gather_kernel<<<grid, d->head_dim < 256 ? d->head_dim : 256, 0, c->stream>>>(
-        c->gather, (const bf16 *)k_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads * d->head_dim, dt, n, d->n_kv_heads,
-        d->head_dim, bs);
+    ZP_DISPATCH_STORAGE(c->fp32, key_gather_kernel<T><<<grid, d->head_dim < 256 ? d->head_dim : 256, 0, c->stream>>>(
+                                     c->gather, (const T *)k_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads * d->head_dim, dt,
+                                     n, d->n_kv_heads, d->head_dim, bs));
     cudaError_t le = cudaGetLastError();
     cudaError_t ce = cudaMemcpyAsync(out, c->gather, total * sizeof(float), cudaMemcpyDeviceToHost, c->stream);
     cudaError_t se = cudaStreamSynchronize(c->stream);
@@ -116,8 +123,9 @@ zp_status cuda_score_read(zp_backend *be, const zp_attn_dims *d, const void *sco
     ZP_TRY(cuda_scratch(c, total));
     int *dt;
     ZP_TRY(upload_table(c, table, nb, &dt));
-    score_gather_kernel<<<zp_ceil_div((long)total, 256), 256, 0, c->stream>>>(
-        c->gather, (const bf16 *)score_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads, dt, n, d->n_kv_heads, bs);
+    ZP_DISPATCH_STORAGE(c->fp32, score_gather_kernel<T><<<zp_ceil_div((long)total, 256), 256, 0, c->stream>>>(
+                                     c->gather, (const T *)score_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads, dt, n,
+                                     d->n_kv_heads, bs));
     cudaError_t le = cudaGetLastError();
     cudaError_t ce = cudaMemcpyAsync(out, c->gather, total * sizeof(float), cudaMemcpyDeviceToHost, c->stream);
     cudaError_t se = cudaStreamSynchronize(c->stream);
@@ -141,14 +149,21 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
     }
     ZP_CUDA_CHECK(cudaMemcpyAsync(c->keep, keep, nk, cudaMemcpyHostToDevice, c->stream));
     if (score_cache && scores) ZP_CUDA_CHECK(cudaMemcpyAsync(c->scores, scores, nk * sizeof(float), cudaMemcpyHostToDevice, c->stream));
+    int max_kept = 0; /* the target table holds exactly the blocks the kept tokens need */
+    for (int g = 0; g < Hkv; g++) {
+        int k = 0;
+        for (int t = 0; t < n; t++) k += keep[(size_t)g * n + t] != 0;
+        max_kept = k > max_kept ? k : max_kept;
+    }
     int *dsrc, *ddst;
     ZP_TRY(upload_table(c, src, nb, &dsrc));
-    ZP_TRY(upload_table(c, dst, zp_ceil_div(n, bs) + 1, &ddst));
+    ZP_TRY(upload_table(c, dst, zp_ceil_div(max_kept, bs), &ddst));
     const size_t layer_off = (size_t)layer * d->num_blocks * bs * Hkv * D;
-    compact_kernel<<<Hkv, D < 256 ? D : 256, 0, c->stream>>>(
-        (bf16 *)k_cache + layer_off, (bf16 *)v_cache + layer_off,
-        score_cache && scores ? (bf16 *)score_cache + (size_t)layer * d->num_blocks * bs * Hkv : NULL, dsrc, ddst, n, c->keep,
-        c->scores, Hkv, D, bs);
+    const size_t score_off = (size_t)layer * d->num_blocks * bs * Hkv;
+    const int has_scores = score_cache && scores;
+    ZP_DISPATCH_STORAGE(c->fp32, compact_kernel<T><<<Hkv, D < 256 ? D : 256, 0, c->stream>>>(
+                                     (T *)k_cache + layer_off, (T *)v_cache + layer_off, has_scores ? (T *)score_cache + score_off : (T *)NULL,
+                                     dsrc, ddst, n, c->keep, c->scores, Hkv, D, bs));
     cudaError_t le = cudaGetLastError(), se = cudaStreamSynchronize(c->stream);
     cudaFree(dsrc);
     cudaFree(ddst);

@@ -14,6 +14,24 @@
 
 typedef __nv_bfloat16 bf16;
 
+/* Element access for the two storage types (bf16 default, fp32 for the parity mode). */
+__device__ __forceinline__ float zp_ld(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float zp_ld(float x) { return x; }
+__device__ __forceinline__ void zp_st(bf16 *p, float v) { *p = __float2bfloat16(v); }
+__device__ __forceinline__ void zp_st(float *p, float v) { *p = v; }
+
+/* Runs `call` templated on the storage type T of weights and caches. */
+#define ZP_DISPATCH_STORAGE(fp32, ...)      \
+    do {                                    \
+        if (fp32) {                         \
+            typedef float T;                \
+            __VA_ARGS__;                    \
+        } else {                            \
+            typedef bf16 T;                 \
+            __VA_ARGS__;                    \
+        }                                   \
+    } while (0)
+
 #define ZP_CUDA_CHECK(call)                                                                                  \
     do {                                                                                                     \
         cudaError_t e_ = (call);                                                                             \
@@ -48,6 +66,8 @@ typedef struct {
 
 typedef struct {
     int device;
+    int fp32;                   /* weights and caches in fp32, fp32 GEMMs (parity mode) */
+    size_t elem;                /* bytes of one stored weight/cache element */
     cudaStream_t stream;        /* model ops */
     cublasHandle_t cublas;
     zp_batch b;                 /* host copy of the step's batch */

@@ -21,6 +21,12 @@ cmake -S . -B build-gpu -DZIPAGE_CUDA=ON -DZIPAGE_WERROR=ON -DCMAKE_CUDA_ARCHITE
   -DZP_OPENBLAS_LIB="$DEPS/usr/lib/$A/openblas-openmp/libopenblas.so" -DZP_CBLAS_INCLUDE="$DEPS/usr/include/$A/openblas-openmp" >/dev/null \
   && cmake --build build-gpu -j "$(nproc)" 2>&1 | grep -E "error|warning|Built target zipage$" || exit 1
 rc=0
+build-gpu/tests/test_cuda_ops > /tmp/ops.log 2>&1
+s=$?
+if [ $s -ne 0 ] && [ $s -ne 1 ]; then
+  echo "test_cuda_ops died (exit $s); backtrace:"; tail -5 /tmp/ops.log
+  cuda-gdb -batch -ex run -ex bt build-gpu/tests/test_cuda_ops 2>&1 | tail -25
+fi
 (cd build-gpu && ctest -L gpu --output-on-failure -V 2>&1 | grep -vE "^[0-9]+: Test command|^[0-9]+: Working|^[0-9]+: Environment|^UpdateCTest|^Parse|^Test project|^Constructing|^Checking|^Updating") || rc=1
 echo "== compute-sanitizer"
 for tool in memcheck racecheck; do
@@ -33,8 +39,8 @@ if [ "${1:-}" != "--no-bench" ]; then
   build-gpu/zipage mkmodel --preset Qwen3-0.6B --out /tmp/q06 >/dev/null || rc=1
   for pol in full zipage; do
     echo "-- policy $pol"
-    build-gpu/zipage generate --device cuda --model /tmp/q06 --prompt-ids 1,2,3,4,5,6,7,8 --n 16 --temperature 0.6 --top-p 0.95 \
-      --max-tokens 600 --ignore-eos --policy $pol --nmax 2 --window 16 --block-size 128 --kv-pool-tokens 65536 | grep -E "tokens/s|policy" || rc=1
+    build-gpu/zipage generate --device cuda --model /tmp/q06 --prompt-ids 1,2,3,4,5,6,7,8 --n 16 --temperature 0.6 \
+      --max-tokens 400 --ignore-eos --policy $pol --nmax 2 --window 16 --block-size 128 --kv-pool-tokens 65536 | grep -E "tokens/s|policy" || rc=1
   done
 fi
 echo "run_gpu_tests: exit $rc"

@@ -228,8 +228,10 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
         if (i == 8) { /* row -> sequence */
             for (int s = 0; s < S; s++)
                 for (int r = 0; r < b->seq_q_len[s]; r++) host[off + b->seq_q_start[s] + r] = s;
-        } else if (sizes[i]) {
+        } else if (sizes[i] && srcs[i]) {
             memcpy(host + off, srcs[i], sizeof(int) * sizes[i]);
+        } else if (sizes[i]) { /* an array this step does not use */
+            memset(host + off, 0xff, sizeof(int) * sizes[i]);
         }
         *dsts[i] = c->packed + off;
         off += sizes[i];

@@ -82,11 +82,30 @@ int zp_sample_token(float *logits, int V, const zp_sampling_params *sp, const in
         for (int i = 0; i < V; i++) { acc += p[i]; if (acc > target) return i; }
         return argmax(p, V);
     }
-    cand *c = (cand *)malloc(sizeof(cand) * (size_t)V);
+    /* Only tokens at or above a threshold can be in the top-k / nucleus: find by bisection the
+     * largest threshold whose candidate set still holds k tokens or top_p of the mass, and sort
+     * just those (a prefix of the full descending order, ties included: same result). */
+    const int k = (sp->top_k > 0 && sp->top_k < V) ? sp->top_k : 0;
+    const float want = sp->top_p + 1e-3f < 1.0f ? sp->top_p + 1e-3f : 1.0f; /* margin for summation order */
+    float lo = 0.f, hi = 1.f; /* thresholds on p / sum */
+    for (int it = 0; it < 24; it++) {
+        float mid = 0.5f * (lo + hi), cut = mid * sum, mass = 0.f;
+        int count = 0;
+        for (int i = 0; i < V; i++)
+            if (p[i] >= cut) { mass += p[i]; count++; }
+        int enough = (k && count >= k) || (sp->top_p < 1.0f && mass >= want * sum);
+        if (enough) lo = mid; else hi = mid;
+    }
+    const float cut = lo * sum;
+    int m = 0;
+    for (int i = 0; i < V; i++) m += p[i] >= cut;
+    cand *c = (cand *)malloc(sizeof(cand) * (size_t)(m ? m : 1));
     if (!c) return argmax(p, V);
-    for (int i = 0; i < V; i++) { c[i].p = p[i] / sum; c[i].id = i; }
-    qsort(c, (size_t)V, sizeof *c, cand_desc);
-    int n = (sp->top_k > 0 && sp->top_k < V) ? sp->top_k : V;
+    m = 0;
+    for (int i = 0; i < V; i++)
+        if (p[i] >= cut) { c[m].p = p[i] / sum; c[m].id = i; m++; }
+    qsort(c, (size_t)m, sizeof *c, cand_desc);
+    int n = k && k < m ? k : m;
     if (sp->top_p < 1.0f) { /* smallest prefix whose mass reaches top_p (at least one token) */
         float acc = 0.f;
         int keep = 0;

@@ -1,5 +1,6 @@
 /* test_sampler.c - Philox known-answer vectors (Random123 kat_vectors), greedy, top-k/top-p
  * support, and that sampled frequencies follow the softmax. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sampler.h"
@@ -68,9 +69,50 @@ static void test_frequencies(void) {
     for (int i = 0; i < 4; i++) CHECK_NEAR((double)count[i] / N, p[i] / z, 0.01);
 }
 
+/* Naive reference: full descending sort, top-k, nucleus, inverse CDF on the kept mass. */
+static int naive_sample(const float *logits, int V, float T, float top_p, int top_k, float u) {
+    double mx = -1e30, z = 0;
+    for (int i = 0; i < V; i++) mx = logits[i] > mx ? logits[i] : mx;
+    double *p = malloc(sizeof(double) * V);
+    int *idx = malloc(sizeof(int) * V);
+    for (int i = 0; i < V; i++) { p[i] = exp((logits[i] - mx) / T); z += p[i]; idx[i] = i; }
+    for (int i = 1; i < V; i++) { /* insertion sort by p desc, id asc */
+        int x = idx[i], j = i - 1;
+        while (j >= 0 && (p[idx[j]] < p[x] || (p[idx[j]] == p[x] && idx[j] > x))) { idx[j + 1] = idx[j]; j--; }
+        idx[j + 1] = x;
+    }
+    int n = top_k > 0 && top_k < V ? top_k : V;
+    if (top_p < 1) { double acc = 0; int keep = 0; while (keep < n) { acc += p[idx[keep++]] / z; if (acc >= top_p) break; } n = keep; }
+    double mass = 0, acc = 0;
+    for (int i = 0; i < n; i++) mass += p[idx[i]] / z;
+    int tok = idx[n - 1];
+    for (int i = 0; i < n; i++) { acc += p[idx[i]] / z; if (acc > u * mass) { tok = idx[i]; break; } }
+    free(p); free(idx);
+    return tok;
+}
+
+static void test_filters_match_naive(void) {
+    enum { V = 3000 };
+    float base[V], lg[V], scratch[2 * V];
+    for (int i = 0; i < V; i++) base[i] = 4.0f * (zp_rng_uniform(8, 1, 0, (uint32_t)i) - 0.5f);
+    const struct { float T, top_p; int top_k; } cfg[] = {{0.6f, 0.95f, 0}, {1.0f, 0.5f, 0}, {0.8f, 1.0f, 20}, {0.6f, 0.9f, 50}};
+    int mismatches = 0;
+    for (int c = 0; c < 4; c++) {
+        zp_sampling_params sp = zp_sampling_default();
+        sp.temperature = cfg[c].T; sp.top_p = cfg[c].top_p; sp.top_k = cfg[c].top_k;
+        for (int i = 0; i < 40; i++) {
+            float u = zp_rng_uniform(2, (uint64_t)c, 0, (uint32_t)i);
+            memcpy(lg, base, sizeof lg);
+            mismatches += zp_sample_token(lg, V, &sp, NULL, 0, u, scratch) != naive_sample(base, V, cfg[c].T, cfg[c].top_p, cfg[c].top_k, u);
+        }
+    }
+    CHECK(mismatches <= 2); /* float vs double accumulation may move a draw at a CDF boundary */
+}
+
 int main(void) {
     test_philox_kat();
     test_greedy_and_filters();
     test_frequencies();
+    test_filters_match_naive();
     return zp_test_finish("test_sampler");
 }

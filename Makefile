@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
-DEB_PACKAGES := cmake gcc make pkg-config libcjson-dev libopenblas-openmp-dev libxxhash-dev
+DEB_PACKAGES := cmake gcc make libcjson-dev libopenblas-openmp-dev libxxhash-dev libpcre2-dev libutf8proc-dev
 ZIPAGE := $(BUILD)/zipage
 
 .PHONY: all deps build test test-slow generate devdeps clean
@@ -41,7 +41,8 @@ generate: build
 # .debs the GPU machine needs to build (it has no apt access): carried there as .devdeps
 devdeps:
 	mkdir -p .devdeps && cd .devdeps && apt-get download libcjson1 libcjson-dev libxxhash0 libxxhash-dev \
-	  libopenblas0-openmp libopenblas-openmp-dev libgfortran5
+	  libopenblas0-openmp libopenblas-openmp-dev libgfortran5 \
+	  libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 libutf8proc-dev libutf8proc2
 
 clean:
 	rm -rf $(BUILD)

@@ -26,6 +26,14 @@ grep -q "^2000 tokens" "$T/out" && grep -q "policy zipage: 123 compressions" "$T
 bad "unknown policy" "$Z" generate --model "$T/m" --prompt-ids 1 --policy lru
 bad "unknown parameter" "$Z" generate --model "$T/m" --prompt-ids 1 --policy zipage --policy-params '{"lamda":1}'
 bad "window" "$Z" generate --model "$T/m" --prompt-ids 1 --policy zipage --window 64 --block-size 16
+M=$(dirname "$0")/../models
+printf 'Hello 数学 <think>x</think>' > "$T/text.txt"
+ok "$Z" tokenize --model "$M/Qwen3-8B" "$T/text.txt"
+grep -qx '9707,47685,47764,220,151667,87,151668' "$T/out" || { echo "FAIL: tokenize ids"; cat "$T/out"; fails=$((fails+1)); }
+echo "9707,47685,47764" | "$Z" tokenize --model "$M/Qwen3-8B" --decode > "$T/dec" 2>&1
+[ "$(cat "$T/dec")" = "Hello 数学" ] || { echo "FAIL: tokenize --decode"; cat "$T/dec"; fails=$((fails+1)); }
+bad "no tokenizer.json" "$Z" tokenize --model "$T/m" "$T/text.txt"
+bad "not a token id" sh -c "echo 12,abc | $Z tokenize --model $M/Qwen3-8B --decode"
 bad "unknown command" "$Z" frobnicate
 bad "--model DIR is required" "$Z" generate --prompt-ids 1
 mkdir -p "$T/noweights"; cp "$T/m/config.json" "$T/noweights/"

@@ -7,6 +7,7 @@ int cmd_mkmodel(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 static const struct {
     const char *name;
@@ -17,6 +18,7 @@ static const struct {
     {"generate", cmd_generate, "generate tokens from prompt ids with the engine"},
     {"logits", cmd_logits, "write the logits of a prompt (last position or all) as JSON"},
     {"bench", cmd_bench, "prefill and decode throughput and peak memory of a fixed workload"},
+    {"tokenize", cmd_tokenize, "text to token ids (or --decode ids to text) with a model's tokenizer"},
 };
 
 static void usage(FILE *f) {

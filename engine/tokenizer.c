@@ -1,0 +1,262 @@
+/* tokenizer.c - encoding (added tokens, NFC, pre-tokenizer steps, rank-ordered merges with a
+ * piece cache) and streaming decoding. Merging rescans a piece per merge, O(p^2) for a piece
+ * of p bytes, which the split regexes keep short; repeated pieces hit the cache. */
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h> /* utf8proc_NFC */
+
+#include "tokenizer_internal.h"
+
+/* ---------------------------------------------------------------- growable id list */
+
+typedef struct {
+    int *v;
+    int n, cap;
+} id_list;
+
+static zp_status push(id_list *l, int id) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 256;
+        int *v = realloc(l->v, sizeof(int) * (size_t)cap);
+        ZP_CHECK_ALLOC(v);
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = id;
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- BPE of one piece */
+
+static int pair_rank(const zp_tokenizer *t, int a, int b, int *result) {
+    if (t->mode == ZP_BPE_TIKTOKEN) {
+        unsigned char buf[512];
+        int la = t->tok_len[a], lb = t->tok_len[b];
+        if (la + lb > (int)sizeof buf) return -1;
+        memcpy(buf, t->tok[a], (size_t)la);
+        memcpy(buf + la, t->tok[b], (size_t)lb);
+        int id = tok_lookup(t, buf, la + lb);
+        if (id < 0) return -1;
+        *result = id;
+        return t->rank[id];
+    }
+    uint64_t key = ((uint64_t)(uint32_t)(a + 1) << 32) | (uint32_t)(b + 1);
+    for (uint32_t h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 32) & t->pairs_mask;; h = (h + 1) & t->pairs_mask) {
+        if (t->pairs[h].key == 0) return -1;
+        if (t->pairs[h].key == key) { *result = t->pairs[h].result; return t->pairs[h].rank; }
+    }
+}
+
+static zp_status bpe_piece(zp_tokenizer *t, const unsigned char *s, int n, id_list *out) {
+    if (t->whole_piece_first) {
+        int id = tok_lookup(t, s, n);
+        if (id >= 0) return push(out, id);
+    }
+    uint64_t h = tok_hash(s, n);
+    zp_cache_slot *slot = n <= ZP_CACHE_MAX_PIECE ? &t->cache[h & (ZP_CACHE_SLOTS - 1)] : NULL;
+    if (slot && slot->hash == h && slot->len == n && !memcmp(slot->piece, s, (size_t)n)) {
+        for (int i = 0; i < slot->n_ids; i++) ZP_TRY(push(out, slot->ids[i]));
+        return ZP_OK;
+    }
+    int *sym = malloc(sizeof(int) * (size_t)n);
+    ZP_CHECK_ALLOC(sym);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (t->byte_id[s[i]] >= 0) sym[m++] = t->byte_id[s[i]];
+    for (;;) { /* merge the lowest-ranked adjacent pair, leftmost first */
+        int best = -1, best_rank = 0, best_res = 0;
+        for (int i = 0; i + 1 < m; i++) {
+            int res, r = pair_rank(t, sym[i], sym[i + 1], &res);
+            if (r >= 0 && (best < 0 || r < best_rank)) { best = i; best_rank = r; best_res = res; }
+        }
+        if (best < 0) break;
+        sym[best] = best_res;
+        memmove(sym + best + 1, sym + best + 2, sizeof(int) * (size_t)(m - best - 2));
+        m--;
+    }
+    zp_status st = ZP_OK;
+    for (int i = 0; i < m && st == ZP_OK; i++) st = push(out, sym[i]);
+    if (slot && st == ZP_OK) {
+        slot->hash = h;
+        slot->len = n;
+        memcpy(slot->piece, s, (size_t)n);
+        slot->n_ids = m;
+        memcpy(slot->ids, sym, sizeof(int) * (size_t)m);
+    }
+    free(sym);
+    return st;
+}
+
+/* ---------------------------------------------------------------- pre-tokenization */
+
+typedef struct {
+    int *start, *len; /* pieces as (offset, length) into the text */
+    int n, cap;
+} piece_list;
+
+static zp_status piece_push(piece_list *p, int start, int len) {
+    if (len <= 0) return ZP_OK;
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 256;
+        int *s = realloc(p->start, sizeof(int) * (size_t)cap), *l = s ? realloc(p->len, sizeof(int) * (size_t)cap) : NULL;
+        if (s) p->start = s;
+        ZP_CHECK_ALLOC(l);
+        p->len = l;
+        p->cap = cap;
+    }
+    p->start[p->n] = start;
+    p->len[p->n++] = len;
+    return ZP_OK;
+}
+
+/* Splits [start, start+len) by one step: regex matches (and the gaps between them), or runs
+ * of single digits apart from the rest. */
+static zp_status split_piece(const zp_tokenizer *t, const zp_pretok_step *st, const unsigned char *text, int start, int len,
+                             piece_list *out) {
+    if (st->kind == ZP_PRE_DIGITS) {
+        int run = start;
+        for (int i = start; i < start + len; i++)
+            if (text[i] >= '0' && text[i] <= '9') {
+                ZP_TRY(piece_push(out, run, i - run));
+                ZP_TRY(piece_push(out, i, 1));
+                run = i + 1;
+            }
+        return piece_push(out, run, start + len - run);
+    }
+    PCRE2_SIZE off = 0;
+    int gap = 0;
+    while (off < (PCRE2_SIZE)len) {
+        /* the text was validated once in zp_tokenizer_encode: skip PCRE2's per-call UTF scan */
+        int rc = pcre2_match(st->re, text + start, (PCRE2_SIZE)len, off, PCRE2_NO_UTF_CHECK, st->md, NULL);
+        if (rc < 0) break;
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(st->md);
+        if (ov[1] == ov[0]) { off = ov[0] + 1; continue; } /* empty match: skip a code unit */
+        ZP_TRY(piece_push(out, start + gap, (int)ov[0] - gap));
+        ZP_TRY(piece_push(out, start + (int)ov[0], (int)(ov[1] - ov[0])));
+        gap = (int)ov[1];
+        off = ov[1];
+    }
+    return piece_push(out, start + gap, len - gap);
+}
+
+/* Runs the pre-tokenizer steps over a span of ordinary text and BPEs every piece. */
+static zp_status encode_span(zp_tokenizer *t, const unsigned char *text, int len, id_list *out) {
+    piece_list a = {0}, b = {0};
+    zp_status s = piece_push(&a, 0, len);
+    for (int k = 0; s == ZP_OK && k < t->n_steps; k++) {
+        b.n = 0;
+        for (int i = 0; s == ZP_OK && i < a.n; i++) s = split_piece(t, &t->steps[k], text, a.start[i], a.len[i], &b);
+        piece_list tmp = a;
+        a = b;
+        b = tmp;
+    }
+    for (int i = 0; s == ZP_OK && i < a.n; i++) s = bpe_piece(t, text + a.start[i], a.len[i], out);
+    free(a.start); free(a.len); free(b.start); free(b.len);
+    return s;
+}
+
+/* Longest added token starting at text[i], or NULL. */
+static const zp_added_token *match_added(const zp_tokenizer *t, const char *text, size_t len, size_t i) {
+    for (int k = 0; k < t->n_added; k++) {
+        const zp_added_token *a = &t->added[k];
+        if ((size_t)a->len <= len - i && text[i] == a->text[0] && !memcmp(text + i, a->text, (size_t)a->len)) return a;
+    }
+    return NULL;
+}
+
+static zp_status encode_normalised(zp_tokenizer *t, const char *text, size_t len, int parse_special, id_list *out) {
+    size_t span = 0;
+    for (size_t i = 0; i < len;) {
+        const zp_added_token *a = parse_special ? match_added(t, text, len, i) : NULL;
+        if (!a) { i++; continue; }
+        ZP_TRY(encode_span(t, (const unsigned char *)text + span, (int)(i - span), out));
+        ZP_TRY(push(out, a->id));
+        i += (size_t)a->len;
+        span = i;
+    }
+    return encode_span(t, (const unsigned char *)text + span, (int)(len - span), out);
+}
+
+static int utf8_valid(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t l = utf8proc_iterate(s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (l <= 0) return 0;
+        i += (size_t)l;
+    }
+    return 1;
+}
+
+zp_status zp_tokenizer_encode(zp_tokenizer *t, const char *text, size_t len, int parse_special, int **ids, int *n) {
+    id_list out = {0};
+    if (len > (size_t)1 << 30) return zp_fail(ZP_ERR_INVALID, "tokenizer: text of %zu bytes is too long", len);
+    unsigned char *norm = NULL;
+    if (t->nfc) { /* utf8proc needs NUL-terminated input */
+        char *copy = malloc(len + 1);
+        ZP_CHECK_ALLOC(copy);
+        memcpy(copy, text, len);
+        copy[len] = 0;
+        norm = utf8proc_NFC((const utf8proc_uint8_t *)copy);
+        free(copy);
+        if (!norm) return zp_fail(ZP_ERR_INVALID, "tokenizer: input is not valid UTF-8");
+        text = (const char *)norm;
+        len = strlen(text);
+    }
+    if (!t->nfc && !utf8_valid((const unsigned char *)text, len)) return zp_fail(ZP_ERR_INVALID, "tokenizer: input is not valid UTF-8");
+    zp_status s = encode_normalised(t, text, len, parse_special, &out);
+    free(norm);
+    if (s != ZP_OK) { free(out.v); return s; }
+    *ids = out.v ? out.v : malloc(sizeof(int));
+    *n = out.n;
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- decoding */
+
+static int utf8_need(unsigned char c) { return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1; }
+
+size_t zp_tokenizer_decode_stream(const zp_tokenizer *t, int id, zp_detok_state *st, char *out, size_t cap) {
+    size_t n = 0;
+    if (id < 0 || id >= t->n_vocab || !t->tok[id]) return 0;
+    for (int i = 0; i < t->tok_len[id]; i++) {
+        unsigned char c = t->tok[id][i];
+        if (st->n_pending && (c & 0xC0) != 0x80) { /* a broken sequence: flush it as is */
+            for (int k = 0; k < st->n_pending && n < cap; k++) out[n++] = (char)st->pending[k];
+            st->n_pending = 0;
+        }
+        if (st->n_pending < (int)sizeof st->pending) st->pending[st->n_pending++] = c;
+        if (st->n_pending >= utf8_need(st->pending[0])) {
+            for (int k = 0; k < st->n_pending && n < cap; k++) out[n++] = (char)st->pending[k];
+            st->n_pending = 0;
+        }
+    }
+    return n;
+}
+
+zp_status zp_tokenizer_decode(const zp_tokenizer *t, const int *ids, int n, char **out, size_t *len) {
+    size_t cap = 64, used = 0;
+    for (int i = 0; i < n; i++) cap += ids[i] >= 0 && ids[i] < t->n_vocab ? (size_t)t->tok_len[ids[i]] : 0;
+    char *s = malloc(cap + 16);
+    ZP_CHECK_ALLOC(s);
+    zp_detok_state st = {{0}, 0};
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= t->n_vocab || !t->tok[ids[i]]) {
+            free(s);
+            return zp_fail(ZP_ERR_INVALID, "decode: token id %d at index %d is not in the vocabulary", ids[i], i);
+        }
+        used += zp_tokenizer_decode_stream(t, ids[i], &st, s + used, cap - used);
+    }
+    for (int k = 0; k < st.n_pending; k++) s[used++] = (char)st.pending[k]; /* trailing partial character */
+    s[used] = 0;
+    *out = s;
+    if (len) *len = used;
+    return ZP_OK;
+}
+
+int zp_tokenizer_vocab_size(const zp_tokenizer *t) { return t->n_vocab; }
+int zp_tokenizer_find(const zp_tokenizer *t, const char *token) {
+    for (int k = 0; k < t->n_added; k++)
+        if (!strcmp(t->added[k].text, token)) return t->added[k].id;
+    return tok_lookup(t, (const unsigned char *)token, (int)strlen(token));
+}
+const char *zp_tokenizer_pretok_name(const zp_tokenizer *t) { return t->pretok_name; }

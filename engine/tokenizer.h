@@ -1,0 +1,46 @@
+/* tokenizer.h - byte-level BPE tokenizer, the engine's text boundary.
+ *
+ * Loads the three forms our models ship: Hugging Face tokenizer.json (BPE model, merges,
+ * added tokens, pre-tokenizer sequence: Split regex / ByteLevel / Digits, NFC normalizer),
+ * the vocab.json + merges.txt pair with added tokens from tokenizer_config.json (Qwen3,
+ * DeepSeek-R1-Distill-Qwen), and the tiktoken-style tokenizer.model of Llama-3 (base64 token
+ * and rank per line; R1-Distill-Llama) with special tokens from tokenizer_config.json.
+ * Added/special tokens are matched before BPE; pieces come from the family's split regex
+ * (PCRE2, UTF-8 + Unicode properties); merges go by rank with a per-piece cache. Decoding
+ * streams: bytes of an incomplete UTF-8 character are held back until complete.
+ * It does not apply chat templates (chat.h) and adds no BOS by itself.
+ */
+#ifndef ZP_TOKENIZER_H
+#define ZP_TOKENIZER_H
+
+#include <stddef.h>
+
+#include "status.h"
+
+typedef struct zp_tokenizer zp_tokenizer;
+
+/* Loads DIR/tokenizer.json, or DIR/vocab.json + merges.txt, or DIR/tokenizer.model. */
+zp_status zp_tokenizer_load(const char *dir, zp_tokenizer **out);
+void zp_tokenizer_free(zp_tokenizer *t);
+
+/* Encodes UTF-8 text; special tokens in the text are recognised when parse_special.
+ * *ids is malloc'ed (caller frees). */
+zp_status zp_tokenizer_encode(zp_tokenizer *t, const char *text, size_t len, int parse_special, int **ids, int *n);
+/* Whole decode into a malloc'ed NUL-terminated string. */
+zp_status zp_tokenizer_decode(const zp_tokenizer *t, const int *ids, int n, char **out, size_t *len);
+
+/* Streaming decode: append the bytes of one token, emit only complete UTF-8 characters. */
+typedef struct {
+    unsigned char pending[8];
+    int n_pending;
+} zp_detok_state;
+/* Writes the completed bytes into out (cap >= token length + 8) and returns their count. */
+size_t zp_tokenizer_decode_stream(const zp_tokenizer *t, int id, zp_detok_state *st, char *out, size_t cap);
+
+int zp_tokenizer_vocab_size(const zp_tokenizer *t);
+/* Id of a token given as text (e.g. "<think>"), or -1. */
+int zp_tokenizer_find(const zp_tokenizer *t, const char *token);
+/* "qwen2", "llama3" or "gpt2" (the split regex in use). */
+const char *zp_tokenizer_pretok_name(const zp_tokenizer *t);
+
+#endif

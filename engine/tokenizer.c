@@ -113,14 +113,20 @@ static zp_status piece_push(piece_list *p, int start, int len) {
  * of single digits apart from the rest. */
 static zp_status split_piece(const zp_tokenizer *t, const zp_pretok_step *st, const unsigned char *text, int start, int len,
                              piece_list *out) {
-    if (st->kind == ZP_PRE_DIGITS) {
+    if (st->kind == ZP_PRE_DIGITS) { /* every numeric code point (Nd, Nl, No, as Rust's is_numeric) alone */
         int run = start;
-        for (int i = start; i < start + len; i++)
-            if (text[i] >= '0' && text[i] <= '9') {
+        for (int i = start; i < start + len;) {
+            utf8proc_int32_t cp;
+            utf8proc_ssize_t l = utf8proc_iterate(text + i, start + len - i, &cp);
+            if (l <= 0) l = 1, cp = -1;
+            utf8proc_category_t c = cp >= 0 ? utf8proc_category(cp) : UTF8PROC_CATEGORY_CN;
+            if (c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO) {
                 ZP_TRY(piece_push(out, run, i - run));
-                ZP_TRY(piece_push(out, i, 1));
-                run = i + 1;
+                ZP_TRY(piece_push(out, i, (int)l));
+                run = i + (int)l;
             }
+            i += (int)l;
+        }
         return piece_push(out, run, start + len - run);
     }
     PCRE2_SIZE off = 0;

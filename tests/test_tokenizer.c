@@ -104,6 +104,11 @@ static void test_families(void) {
     const int want[7] = {19556, 905, 17, 216, 33, 34, 35};
     CHECK(n == 7 && !memcmp(ids, want, sizeof want));
     free(ids);
+    /* Digits isolates every numeric code point, not only ASCII (HF on gsm8k-test-724: " ¾") */
+    CHECK_OK(zp_tokenizer_encode(s, " ate \xc2\xbe of", 10, 1, &ids, &n));
+    const int want2[4] = {15563, 216, 43124, 282};
+    CHECK(n == 4 && !memcmp(ids, want2, sizeof want2));
+    free(ids);
     zp_tokenizer_free(s);
     zp_tokenizer *q = load("Qwen3-8B");
     CHECK_OK(zp_tokenizer_encode(q, "<|im_start|>", 12, 1, &ids, &n));

@@ -1,0 +1,44 @@
+/* test_chat.c - chat templates against golden strings (the same strings the families' Jinja
+ * templates render; all dataset prompts were compared with them on the device machine, see
+ * tests/device/README.md), and family detection from each preset folder. */
+#include <string.h>
+
+#include "chat.h"
+#include "test_util.h"
+
+static void expect(zp_chat_family f, int thinking, const char *sys, const char *user, const char *want) {
+    zp_chat_opts o = {f, thinking, sys};
+    char *s = NULL;
+    CHECK_OK(zp_chat_render(&o, user, &s));
+    if (s && strcmp(s, want)) fprintf(stderr, "family %s:\n got [%s]\nwant [%s]\n", zp_chat_family_name(f), s, want);
+    CHECK(s && !strcmp(s, want));
+    free(s);
+}
+
+int main(void) {
+    expect(ZP_CHAT_QWEN3, 1, ZP_MATH_SYSTEM_PROMPT, "1+1?",
+           "<|im_start|>system\nPlease reason step by step, and put your final answer within \\boxed{}.<|im_end|>\n"
+           "<|im_start|>user\n1+1?<|im_end|>\n<|im_start|>assistant\n");
+    expect(ZP_CHAT_QWEN3, 0, NULL, "1+1?", "<|im_start|>user\n1+1?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    expect(ZP_CHAT_R1, 1, NULL, "1+1?", "<｜begin▁of▁sentence｜><｜User｜>1+1?<｜Assistant｜><think>\n");
+    expect(ZP_CHAT_R1, 1, "SYS", "1+1?", "<｜begin▁of▁sentence｜>SYS<｜User｜>1+1?<｜Assistant｜><think>\n");
+    expect(ZP_CHAT_LLAMA3, 1, "S", "U",
+           "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nU"
+           "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+    expect(ZP_CHAT_SMOLLM2, 1, NULL, "U",
+           "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+           "<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
+    const struct { const char *preset; zp_chat_family f; } det[] = {
+        {"Qwen3-8B", ZP_CHAT_QWEN3}, {"Qwen3-0.6B", ZP_CHAT_QWEN3}, {"DeepSeek-R1-Distill-Qwen-1.5B", ZP_CHAT_R1},
+        {"DeepSeek-R1-Distill-Llama-8B", ZP_CHAT_R1}, {"SmolLM2-135M-Instruct", ZP_CHAT_SMOLLM2}};
+    for (size_t i = 0; i < sizeof det / sizeof *det; i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/%s", ZIPAGE_MODELS_DIR, det[i].preset);
+        zp_chat_family f = ZP_CHAT_COUNT;
+        CHECK_OK(zp_chat_detect(dir, &f));
+        CHECK(f == det[i].f);
+    }
+    zp_chat_family f;
+    CHECK(zp_chat_family_parse("llama3", &f) && f == ZP_CHAT_LLAMA3 && !zp_chat_family_parse("mistral", &f));
+    return zp_test_finish("test_chat");
+}

@@ -1,5 +1,5 @@
-/* cmd_prompts.c - `zipage prompts --model DIR --dataset FILE.jsonl [--field problem]
- * [--system TEXT|--math-system] [--no-thinking] [--chat FAMILY] [--limit N] [--out F.jsonl]`:
+/* cmd_prompts.c - `zipage prompts --model DIR --dataset NAME|FILE.jsonl [--system TEXT|--math-system]
+ * [--no-thinking] [--chat FAMILY] [--limit N] [--ids A,B] [--out F.jsonl]`:
  * renders every item of a dataset through the model's chat template and tokenizes it; writes
  * one JSON line per item ({"id", "prompt", "ids"}). For inspecting prompts and for the
  * tokenizer/template comparison with Hugging Face (tests/device/hf_tokenizer_compare.py). */
@@ -10,18 +10,17 @@
 
 #include "chat.h"
 #include "cli_common.h"
-#include "config.h" /* zp_read_file */
+#include "dataset.h" /* ds_open, ds_select */
 #include "tokenizer.h"
 
 typedef struct {
-    const char *model, *dataset, *field, *out, *chat;
+    const char *model, *dataset, *ids, *out, *chat;
     zp_chat_opts co;
     int limit;
 } prompts_args;
 
 static zp_status parse(int argc, char **argv, prompts_args *a) {
     memset(a, 0, sizeof *a);
-    a->field = "problem";
     a->co.enable_thinking = 1;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
@@ -30,45 +29,38 @@ static zp_status parse(int argc, char **argv, prompts_args *a) {
         if (!(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
         if (!strcmp(f, "--model")) a->model = v;
         else if (!strcmp(f, "--dataset")) a->dataset = v;
-        else if (!strcmp(f, "--field")) a->field = v;
+        else if (!strcmp(f, "--ids")) a->ids = v;
         else if (!strcmp(f, "--out")) a->out = v;
         else if (!strcmp(f, "--system")) a->co.system = v;
         else if (!strcmp(f, "--chat")) a->chat = v;
         else if (!strcmp(f, "--limit")) ZP_TRY(cli_int(f, v, 1, 1 << 30, &a->limit));
         else return zp_fail(ZP_ERR_INVALID, "unknown flag %s", f);
     }
-    if (!a->model || !a->dataset) return zp_fail(ZP_ERR_INVALID, "--model DIR and --dataset FILE.jsonl are required");
+    if (!a->model || !a->dataset) return zp_fail(ZP_ERR_INVALID, "--model DIR and --dataset NAME|FILE.jsonl are required");
     if (a->chat && !zp_chat_family_parse(a->chat, &a->co.family))
         return zp_fail(ZP_ERR_INVALID, "--chat: unknown family \"%s\" (qwen3, r1, llama3, smollm2)", a->chat);
     if (!a->chat) ZP_TRY(zp_chat_detect(a->model, &a->co.family));
     return ZP_OK;
 }
 
-/* One dataset line -> one output line. */
-static zp_status render_line(zp_tokenizer *t, const prompts_args *a, const char *line, int line_no, FILE *out) {
-    cJSON *item = cJSON_Parse(line);
-    const cJSON *text = cJSON_GetObjectItemCaseSensitive(item, a->field), *id = cJSON_GetObjectItemCaseSensitive(item, "id");
-    if (!cJSON_IsString(text)) {
-        cJSON_Delete(item);
-        return zp_fail(ZP_ERR_FORMAT, "%s: line %d has no string field \"%s\"", a->dataset, line_no, a->field);
-    }
+/* One dataset item -> one output line. */
+static zp_status render_item(zp_tokenizer *t, const prompts_args *a, const ds_item *it, FILE *out) {
     char *prompt;
     int *ids = NULL, n = 0;
-    zp_status s = zp_chat_render(&a->co, text->valuestring, &prompt);
-    if (s == ZP_OK) s = zp_tokenizer_encode(t, prompt, strlen(prompt), 1, &ids, &n);
+    ZP_TRY(zp_chat_render(&a->co, it->problem, &prompt));
+    zp_status s = zp_tokenizer_encode(t, prompt, strlen(prompt), 1, &ids, &n);
     if (s == ZP_OK) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "id", cJSON_IsString(id) ? id->valuestring : "");
+        cJSON_AddStringToObject(o, "id", it->id);
         cJSON_AddStringToObject(o, "prompt", prompt);
         cJSON_AddItemToObject(o, "ids", cJSON_CreateIntArray(ids, n));
         char *js = cJSON_PrintUnformatted(o);
         fprintf(out, "%s\n", js);
         free(js);
         cJSON_Delete(o);
-        free(prompt);
         free(ids);
     }
-    cJSON_Delete(item);
+    free(prompt);
     return s;
 }
 
@@ -78,19 +70,20 @@ int cmd_prompts(int argc, char **argv) {
     if (s != ZP_OK) return cli_report("prompts", s);
     zp_tokenizer *t;
     if ((s = zp_tokenizer_load(a.model, &t)) != ZP_OK) return cli_report("prompts", s);
-    char *txt;
-    if ((s = zp_read_file(a.dataset, &txt, NULL)) != ZP_OK) { zp_tokenizer_free(t); return cli_report("prompts", s); }
+    ds_dataset d;
+    char err[ZP_DS_ERR];
+    int *idx = NULL, n = 0;
+    if (ds_open(a.dataset, ZIPAGE_DATASETS_DIR, &d, err) || ds_select(&d, a.ids, a.limit, d.is_code, &idx, &n, err)) {
+        zp_tokenizer_free(t);
+        return cli_report("prompts", zp_fail(ZP_ERR_FORMAT, "%s", err));
+    }
     FILE *out = a.out ? fopen(a.out, "w") : stdout;
     if (!out) s = zp_fail(ZP_ERR_IO, "%s: cannot create", a.out);
-    int line_no = 0, done = 0;
-    for (char *line = strtok(txt, "\n"); s == ZP_OK && line && (!a.limit || done < a.limit); line = strtok(NULL, "\n")) {
-        line_no++;
-        if (!*line) continue;
-        s = render_line(t, &a, line, line_no, out);
-        done++;
-    }
+    int done = 0;
+    for (int i = 0; s == ZP_OK && i < n; i++, done++) s = render_item(t, &a, &d.items[idx[i]], out);
     if (out && out != stdout) fclose(out);
-    free(txt);
+    free(idx);
+    ds_free(&d);
     zp_tokenizer_free(t);
     if (s == ZP_OK) fprintf(stderr, "prompts: %d items, chat %s\n", done, zp_chat_family_name(a.co.family));
     return s == ZP_OK ? 0 : cli_report("prompts", s);

@@ -9,10 +9,9 @@ O=.devrun/prompts
 rm -rf "$O"; mkdir -p "$O"
 for fam in Qwen3-8B DeepSeek-R1-Distill-Qwen-7B DeepSeek-R1-Distill-Llama-8B SmolLM2-135M-Instruct; do
   for ds in aime24 aime25 amc23 math500 gsm8k livecodebench; do
-    field=problem; [ $ds = livecodebench ] && field=question
-    "$B/zipage" prompts --model "models/$fam" --dataset "datasets/data/$ds.jsonl" --field $field --math-system \
+    "$B/zipage" prompts --model "models/$fam" --dataset $ds --math-system \
       --out "$O/${fam}__${ds}.jsonl" 2>/dev/null
   done
 done
-"$B/zipage" prompts --model models/Qwen3-8B --dataset datasets/data/aime24.jsonl --no-thinking --out "$O/Qwen3-8B-nothink__aime24.jsonl" 2>/dev/null
+"$B/zipage" prompts --model models/Qwen3-8B --dataset aime24 --no-thinking --out "$O/Qwen3-8B-nothink__aime24.jsonl" 2>/dev/null
 du -sh "$O"

@@ -1,0 +1,149 @@
+/* dataset.c - JSONL loading with per-line validation, and subset selection. */
+#include "dataset.h"
+
+#include <cjson/cJSON.h> /* one object per line */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *str_field(const cJSON *o, const char *key) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsString(it)) return strdup(it->valuestring);
+    if (cJSON_IsNumber(it)) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%d", it->valueint);
+        return strdup(buf);
+    }
+    return NULL;
+}
+
+static int read_text(const char *path, char **out, char *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, ZP_DS_ERR, "%.300s: cannot open (dataset files live in datasets/data/)", path); return -1; }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) { fclose(f); free(buf); snprintf(err, ZP_DS_ERR, "%.300s: read failed", path); return -1; }
+    fclose(f);
+    buf[n] = 0;
+    *out = buf;
+    return 0;
+}
+
+static int parse_item(const cJSON *o, int is_code, ds_item *it, const char *path, int line, char *err) {
+    memset(it, 0, sizeof *it);
+    it->line = line;
+    it->id = str_field(o, "id");
+    it->problem = str_field(o, is_code ? "question" : "problem");
+    if (!it->id || !it->problem) {
+        snprintf(err, ZP_DS_ERR, "%.300s: line %d has no string \"id\" and \"%s\"", path, line, is_code ? "question" : "problem");
+        return -1;
+    }
+    if (!is_code) {
+        it->answer = str_field(o, "answer");
+        it->difficulty = str_field(o, "level");
+        if (!it->answer) { snprintf(err, ZP_DS_ERR, "%.300s: line %d (%s) has no \"answer\"", path, line, it->id); return -1; }
+        return 0;
+    }
+    it->difficulty = str_field(o, "difficulty");
+    it->test_type = str_field(o, "test_type");
+    it->fn_name = str_field(o, "fn_name");
+    it->starter_code = str_field(o, "starter_code");
+    const cJSON *tests = cJSON_GetObjectItemCaseSensitive(o, "public_tests");
+    if (!it->test_type || !cJSON_IsArray(tests) || (strcmp(it->test_type, "stdin") && !it->fn_name)) {
+        snprintf(err, ZP_DS_ERR, "%.300s: line %d (%s): code items need test_type, public_tests and fn_name for functional tests", path, line, it->id);
+        return -1;
+    }
+    it->tests_json = cJSON_PrintUnformatted(tests);
+    return 0;
+}
+
+int ds_open(const char *name, const char *dir, ds_dataset *d, char *err) {
+    memset(d, 0, sizeof *d);
+    char path[4096], *txt;
+    if (strstr(name, ".jsonl")) snprintf(path, sizeof path, "%s", name);
+    else snprintf(path, sizeof path, "%s/%s.jsonl", dir, name);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    snprintf(d->name, sizeof d->name, "%.*s", (int)(strlen(base) - 6), base);
+    d->is_code = strstr(d->name, "livecodebench") != NULL;
+    if (read_text(path, &txt, err)) return -1;
+    int cap = 64, line = 0, rc = 0;
+    d->items = malloc(sizeof *d->items * (size_t)cap);
+    for (char *p = txt, *nl; p && *p && rc == 0; p = nl ? nl + 1 : NULL) {
+        nl = strchr(p, '\n');
+        if (nl) *nl = 0;
+        line++;
+        if (!*p) continue;
+        cJSON *o = cJSON_Parse(p);
+        if (!cJSON_IsObject(o)) {
+            snprintf(err, ZP_DS_ERR, "%.300s: line %d is not a JSON object (truncated file?)", path, line);
+            rc = -1;
+        } else {
+            if (d->n == cap) d->items = realloc(d->items, sizeof *d->items * (size_t)(cap *= 2));
+            rc = parse_item(o, d->is_code, &d->items[d->n], path, line, err);
+            d->n++;
+        }
+        cJSON_Delete(o);
+    }
+    free(txt);
+    if (rc == 0 && d->n == 0) { snprintf(err, ZP_DS_ERR, "%.300s: no items", path); rc = -1; }
+    if (rc) ds_free(d);
+    return rc;
+}
+
+void ds_free(ds_dataset *d) {
+    for (int i = 0; i < d->n; i++) {
+        ds_item *it = &d->items[i];
+        free(it->id); free(it->problem); free(it->answer); free(it->difficulty); free(it->test_type); free(it->fn_name);
+        free(it->starter_code); free(it->tests_json);
+    }
+    free(d->items);
+    memset(d, 0, sizeof *d);
+}
+
+static int id_listed(const char *ids, const char *id) {
+    size_t n = strlen(id);
+    for (const char *p = ids; (p = strstr(p, id)) != NULL; p += n)
+        if ((p == ids || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+    return 0;
+}
+
+int ds_select(const ds_dataset *d, const char *ids, int limit, int stratified, int **idx, int *n, char *err) {
+    int *v = malloc(sizeof(int) * (size_t)d->n), m = 0;
+    if (!v) { snprintf(err, ZP_DS_ERR, "out of memory"); return -1; }
+    for (int i = 0; i < d->n; i++)
+        if (!ids || id_listed(ids, d->items[i].id)) v[m++] = i;
+    if (ids && m == 0) { free(v); snprintf(err, ZP_DS_ERR, "%.300s: none of the ids \"%.200s\" exists", d->name, ids); return -1; }
+    if (limit > 0 && limit < m && !stratified) m = limit;
+    if (limit > 0 && limit < m && stratified) { /* proportional per difficulty, largest remainder */
+        const char *cls[16];
+        int count[16] = {0}, take[16] = {0}, nc = 0;
+        for (int i = 0; i < m; i++) {
+            const char *c = d->items[v[i]].difficulty ? d->items[v[i]].difficulty : "";
+            int k = 0;
+            while (k < nc && strcmp(cls[k], c)) k++;
+            if (k == nc && nc < 16) cls[nc++] = c;
+            if (k < 16) count[k]++;
+        }
+        int given = 0;
+        double rem[16];
+        for (int k = 0; k < nc; k++) { double q = (double)limit * count[k] / m; take[k] = (int)q; rem[k] = q - take[k]; given += take[k]; }
+        while (given < limit) {
+            int best = 0;
+            for (int k = 1; k < nc; k++) if (rem[k] > rem[best]) best = k;
+            take[best]++; rem[best] = -1; given++;
+        }
+        int w = 0;
+        for (int i = 0; i < m; i++) {
+            const char *c = d->items[v[i]].difficulty ? d->items[v[i]].difficulty : "";
+            int k = 0;
+            while (k < nc && strcmp(cls[k], c)) k++;
+            if (k < nc && take[k] > 0) { take[k]--; v[w++] = v[i]; }
+        }
+        m = w;
+    }
+    *idx = v;
+    *n = m;
+    return 0;
+}

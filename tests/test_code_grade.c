@@ -1,0 +1,95 @@
+/* test_code_grade.c - LiveCodeBench grading: block extraction, stdin and functional problems
+ * graded right and wrong, and untrusted code that writes outside its directory, opens a
+ * socket, fork-bombs, loops forever, closes stdout and spins, or exhausts memory: each is
+ * stopped and graded failed while the harness keeps running, within its time limit.
+ * Skipped (exit 77) where neither bubblewrap nor unprivileged namespaces are available. */
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "code_grade.h"
+#include "test_util.h"
+
+static ds_item stdin_item(void) {
+    ds_item it;
+    memset(&it, 0, sizeof it);
+    it.id = "sum";
+    it.test_type = "stdin";
+    it.tests_json = "[{\"input\":\"1 2\\n\",\"output\":\"3\\n\"},{\"input\":\"40 2\\n\",\"output\":\"42\"}]";
+    return it;
+}
+
+static ds_item fn_item(void) {
+    ds_item it;
+    memset(&it, 0, sizeof it);
+    it.id = "twoSum";
+    it.test_type = "functional";
+    it.fn_name = "addAll";
+    it.tests_json = "[{\"input\":\"[1, 2, 3]\\n10\",\"output\":\"16\"},{\"input\":\"[]\\n-1\",\"output\":\"-1\"}]";
+    return it;
+}
+
+static code_result grade(const char *output, const ds_item *it, int timeout_ms) {
+    code_opts o = code_opts_default();
+    o.timeout_ms = timeout_ms;
+    o.mem_mb = 512;
+    code_result r;
+    char err[ZP_DS_ERR];
+    int rc = code_grade(output, it, &o, &r, err);
+    if (rc) fprintf(stderr, "harness error: %s\n", err);
+    CHECK(rc == 0);
+    return r;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(void) {
+    char *c = code_extract_python("<think>```python\nprint(1)\n```</think>Here:\n```python\nprint(2)\n```\nand ```\nbad");
+    CHECK(c && !strcmp(c, "print(2)\n"));
+    free(c);
+    CHECK(code_extract_python("no code here") == NULL);
+    CHECK(code_extract_python("```python\nprint(3)") == NULL); /* truncated */
+    if (!code_sandbox_available()) {
+        printf("test_code_grade: skipped (bwrap not installed; `make deps` installs bubblewrap)\n");
+        return 77;
+    }
+    ds_item s = stdin_item(), f = fn_item();
+    code_result r = grade("```python\na, b = map(int, input().split())\nprint(a + b)\n```", &s, 5000);
+    CHECK(r.status == CODE_PASS && r.passed == 2 && r.total == 2);
+    r = grade("```python\nprint(3)\n```", &s, 5000);
+    CHECK(r.status == CODE_FAIL && r.passed == 1);
+    r = grade("```python\nclass Solution:\n    def addAll(self, xs: List[int], k: int) -> int:\n        return sum(xs) + k\n```", &f, 5000);
+    CHECK(r.status == CODE_PASS && r.passed == 2);
+    r = grade("```python\nclass Solution:\n    def addAll(self, xs, k):\n        return 0\n```", &f, 5000);
+    CHECK(r.status == CODE_FAIL && r.passed == 0);
+    r = grade("just words", &s, 5000);
+    CHECK(r.status == CODE_NO_CODE && r.passed == 0);
+    /* escapes */
+    char outside[512];
+    snprintf(outside, sizeof outside, "%s/escaped.txt", ZP_TEST_TMP);
+    remove(outside);
+    char evil[1024];
+    snprintf(evil, sizeof evil, "```python\nopen('%s', 'w').write('x')\nprint(3)\n```", outside);
+    r = grade(evil, &s, 5000);
+    struct stat sb;
+    CHECK(r.status != CODE_PASS && stat(outside, &sb) != 0);
+    r = grade("```python\nimport socket\nsocket.create_connection(('127.0.0.1', 22), timeout=1)\nprint(3)\n```", &s, 5000);
+    CHECK(r.status == CODE_RUNTIME_ERROR);
+    double t0 = now_s();
+    r = grade("```python\nimport os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n```", &s, 1500);
+    CHECK(r.status != CODE_PASS);
+    r = grade("```python\nwhile True:\n    pass\n```", &s, 1000);
+    CHECK(r.status == CODE_TIMEOUT);
+    r = grade("```python\nimport os\nos.close(1)\nwhile True:\n    pass\n```", &s, 1000);
+    CHECK(r.status == CODE_TIMEOUT);
+    r = grade("```python\nx = bytearray(4 << 30)\nprint(3)\n```", &s, 5000);
+    CHECK(r.status == CODE_RUNTIME_ERROR);
+    double dt = now_s() - t0;
+    printf("escape tests took %.1f s\n", dt);
+    CHECK(dt < 20.0); /* each killed within its limit (2 tests each) */
+    return zp_test_finish("test_code_grade");
+}

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "config.h"
 #include "tokenizer.h"
 #include "test_util.h"
@@ -128,7 +130,39 @@ static void test_families(void) {
     zp_tokenizer_free(q);
 }
 
+/* Golden ids of a fixed multilingual / maths / code text set made with the reference
+ * tokenizers (tests/device/make_tokenizer_goldens.py on the GPU machine). */
+static void test_goldens(void) {
+    const struct { const char *file, *preset; } fam[] = {{"qwen3", "Qwen3-8B"}, {"r1qwen", "DeepSeek-R1-Distill-Qwen-7B"},
+                                                        {"r1llama", "DeepSeek-R1-Distill-Llama-8B"}, {"smollm2", "SmolLM2-135M-Instruct"}};
+    for (int f = 0; f < 4; f++) {
+        zp_tokenizer *t = load(fam[f].preset);
+        char path[512], *txt;
+        snprintf(path, sizeof path, "%s/tokenizer/golden_%s.jsonl", ZP_TEST_DATA, fam[f].file);
+        CHECK_OK(zp_read_file(path, &txt, NULL));
+        int cases = 0, ok = 0;
+        for (char *line = strtok(txt, "\n"); t && line; line = strtok(NULL, "\n")) {
+            cJSON *o = cJSON_Parse(line);
+            const cJSON *text = cJSON_GetObjectItemCaseSensitive(o, "text"), *want = cJSON_GetObjectItemCaseSensitive(o, "ids");
+            int *ids, n, same;
+            CHECK_OK(zp_tokenizer_encode(t, text->valuestring, strlen(text->valuestring), 1, &ids, &n));
+            same = n == cJSON_GetArraySize(want);
+            for (int i = 0; same && i < n; i++) same = ids[i] == cJSON_GetArrayItem(want, i)->valueint;
+            if (!same) fprintf(stderr, "golden %s case %d differs: \"%.50s\"\n", fam[f].file, cases, text->valuestring);
+            ok += same;
+            cases++;
+            free(ids);
+            cJSON_Delete(o);
+        }
+        printf("golden %s: %d/%d\n", fam[f].file, ok, cases);
+        CHECK(cases == 17 && ok == cases);
+        free(txt);
+        zp_tokenizer_free(t);
+    }
+}
+
 int main(void) {
+    test_goldens();
     test_vectors();
     test_families();
     return zp_test_finish("test_tokenizer");

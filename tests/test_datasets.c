@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "prompts.h"
 #include "test_util.h"
 
 static void test_open_all(void) {
@@ -77,7 +78,30 @@ static void test_malformed(void) {
     CHECK(ds_open("aime26", ZIPAGE_DATASETS_DIR, &d, err) == -1 && strstr(err, "aime26.jsonl: cannot open"));
 }
 
+static void test_prompts(void) {
+    char err[ZP_DS_ERR];
+    ds_dataset d;
+    CHECK(ds_open("livecodebench", ZIPAGE_DATASETS_DIR, &d, err) == 0);
+    int checked = 0;
+    for (int i = 0; i < d.n; i++) {
+        char *p = ds_user_prompt(&d, &d.items[i]);
+        CHECK(p && !strncmp(p, "### Question:\n", 14) && strstr(p, d.items[i].problem) && strstr(p, "### Answer:"));
+        if (!strcmp(d.items[i].test_type, "functional")) CHECK(p && strstr(p, d.items[i].starter_code) && strstr(p, "starter code"));
+        else CHECK(p && strstr(p, "# YOUR CODE HERE") && strstr(p, "stdin"));
+        checked++;
+        free(p);
+    }
+    CHECK(checked == 279);
+    ds_free(&d);
+    CHECK(ds_open("amc23", ZIPAGE_DATASETS_DIR, &d, err) == 0);
+    char *p = ds_user_prompt(&d, &d.items[0]);
+    CHECK(p && !strcmp(p, d.items[0].problem));
+    free(p);
+    ds_free(&d);
+}
+
 int main(void) {
+    test_prompts();
     test_open_all();
     test_select();
     test_malformed();

@@ -1,5 +1,6 @@
 /* cmd_prompts.c - `zipage prompts --model DIR --dataset NAME|FILE.jsonl [--system TEXT|--math-system]
- * [--no-thinking] [--chat FAMILY] [--limit N] [--ids A,B] [--out F.jsonl]`:
+ * [--no-thinking] [--raw] [--chat FAMILY] [--limit N] [--ids A,B] [--out F.jsonl]`: LiveCodeBench items get its question
+ * template and system message unless --raw;
  * renders every item of a dataset through the model's chat template and tokenizes it; writes
  * one JSON line per item ({"id", "prompt", "ids"}). For inspecting prompts and for the
  * tokenizer/template comparison with Hugging Face (tests/device/hf_tokenizer_compare.py). */
@@ -11,12 +12,13 @@
 #include "chat.h"
 #include "cli_common.h"
 #include "dataset.h" /* ds_open, ds_select */
+#include "prompts.h" /* ds_user_prompt, LCB_SYSTEM_PROMPT */
 #include "tokenizer.h"
 
 typedef struct {
     const char *model, *dataset, *ids, *out, *chat;
     zp_chat_opts co;
-    int limit;
+    int limit, raw;
 } prompts_args;
 
 static zp_status parse(int argc, char **argv, prompts_args *a) {
@@ -26,6 +28,7 @@ static zp_status parse(int argc, char **argv, prompts_args *a) {
         const char *f = argv[i], *v = NULL;
         if (!strcmp(f, "--math-system")) { a->co.system = ZP_MATH_SYSTEM_PROMPT; continue; }
         if (!strcmp(f, "--no-thinking")) { a->co.enable_thinking = 0; continue; }
+        if (!strcmp(f, "--raw")) { a->raw = 1; continue; } /* the item text as is, no benchmark template */
         if (!(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
         if (!strcmp(f, "--model")) a->model = v;
         else if (!strcmp(f, "--dataset")) a->dataset = v;
@@ -44,10 +47,15 @@ static zp_status parse(int argc, char **argv, prompts_args *a) {
 }
 
 /* One dataset item -> one output line. */
-static zp_status render_item(zp_tokenizer *t, const prompts_args *a, const ds_item *it, FILE *out) {
-    char *prompt;
+static zp_status render_item(zp_tokenizer *t, const prompts_args *a, const ds_dataset *d, const ds_item *it, FILE *out) {
+    char *prompt, *user = a->raw ? strdup(it->problem) : ds_user_prompt(d, it);
     int *ids = NULL, n = 0;
-    ZP_TRY(zp_chat_render(&a->co, it->problem, &prompt));
+    ZP_CHECK_ALLOC(user);
+    zp_chat_opts co = a->co;
+    if (d->is_code && !a->raw && !co.system) co.system = LCB_SYSTEM_PROMPT;
+    zp_status cs = zp_chat_render(&co, user, &prompt);
+    free(user);
+    ZP_TRY(cs);
     zp_status s = zp_tokenizer_encode(t, prompt, strlen(prompt), 1, &ids, &n);
     if (s == ZP_OK) {
         cJSON *o = cJSON_CreateObject();
@@ -80,7 +88,7 @@ int cmd_prompts(int argc, char **argv) {
     FILE *out = a.out ? fopen(a.out, "w") : stdout;
     if (!out) s = zp_fail(ZP_ERR_IO, "%s: cannot create", a.out);
     int done = 0;
-    for (int i = 0; s == ZP_OK && i < n; i++, done++) s = render_item(t, &a, &d.items[idx[i]], out);
+    for (int i = 0; s == ZP_OK && i < n; i++, done++) s = render_item(t, &a, &d, &d.items[idx[i]], out);
     if (out && out != stdout) fclose(out);
     free(idx);
     ds_free(&d);

@@ -9,7 +9,7 @@ O=.devrun/prompts
 rm -rf "$O"; mkdir -p "$O"
 for fam in Qwen3-8B DeepSeek-R1-Distill-Qwen-7B DeepSeek-R1-Distill-Llama-8B SmolLM2-135M-Instruct; do
   for ds in aime24 aime25 amc23 math500 gsm8k livecodebench; do
-    "$B/zipage" prompts --model "models/$fam" --dataset $ds --math-system \
+    "$B/zipage" prompts --model "models/$fam" --dataset $ds --math-system --raw \
       --out "$O/${fam}__${ds}.jsonl" 2>/dev/null
   done
 done

@@ -130,6 +130,10 @@ void zp_engine_free(zp_engine *e) {
 }
 
 const zp_model_config *zp_engine_model_config(const zp_engine *e) { return &e->model->cfg; }
+size_t zp_engine_block_bytes(const zp_engine *e) {
+    int elem = strcmp(e->be->name, "cpu") ? (e->cfg.precision && !strcmp(e->cfg.precision, "fp32") ? 4 : 2) : 4;
+    return zp_model_kv_block_bytes(&e->model->cfg, e->cfg.block_size, elem);
+}
 int zp_engine_num_running(const zp_engine *e) { return e->sched.running.n; }
 int zp_engine_has_unfinished(const zp_engine *e) { return e->sched.waiting.n + e->sched.running.n > 0 || e->worker_running; }
 
@@ -372,6 +376,7 @@ zp_status zp_engine_step(zp_engine *e) {
     if (e->compressing_enabled && !e->batch.is_prefill) ZP_TRY(route_compressions(e, &n_run));
     if (n_run == 0) return idle_step(e);
     if (e->sched.running.n > e->stats.peak_running) e->stats.peak_running = e->sched.running.n;
+    e->stats.running_sum += e->sched.running.n;
     zp_batch b;
     ZP_TRY(build_batch(e, e->batch.seqs, n_run, e->batch.is_prefill, &b));
     e->last_batch = b;
@@ -399,6 +404,7 @@ int zp_engine_poll(zp_engine *e, zp_output *out, int max) {
         else o->n_tokens = 0;
         o->finish = q->finish;
         o->n_preemptions = q->n_preemptions;
+        o->n_compressions = q->n_compressions;
         seq_destroy(q);
     }
     return n;

@@ -45,6 +45,7 @@ typedef struct {
     int n_prompt;
     zp_finish_reason finish;
     int n_preemptions;
+    int n_compressions;
 } zp_output;
 
 typedef struct {
@@ -57,6 +58,7 @@ typedef struct {
     int peak_blocks, num_blocks, block_size;
     int64_t preemptions;
     int peak_running;
+    int64_t running_sum;       /* running requests summed over steps (mean = / steps) */
     int64_t suspensions;       /* request-steps skipped for lack of a block or a query slot */
     /* compression */
     int64_t compressions, tokens_evicted;
@@ -70,6 +72,8 @@ typedef struct {
 typedef struct zp_engine zp_engine;
 
 zp_engine_config zp_engine_config_default(void);
+/* Bytes of one KV block on this engine's backend (K and V, all layers). */
+size_t zp_engine_block_bytes(const zp_engine *e);
 zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out);
 void zp_engine_free(zp_engine *e);
 const zp_model_config *zp_engine_model_config(const zp_engine *e);

@@ -173,6 +173,14 @@ zp_status zp_mkmodel(const char *preset_or_config, const char *out_dir, uint64_t
     struct stat sb;
     if (stat(gen, &sb) == 0) ZP_TRY(copy_text(gen, dst));
     else ZP_TRY(write_generation_config(&c, dst));
+    static const char *const tok_files[] = {"tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "tokenizer.model",
+                                            "chat_template.jinja", "special_tokens_map.json", NULL};
+    for (int i = 0; tok_files[i]; i++) { /* the preset's tokenizer travels with the checkpoint */
+        char src[4096 + 64];
+        snprintf(src, sizeof src, "%s/%s", dir, tok_files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", out_dir, tok_files[i]);
+        if (stat(src, &sb) == 0) ZP_TRY(copy_text(src, dst));
+    }
     snprintf(dst, sizeof dst, "%s/model.safetensors", out_dir);
     return write_weights(&c, dst, seed, dtype);
 }

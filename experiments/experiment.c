@@ -1,0 +1,212 @@
+/* experiment.c - parsing, validation and grid expansion of experiment definitions. */
+#include "experiment.h"
+
+#include <cjson/cJSON.h> /* definitions */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h> /* run ids */
+
+#include "config.h" /* zp_read_file */
+
+static const char *const KNOWN[] = {"model", "device", "precision", "dataset", "ids", "limit", "samples", "temperature", "top_p",
+                                    "top_k", "max_tokens", "thinking", "system", "seed", "block_size", "max_num_seqs",
+                                    "max_num_batched_tokens", "prefix_cache", "async", "kv_pool_tokens", "scheduler", "policy",
+                                    "policy_params", "nmax", "window", "max_concurrency", "baseline", "description", NULL};
+
+static zp_status check_keys(const cJSON *root, const char *src) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, root) {
+        int ok = 0;
+        for (int i = 0; KNOWN[i] && !ok; i++) ok = !strcmp(KNOWN[i], e->string);
+        if (!ok) return zp_fail(ZP_ERR_INVALID, "%s: unknown key \"%s\"", src, e->string);
+    }
+    return ZP_OK;
+}
+
+static zp_status get_num(const cJSON *root, const char *key, const char *src, double lo, double hi, double *v) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!it) return ZP_OK;
+    if (!cJSON_IsNumber(it) || !(it->valuedouble >= lo && it->valuedouble <= hi))
+        return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" must be a number in [%g, %g]", src, key, lo, hi);
+    *v = it->valuedouble;
+    return ZP_OK;
+}
+
+static zp_status get_str(const cJSON *root, const char *key, const char *src, char *dst, size_t n) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!it || cJSON_IsNull(it)) return ZP_OK;
+    if (!cJSON_IsString(it)) return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" must be a string", src, key);
+    snprintf(dst, n, "%s", it->valuestring);
+    return ZP_OK;
+}
+
+static int get_bool(const cJSON *root, const char *key, int def) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
+    return cJSON_IsBool(it) ? cJSON_IsTrue(it) : def;
+}
+
+static zp_status parse_base(const cJSON *r, const char *src, exp_run *b) {
+    memset(b, 0, sizeof *b);
+    snprintf(b->device, sizeof b->device, "cpu");
+    snprintf(b->precision, sizeof b->precision, "bf16");
+    snprintf(b->scheduler, sizeof b->scheduler, "hybrid");
+    double v;
+    ZP_TRY(get_str(r, "model", src, b->model, sizeof b->model));
+    ZP_TRY(get_str(r, "device", src, b->device, sizeof b->device));
+    ZP_TRY(get_str(r, "precision", src, b->precision, sizeof b->precision));
+    ZP_TRY(get_str(r, "dataset", src, b->dataset, sizeof b->dataset));
+    ZP_TRY(get_str(r, "ids", src, b->ids, sizeof b->ids));
+    ZP_TRY(get_str(r, "scheduler", src, b->scheduler, sizeof b->scheduler));
+    if (!b->model[0] || !b->dataset[0]) return zp_fail(ZP_ERR_INVALID, "%s: \"model\" and \"dataset\" are required", src);
+    v = 0; ZP_TRY(get_num(r, "limit", src, 0, 1e7, &v)); b->limit = (int)v;
+    v = 1; ZP_TRY(get_num(r, "samples", src, 1, 1e5, &v)); b->samples = (int)v;
+    v = 0.6; ZP_TRY(get_num(r, "temperature", src, 0, 10, &v)); b->temperature = (float)v;
+    v = 1.0; ZP_TRY(get_num(r, "top_p", src, 1e-6, 1, &v)); b->top_p = (float)v;
+    v = 0; ZP_TRY(get_num(r, "top_k", src, 0, 1e7, &v)); b->top_k = (int)v;
+    v = 32768; ZP_TRY(get_num(r, "max_tokens", src, 1, 1e7, &v)); b->max_tokens = (int)v;
+    v = 0; ZP_TRY(get_num(r, "seed", src, 0, 1e15, &v)); b->seed = (uint64_t)v;
+    v = 256; ZP_TRY(get_num(r, "block_size", src, 1, 65536, &v)); b->block_size = (int)v;
+    v = 256; ZP_TRY(get_num(r, "max_num_seqs", src, 1, 1e6, &v)); b->max_num_seqs = (int)v;
+    v = 8192; ZP_TRY(get_num(r, "max_num_batched_tokens", src, 1, 1e8, &v)); b->max_num_batched_tokens = (int)v;
+    b->prefix_cache = get_bool(r, "prefix_cache", 1);
+    b->async = get_bool(r, "async", 0);
+    b->thinking = get_bool(r, "thinking", 1);
+    const cJSON *sys = cJSON_GetObjectItemCaseSensitive(r, "system");
+    b->math_system = !sys || (cJSON_IsString(sys) && !strcmp(sys->valuestring, "math"));
+    if (sys && !cJSON_IsNull(sys) && !(cJSON_IsString(sys) && !strcmp(sys->valuestring, "math")))
+        return zp_fail(ZP_ERR_INVALID, "%s: \"system\" must be \"math\" or null", src);
+    return ZP_OK;
+}
+
+/* An axis: a scalar or a list; returns its items (a scalar counts as one). */
+static int axis_len(const cJSON *v) { return cJSON_IsArray(v) ? cJSON_GetArraySize(v) : (v ? 1 : 0); }
+static const cJSON *axis_at(const cJSON *v, int i) { return cJSON_IsArray(v) ? cJSON_GetArrayItem(v, i) : v; }
+
+static zp_status add_run(experiment *x, const exp_run *r) {
+    for (int i = 0; i < x->n_runs; i++)
+        if (!strcmp(x->runs[i].resolved, r->resolved)) return ZP_OK; /* duplicate (e.g. baselines) */
+    exp_run *g = realloc(x->runs, sizeof *g * (size_t)(x->n_runs + 1));
+    ZP_CHECK_ALLOC(g);
+    x->runs = g;
+    x->runs[x->n_runs++] = *r;
+    return ZP_OK;
+}
+
+static void resolve_json(exp_run *r) {
+    snprintf(r->resolved, sizeof r->resolved,
+             "{\"model\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"dataset\":\"%s\",\"ids\":\"%s\",\"limit\":%d,\"samples\":%d,"
+             "\"temperature\":%g,\"top_p\":%g,\"top_k\":%d,\"max_tokens\":%d,\"thinking\":%s,\"system\":%s,\"seed\":%llu,"
+             "\"block_size\":%d,\"max_num_seqs\":%d,\"max_num_batched_tokens\":%d,\"prefix_cache\":%s,\"async\":%s,"
+             "\"kv_pool_tokens\":%lld,\"scheduler\":\"%s\",\"policy\":\"%s\",\"policy_params\":%s,\"nmax\":%d,\"window\":%d,"
+             "\"max_concurrency\":%d}",
+             r->model, r->device, r->precision, r->dataset, r->ids, r->limit, r->samples, r->temperature, r->top_p, r->top_k,
+             r->max_tokens, r->thinking ? "true" : "false", r->math_system ? "\"math\"" : "null", (unsigned long long)r->seed,
+             r->block_size, r->max_num_seqs, r->max_num_batched_tokens, r->prefix_cache ? "true" : "false",
+             r->async ? "true" : "false", (long long)r->kv_pool_tokens, r->scheduler, r->policy,
+             r->policy_params[0] ? r->policy_params : "{}", r->nmax, r->window, r->max_concurrency);
+}
+
+/* Expands policy_params (values may be lists) for one policy into params JSON strings. */
+static zp_status expand_params(const cJSON *pp, int index, char *out, size_t n, int *count) {
+    int total = 1;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, pp) total *= axis_len(e) ? axis_len(e) : 1;
+    *count = total;
+    if (!pp || !cJSON_GetArraySize(pp)) { out[0] = 0; return ZP_OK; }
+    cJSON *o = cJSON_CreateObject();
+    int rest = index;
+    cJSON_ArrayForEach(e, pp) {
+        int len = axis_len(e);
+        cJSON_AddItemToObject(o, e->string, cJSON_Duplicate(axis_at(e, rest % len), 1));
+        rest /= len;
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    snprintf(out, n, "%s", s);
+    free(s);
+    cJSON_Delete(o);
+    return ZP_OK;
+}
+
+static zp_status expand(const cJSON *r, const exp_run *base, const char *src, experiment *x) {
+    const cJSON *pol = cJSON_GetObjectItemCaseSensitive(r, "policy"), *nm = cJSON_GetObjectItemCaseSensitive(r, "nmax");
+    const cJSON *win = cJSON_GetObjectItemCaseSensitive(r, "window"), *mc = cJSON_GetObjectItemCaseSensitive(r, "max_concurrency");
+    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(r, "kv_pool_tokens"), *pp = cJSON_GetObjectItemCaseSensitive(r, "policy_params");
+    if (pp && !cJSON_IsObject(pp)) return zp_fail(ZP_ERR_INVALID, "%s: \"policy_params\" must be an object", src);
+    const int baseline = get_bool(r, "baseline", 0);
+    int np = pol ? axis_len(pol) : 1, nn = nm ? axis_len(nm) : 1, nw = win ? axis_len(win) : 1, nc = mc ? axis_len(mc) : 1, nk = kv ? axis_len(kv) : 1;
+    for (int a = 0; a < np; a++)
+        for (int b = 0; b < nn; b++)
+            for (int c = 0; c < nw; c++)
+                for (int d = 0; d < nc; d++)
+                    for (int k = 0; k < nk; k++) {
+                        exp_run run = *base;
+                        const cJSON *p = pol ? axis_at(pol, a) : NULL;
+                        const cJSON *vals[4] = {nm ? axis_at(nm, b) : NULL, win ? axis_at(win, c) : NULL, mc ? axis_at(mc, d) : NULL, kv ? axis_at(kv, k) : NULL};
+                        const char *names[4] = {"nmax", "window", "max_concurrency", "kv_pool_tokens"};
+                        for (int i = 0; i < 4; i++)
+                            if (vals[i] && (!cJSON_IsNumber(vals[i]) || vals[i]->valuedouble < 0))
+                                return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" values must be non-negative numbers", src, names[i]);
+                        if (p && !cJSON_IsString(p)) return zp_fail(ZP_ERR_INVALID, "%s: \"policy\" values must be strings", src);
+                        snprintf(run.policy, sizeof run.policy, "%s", p ? p->valuestring : "full");
+                        run.nmax = vals[0] ? vals[0]->valueint : 8;
+                        run.window = vals[1] ? vals[1]->valueint : 16;
+                        run.max_concurrency = vals[2] ? vals[2]->valueint : 0;
+                        run.kv_pool_tokens = vals[3] ? (int64_t)vals[3]->valuedouble : 0;
+                        int full = !strcmp(run.policy, "full"), count = 1;
+                        if (full) { run.nmax = run.window = run.max_concurrency = 0; snprintf(run.scheduler, sizeof run.scheduler, "full"); }
+                        for (int q = 0; q < count; q++) {
+                            ZP_TRY(expand_params(full ? NULL : pp, q, run.policy_params, sizeof run.policy_params, &count));
+                            resolve_json(&run);
+                            ZP_TRY(add_run(x, &run));
+                        }
+                        if (baseline && !full) {
+                            exp_run bl = run;
+                            snprintf(bl.policy, sizeof bl.policy, "full");
+                            snprintf(bl.scheduler, sizeof bl.scheduler, "full");
+                            bl.nmax = bl.window = bl.max_concurrency = 0;
+                            bl.policy_params[0] = 0;
+                            resolve_json(&bl);
+                            ZP_TRY(add_run(x, &bl));
+                        }
+                    }
+    return ZP_OK;
+}
+
+zp_status exp_load(const char *name, const char *dir, experiment *x) {
+    memset(x, 0, sizeof *x);
+    char path[4096], *txt;
+    if (strstr(name, ".json")) snprintf(path, sizeof path, "%s", name);
+    else snprintf(path, sizeof path, "%s/%s.json", dir, name);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    snprintf(x->name, sizeof x->name, "%.*s", (int)(strlen(base) - 5), base);
+    ZP_TRY(zp_read_file(path, &txt, NULL));
+    cJSON *root = cJSON_Parse(txt);
+    free(txt);
+    if (!cJSON_IsObject(root)) { cJSON_Delete(root); return zp_fail(ZP_ERR_FORMAT, "%s: not a JSON object", path); }
+    exp_run b;
+    zp_status s = check_keys(root, path);
+    if (s == ZP_OK) s = parse_base(root, path, &b);
+    if (s == ZP_OK) s = expand(root, &b, path, x);
+    cJSON_Delete(root);
+    if (s != ZP_OK) exp_free(x);
+    return s;
+}
+
+void exp_free(experiment *x) {
+    free(x->runs);
+    x->runs = NULL;
+    x->n_runs = 0;
+}
+
+void exp_assign_ids(experiment *x, const char *git_commit, uint64_t model_checksum) {
+    for (int i = 0; i < x->n_runs; i++) {
+        XXH64_state_t *st = XXH64_createState();
+        XXH64_reset(st, 0);
+        XXH64_update(st, x->runs[i].resolved, strlen(x->runs[i].resolved));
+        XXH64_update(st, git_commit, strlen(git_commit));
+        XXH64_update(st, &model_checksum, sizeof model_checksum);
+        snprintf(x->runs[i].run_id, sizeof x->runs[i].run_id, "%016llx", (unsigned long long)XXH64_digest(st));
+        XXH64_freeState(st);
+    }
+}

@@ -1,0 +1,383 @@
+/* runner.c - see runner.h. */
+#include "runner.h"
+
+#include <cjson/cJSON.h>  /* string escaping in samples.jsonl */
+#include <csv.h>          /* csv_fwrite: quoting of the CSV fields */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>       /* model checksum */
+
+#include "chat.h"         /* zp_chat_detect, zp_chat_render */
+#include "code_grade.h"   /* code_grade */
+#include "config.h"       /* zp_read_file */
+#include "dataset.h"      /* ds_open, ds_select */
+#include "engine.h"       /* zp_engine_* */
+#include "math_grade.h"   /* math_grade */
+#include "metrics.h"      /* metrics_pass_at_k, metrics_bootstrap_ci */
+#include "mkmodel.h"      /* zp_mkmodel for preset: models */
+#include "prompts.h"      /* ds_user_prompt, LCB_SYSTEM_PROMPT */
+#include "tokenizer.h"
+
+static const char *CSV_HEADER[] = {"run_id", "time", "git_commit", "model", "dataset", "n_problems", "n_samples", "policy",
+                                   "policy_params", "nmax", "window", "max_concurrency", "block_size", "kv_pool_tokens",
+                                   "scheduler", "async", "prefix_cache", "temperature", "top_p", "max_tokens", "seed",
+                                   "pass_at_1", "ci_low", "ci_high", "mean_output_tokens", "truncated_share",
+                                   "generated_tokens", "wall_seconds", "tps", "requests_per_s", "peak_running",
+                                   "mean_running", "peak_kv_bytes", "compressions", "compression_seconds", "device", NULL};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void git_commit(char *out, size_t n) {
+    FILE *p = popen("git rev-parse --short=12 HEAD 2>/dev/null", "r");
+    out[0] = 0;
+    if (p) {
+        if (!fgets(out, (int)n, p)) out[0] = 0;
+        pclose(p);
+    }
+    out[strcspn(out, "\n")] = 0;
+    if (!out[0]) snprintf(out, n, "unknown");
+}
+
+static uint64_t model_checksum(const char *dir) {
+    char path[8400], *txt;
+    uint64_t h = 0;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (zp_read_file(path, &txt, NULL) == ZP_OK) { h ^= XXH64(txt, strlen(txt), 0); free(txt); }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        char buf[65536];
+        size_t got = fread(buf, 1, sizeof buf, f);
+        fseek(f, 0, SEEK_END);
+        long size = ftell(f);
+        fclose(f);
+        h ^= XXH64(buf, got, (uint64_t)size);
+    }
+    return h;
+}
+
+/* "preset:NAME" -> results/<exp>/model-NAME, written once with seeded random weights. */
+static zp_status resolve_model(const char *spec, const char *exp_dir, char *out, size_t n) {
+    if (strncmp(spec, "preset:", 7)) { snprintf(out, n, "%s", spec); return ZP_OK; }
+    snprintf(out, n, "%s/model-%s", exp_dir, spec + 7);
+    char st[4500];
+    struct stat sb;
+    snprintf(st, sizeof st, "%s/model.safetensors", out);
+    if (stat(st, &sb) == 0) return ZP_OK;
+    fprintf(stderr, "run: writing random-weight checkpoint %s (preset %s)\n", out, spec + 7);
+    return zp_mkmodel(spec + 7, out, 1, ZP_DTYPE_BF16);
+}
+
+static int run_done(const char *csv_path, const char *run_id) {
+    FILE *f = fopen(csv_path, "r");
+    if (!f) return 0;
+    char line[8192];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) /* the first field, quoted by libcsv or not */
+        found = (!strncmp(line, run_id, 16) && line[16] == ',') || (line[0] == '"' && !strncmp(line + 1, run_id, 16) && line[17] == '"');
+    fclose(f);
+    return found;
+}
+
+typedef struct {
+    zp_engine *e;
+    zp_tokenizer *tok;
+    ds_dataset ds;
+    int *sel, n_sel;
+    int total;
+} run_ctx;
+
+static zp_status add_requests(run_ctx *c, const exp_run *r, const char *model_dir) {
+    zp_chat_opts co = {ZP_CHAT_QWEN3, r->thinking, NULL};
+    ZP_TRY(zp_chat_detect(model_dir, &co.family));
+    zp_sampling_params sp = zp_sampling_default();
+    sp.temperature = r->temperature;
+    sp.top_p = r->top_p;
+    sp.top_k = r->top_k;
+    sp.max_tokens = r->max_tokens;
+    for (int i = 0; i < c->n_sel; i++) {
+        const ds_item *it = &c->ds.items[c->sel[i]];
+        char *user = ds_user_prompt(&c->ds, it), *text;
+        ZP_CHECK_ALLOC(user);
+        co.system = c->ds.is_code ? LCB_SYSTEM_PROMPT : r->math_system ? ZP_MATH_SYSTEM_PROMPT : NULL;
+        zp_status s = zp_chat_render(&co, user, &text);
+        free(user);
+        ZP_TRY(s);
+        int *ids, n;
+        s = zp_tokenizer_encode(c->tok, text, strlen(text), 1, &ids, &n);
+        free(text);
+        ZP_TRY(s);
+        for (int k = 0; s == ZP_OK && k < r->samples; k++) s = zp_engine_add_request(c->e, ids, n, &sp, i, k, r->seed);
+        free(ids);
+        ZP_TRY(s);
+        c->total += r->samples;
+    }
+    return ZP_OK;
+}
+
+static zp_status generate(run_ctx *c, zp_output *outs, double *wall) {
+    double t0 = now_s(), last = t0;
+    int done = 0;
+    zp_engine_stats st;
+    while (zp_engine_has_unfinished(c->e)) {
+        ZP_TRY(zp_engine_step(c->e));
+        done += zp_engine_poll(c->e, outs + done, c->total - done);
+        double t = now_s();
+        if (t - last >= 5.0) {
+            zp_engine_get_stats(c->e, &st);
+            double tps = st.generated_tokens / (t - t0), eta = done ? (t - t0) * (c->total - done) / done : 0;
+            fprintf(stderr, "  %d/%d requests done, %.1f tokens/s, %d running, peak KV %d blocks, ETA %.0f s\n", done, c->total, tps,
+                    zp_engine_num_running(c->e), st.peak_blocks, eta);
+            last = t;
+        }
+    }
+    done += zp_engine_poll(c->e, outs + done, c->total - done);
+    *wall = now_s() - t0;
+    if (done != c->total) return zp_fail(ZP_ERR_BACKEND, "run: %d of %d requests finished", done, c->total);
+    return ZP_OK;
+}
+
+/* A JSON string literal of s (cJSON does the escaping). */
+static char *json_quote(const char *s) {
+    cJSON *str = cJSON_CreateString(s ? s : "");
+    char *out = cJSON_PrintUnformatted(str);
+    cJSON_Delete(str);
+    return out;
+}
+
+/* One JSON line of samples.jsonl. */
+static void write_sample(FILE *f, const exp_run *r, const ds_item *it, const zp_output *o, const char *text, const char *extracted,
+                         int correct) {
+    fprintf(f, "{\"run_id\":\"%s\",\"problem_id\":", r->run_id);
+    char *q = json_quote(it->id);
+    fprintf(f, "%s,\"sample\":%d,\"output\":", q, o->sample_index);
+    free(q);
+    q = json_quote(text);
+    fprintf(f, "%s,\"extracted\":", q);
+    free(q);
+    if (extracted) { q = json_quote(extracted); fprintf(f, "%s", q); free(q); }
+    else fprintf(f, "null");
+    fprintf(f, ",\"correct\":%s,\"tokens\":%d,\"finish\":\"%s\",\"compressions\":%d}\n", correct ? "true" : "false", o->n_tokens,
+            zp_finish_name(o->finish), o->n_compressions);
+}
+
+/* Grades every output, writes the samples, fills per-problem counts. */
+static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const runner_opts *o, FILE *samples, int *n_correct,
+                           int *truncated, int64_t *out_tokens) {
+    code_opts copts = code_opts_default();
+    copts.unsafe_no_sandbox = o->unsafe_no_sandbox;
+    const int gsm = strstr(c->ds.name, "gsm8k") != NULL;
+    for (int i = 0; i < c->total; i++) {
+        const zp_output *out = &outs[i];
+        const ds_item *it = &c->ds.items[c->sel[out->request_id]];
+        char *text;
+        size_t len;
+        ZP_TRY(zp_tokenizer_decode(c->tok, out->tokens, out->n_tokens, &text, &len));
+        int correct = 0;
+        char *extracted = NULL;
+        if (c->ds.is_code) {
+            code_result cr;
+            char err[ZP_DS_ERR];
+            if (code_grade(text, it, &copts, &cr, err)) { free(text); return zp_fail(ZP_ERR_INVALID, "%s", err); }
+            correct = cr.status == CODE_PASS;
+        } else {
+            math_grade_result g = math_grade(text, it->answer, gsm);
+            correct = g.correct;
+            extracted = g.extracted;
+        }
+        write_sample(samples, r, it, out, text, extracted, correct);
+        n_correct[out->request_id] += correct;
+        *truncated += out->finish == ZP_FINISH_LENGTH;
+        *out_tokens += out->n_tokens;
+        free(extracted);
+        free(text);
+    }
+    return ZP_OK;
+}
+
+static void csv_field(FILE *f, const char *s, int last) {
+    csv_fwrite(f, s, strlen(s));
+    fputc(last ? '\n' : ',', f);
+}
+
+static void write_row(FILE *f, const exp_run *r, const char *git, const char *model, const run_ctx *c, const zp_engine_stats *st,
+                      double pass1, double lo, double hi, double mean_out, double trunc, double wall, size_t block_bytes) {
+    char v[40][1100];
+    time_t now = time(NULL);
+    int k = 0;
+    snprintf(v[k++], 1100, "%s", r->run_id);
+    strftime(v[k++], 1100, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    snprintf(v[k++], 1100, "%s", git);
+    snprintf(v[k++], 1100, "%s", model);
+    snprintf(v[k++], 1100, "%s", c->ds.name);
+    snprintf(v[k++], 1100, "%d", c->n_sel);
+    snprintf(v[k++], 1100, "%d", r->samples);
+    snprintf(v[k++], 1100, "%s", r->policy);
+    snprintf(v[k++], 1100, "%s", r->policy_params[0] ? r->policy_params : "{}");
+    snprintf(v[k++], 1100, "%d", r->nmax);
+    snprintf(v[k++], 1100, "%d", r->window);
+    snprintf(v[k++], 1100, "%d", st->n_qslots);
+    snprintf(v[k++], 1100, "%d", r->block_size);
+    snprintf(v[k++], 1100, "%lld", (long long)st->num_blocks * r->block_size);
+    snprintf(v[k++], 1100, "%s", r->scheduler);
+    snprintf(v[k++], 1100, "%d", r->async);
+    snprintf(v[k++], 1100, "%d", r->prefix_cache);
+    snprintf(v[k++], 1100, "%g", r->temperature);
+    snprintf(v[k++], 1100, "%g", r->top_p);
+    snprintf(v[k++], 1100, "%d", r->max_tokens);
+    snprintf(v[k++], 1100, "%llu", (unsigned long long)r->seed);
+    snprintf(v[k++], 1100, "%.6f", pass1);
+    snprintf(v[k++], 1100, "%.6f", lo);
+    snprintf(v[k++], 1100, "%.6f", hi);
+    snprintf(v[k++], 1100, "%.2f", mean_out);
+    snprintf(v[k++], 1100, "%.4f", trunc);
+    snprintf(v[k++], 1100, "%lld", (long long)st->generated_tokens);
+    snprintf(v[k++], 1100, "%.3f", wall);
+    snprintf(v[k++], 1100, "%.2f", wall > 0 ? st->generated_tokens / wall : 0.0);
+    snprintf(v[k++], 1100, "%.4f", wall > 0 ? c->total / wall : 0.0);
+    snprintf(v[k++], 1100, "%d", st->peak_running);
+    snprintf(v[k++], 1100, "%.2f", (st->prefill_steps + st->decode_steps) ? (double)st->running_sum / (st->prefill_steps + st->decode_steps) : 0.0);
+    snprintf(v[k++], 1100, "%lld", (long long)st->peak_blocks * (long long)block_bytes);
+    snprintf(v[k++], 1100, "%lld", (long long)st->compressions);
+    snprintf(v[k++], 1100, "%.3f", st->compress_gather_seconds + st->compress_score_seconds + st->compress_compact_seconds);
+    snprintf(v[k++], 1100, "%s", r->device);
+    for (int i = 0; i < k; i++) csv_field(f, v[i], i == k - 1);
+    fflush(f);
+}
+
+static zp_status open_run(run_ctx *c, const exp_run *r, const char *model_dir, const runner_opts *o) {
+    char err[ZP_DS_ERR];
+    if (ds_open(r->dataset, ZIPAGE_DATASETS_DIR, &c->ds, err) || ds_select(&c->ds, r->ids[0] ? r->ids : NULL, r->limit, c->ds.is_code, &c->sel, &c->n_sel, err))
+        return zp_fail(ZP_ERR_INVALID, "%s", err);
+    if (c->ds.is_code && !o->unsafe_no_sandbox && !code_sandbox_available())
+        return zp_fail(ZP_ERR_INVALID, "dataset %s needs the code sandbox: install bubblewrap (make deps) or pass --unsafe-no-sandbox", c->ds.name);
+    zp_engine_config ec = zp_engine_config_default();
+    ec.model_dir = model_dir;
+    ec.device = r->device;
+    ec.precision = r->precision;
+    ec.block_size = r->block_size;
+    ec.kv_pool_tokens = r->kv_pool_tokens;
+    ec.max_num_seqs = r->max_num_seqs;
+    ec.max_num_batched_tokens = r->max_num_batched_tokens;
+    ec.enable_prefix_cache = r->prefix_cache;
+    ec.policy = r->policy;
+    ec.policy_params = r->policy_params[0] ? r->policy_params : NULL;
+    ec.nmax = r->nmax ? r->nmax : 8;
+    ec.window = r->window ? r->window : 16;
+    ec.max_concurrency = r->max_concurrency;
+    ec.scheduler = r->scheduler;
+    ec.async_compress = r->async;
+    ZP_TRY(zp_engine_init(&ec, &c->e));
+    ZP_TRY(zp_tokenizer_load(model_dir, &c->tok));
+    return add_requests(c, r, model_dir);
+}
+
+static void close_run(run_ctx *c) {
+    if (c->e) zp_engine_free(c->e);
+    if (c->tok) zp_tokenizer_free(c->tok);
+    ds_free(&c->ds);
+    free(c->sel);
+    memset(c, 0, sizeof *c);
+}
+
+static zp_status execute(const exp_run *r, const char *exp_dir, const char *git, const char *model_dir, const runner_opts *o) {
+    run_ctx c;
+    memset(&c, 0, sizeof c);
+    zp_status s = open_run(&c, r, model_dir, o);
+    zp_output *outs = s == ZP_OK ? calloc((size_t)c.total, sizeof *outs) : NULL;
+    double wall = 0;
+    if (s == ZP_OK && !outs) s = zp_fail(ZP_ERR_OOM, "run: no memory for %d outputs", c.total);
+    if (s == ZP_OK) s = generate(&c, outs, &wall);
+    int *n_correct = calloc((size_t)(c.n_sel ? c.n_sel : 1), sizeof(int)), *n_samples = calloc((size_t)(c.n_sel ? c.n_sel : 1), sizeof(int));
+    char path[14000], tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s/samples.jsonl.part", exp_dir);
+    FILE *sf = s == ZP_OK ? fopen(tmp, "w") : NULL;
+    if (s == ZP_OK && !sf) s = zp_fail(ZP_ERR_IO, "%s: cannot create", tmp);
+    int truncated = 0;
+    int64_t out_tokens = 0;
+    if (s == ZP_OK) s = grade_all(&c, r, outs, o, sf, n_correct, &truncated, &out_tokens);
+    if (sf) fclose(sf);
+    if (s == ZP_OK) { /* append the samples, then the row: a run is finished once its row exists */
+        snprintf(path, sizeof path, "cat '%s' >> '%s/samples.jsonl' && rm -f '%s'", tmp, exp_dir, tmp);
+        if (system(path) != 0) s = zp_fail(ZP_ERR_IO, "%s/samples.jsonl: append failed", exp_dir);
+    }
+    if (s == ZP_OK) {
+        for (int i = 0; i < c.n_sel; i++) n_samples[i] = r->samples;
+        metrics_counts m = {c.n_sel, n_samples, n_correct};
+        double lo, hi, p1 = metrics_pass_at_k(&m, 1);
+        metrics_bootstrap_ci(&m, 1000, 0.95, r->seed + 1, &lo, &hi);
+        zp_engine_stats st;
+        zp_engine_get_stats(c.e, &st);
+        snprintf(path, sizeof path, "%s/runs.csv", exp_dir);
+        int fresh = access(path, F_OK) != 0;
+        FILE *f = fopen(path, "a");
+        if (!f) s = zp_fail(ZP_ERR_IO, "%s: cannot append", path);
+        else {
+            for (int i = 0; fresh && CSV_HEADER[i]; i++) csv_field(f, CSV_HEADER[i], !CSV_HEADER[i + 1]);
+            write_row(f, r, git, r->model, &c, &st, p1, lo, hi, (double)out_tokens / c.total, (double)truncated / c.total, wall,
+                      zp_engine_block_bytes(c.e));
+            fclose(f);
+            fprintf(stderr, "run %s: %s pass@1 %.4f [%.4f, %.4f], %lld tokens in %.2f s (%.1f tokens/s), %lld compressions\n",
+                    r->run_id, r->policy, p1, lo, hi, (long long)st.generated_tokens, wall, wall > 0 ? st.generated_tokens / wall : 0.0,
+                    (long long)st.compressions);
+        }
+    }
+    for (int i = 0; outs && i < c.total; i++) zp_output_free(&outs[i]);
+    free(outs);
+    free(n_correct);
+    free(n_samples);
+    close_run(&c);
+    return s;
+}
+
+static zp_status write_meta(const experiment *x, const char *exp_dir, const char *git, const runner_opts *o) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/meta.json", exp_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return zp_fail(ZP_ERR_IO, "%s: cannot create", path);
+    fprintf(f, "{\"experiment\": \"%s\", \"git_commit\": \"%s\", \"command\": \"%s\", \"runs\": [\n", x->name, git,
+            o->command_line ? o->command_line : "");
+    for (int i = 0; i < x->n_runs; i++)
+        fprintf(f, "  {\"run_id\": \"%s\", \"config\": %s}%s\n", x->runs[i].run_id, x->runs[i].resolved, i + 1 < x->n_runs ? "," : "");
+    fprintf(f, "]}\n");
+    return fclose(f) == 0 ? ZP_OK : zp_fail(ZP_ERR_IO, "%s: write failed", path);
+}
+
+zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
+    char exp_dir[4200], git[64], model_dir[4400];
+    snprintf(exp_dir, sizeof exp_dir, "%s/%s", o->results_dir ? o->results_dir : "results", x->name);
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", exp_dir);
+    if (system(cmd) != 0) return zp_fail(ZP_ERR_IO, "%s: cannot create the results folder", exp_dir);
+    git_commit(git, sizeof git);
+    for (int i = 0; i < x->n_runs; i++) { /* checksums per distinct model (usually one) */
+        ZP_TRY(resolve_model(x->runs[i].model, exp_dir, model_dir, sizeof model_dir));
+        experiment one = {"", &x->runs[i], 1};
+        exp_assign_ids(&one, git, model_checksum(model_dir));
+    }
+    ZP_TRY(write_meta(x, exp_dir, git, o));
+    char csv[4400];
+    snprintf(csv, sizeof csv, "%s/runs.csv", exp_dir);
+    int n_done = 0, n_skip = 0;
+    for (int i = 0; i < x->n_runs; i++) {
+        if (o->shard_count > 1 && i % o->shard_count != o->shard_index) continue;
+        const exp_run *r = &x->runs[i];
+        if (!o->force && run_done(csv, r->run_id)) { n_skip++; continue; }
+        fprintf(stderr, "run %d/%d (%s): policy %s nmax %d window %d kv_pool_tokens %lld on %s\n", i + 1, x->n_runs, r->run_id,
+                r->policy, r->nmax, r->window, (long long)r->kv_pool_tokens, r->dataset);
+        ZP_TRY(resolve_model(r->model, exp_dir, model_dir, sizeof model_dir));
+        zp_status s = execute(r, exp_dir, git, model_dir, o);
+        if (s != ZP_OK) { zp_error_prefix("run %s", r->run_id); return s; }
+        n_done++;
+    }
+    fprintf(stderr, "experiment %s: %d runs done, %d already finished (in %s)\n", x->name, n_done, n_skip, csv);
+    return ZP_OK;
+}

@@ -1,0 +1,21 @@
+/* runner.h - executes experiment runs: engine + tokenizer + chat template + dataset +
+ * graders, writing results/<exp>/runs.csv (one row per run, flushed when the run ends),
+ * samples.jsonl (one line per sample) and meta.json. The only module that joins the engine
+ * with datasets/. Finished runs found in runs.csv are skipped unless forced, so an
+ * interrupted sweep resumes where it stopped; SHARD=i/N runs every N-th run. */
+#ifndef ZP_RUNNER_H
+#define ZP_RUNNER_H
+
+#include "experiment.h"
+
+typedef struct {
+    const char *results_dir;   /* default "results" */
+    int force;                 /* redo finished runs */
+    int shard_index, shard_count;
+    int unsafe_no_sandbox;     /* code grading without bubblewrap */
+    const char *command_line;
+} runner_opts;
+
+zp_status runner_run_experiment(experiment *x, const runner_opts *o);
+
+#endif

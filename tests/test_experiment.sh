@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# test_experiment.sh - the experiment runner end to end: grid expansion with a baseline, one
+# row per run in runs.csv, samples.jsonl lines, meta.json; a second invocation skips finished
+# runs (resume); --force redoes them; SHARD=i/N splits; bad definitions fail with the key named.
+# Args: ZIPAGE TMPDIR SRCDIR
+set -u
+Z=$1; T=$2/experiment; S=$3
+rm -rf "$T"; mkdir -p "$T"
+fails=0
+check() { if ! eval "$1"; then echo "FAIL: $2"; fails=$((fails+1)); fi; }
+E="$S/tests/data/experiments/tiny_sweep.json"
+"$Z" run "$E" --results "$T" > "$T/log1" 2>&1; check '[ $? -eq 0 ]' "first run"
+R="$T/tiny_sweep"
+check '[ "$(wc -l < "$R/runs.csv")" -eq 4 ]' "3 runs (full baseline + 2 budgets) + header in runs.csv"
+check '[ "$(wc -l < "$R/samples.jsonl")" -eq 12 ]' "12 samples (3 runs x 2 problems x 2 samples)"
+check 'python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert len(m[\"runs\"])==3" "$R/meta.json"' "meta.json lists 3 runs"
+check 'grep -q "\"zipage\",\"{}\",\"1\"" "$R/runs.csv" && grep -q "\"full\"" "$R/runs.csv"' "rows for full and zipage nmax 1"
+"$Z" run "$E" --results "$T" > "$T/log2" 2>&1
+check 'grep -q "0 runs done, 3 already finished" "$T/log2" && [ "$(wc -l < "$R/runs.csv")" -eq 4 ]' "resume skips finished runs"
+rm -rf "$R"; SHARD=1/2 "$Z" run "$E" --results "$T" > "$T/log3" 2>&1
+check '[ "$(wc -l < "$R/runs.csv")" -eq 2 ]' "SHARD=1/2 runs one of three runs"
+printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","nmaxx":[1]}' > "$T/bad.json"
+"$Z" run "$T/bad.json" --results "$T" > "$T/log4" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "unknown key \"nmaxx\"" "$T/log4"' "unknown key named"
+printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm9k"}' > "$T/bad2.json"
+"$Z" run "$T/bad2.json" --results "$T" > "$T/log5" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "gsm9k.jsonl: cannot open" "$T/log5"' "missing dataset named"
+if [ $fails -eq 0 ]; then echo "test_experiment: all checks passed"; exit 0; fi
+cat "$T"/log*; echo "test_experiment: $fails failure(s)"; exit 1

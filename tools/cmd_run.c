@@ -1,0 +1,45 @@
+/* cmd_run.c - `zipage run EXP [--results DIR] [--force] [--unsafe-no-sandbox]`: runs the
+ * experiment experiments/EXP.json (or a path); SHARD=i/N in the environment runs every N-th
+ * run. `make experiment EXP=name` calls it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h" /* cli_value, cli_report */
+#include "runner.h"     /* runner_run_experiment */
+
+int cmd_run(int argc, char **argv) {
+    runner_opts o = {"results", 0, 0, 1, 0, NULL};
+    const char *exp = NULL, *v;
+    char cmdline[2048] = "zipage run";
+    for (int i = 1; i < argc; i++) {
+        strncat(cmdline, " ", sizeof cmdline - strlen(cmdline) - 1);
+        strncat(cmdline, argv[i], sizeof cmdline - strlen(cmdline) - 1);
+    }
+    o.command_line = cmdline;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            printf("usage: zipage run EXP [--results DIR] [--force] [--unsafe-no-sandbox]   (SHARD=i/N to split a sweep)\n");
+            return 0;
+        } else if (!strcmp(argv[i], "--force")) o.force = 1;
+        else if (!strcmp(argv[i], "--unsafe-no-sandbox")) o.unsafe_no_sandbox = 1;
+        else if (!strcmp(argv[i], "--results")) {
+            if (!(v = cli_value(argc, argv, &i))) return cli_report("run", ZP_ERR_INVALID);
+            o.results_dir = v;
+        } else if (argv[i][0] == '-') return cli_report("run", zp_fail(ZP_ERR_INVALID, "unknown flag %s", argv[i]));
+        else exp = argv[i];
+    }
+    if (!exp) return cli_report("run", zp_fail(ZP_ERR_INVALID, "which experiment? (a name in experiments/ or a .json path)"));
+    const char *shard = getenv("SHARD");
+    if (shard && *shard && (sscanf(shard, "%d/%d", &o.shard_index, &o.shard_count) != 2 || o.shard_count < 1 ||
+                            o.shard_index < 0 || o.shard_index >= o.shard_count))
+        return cli_report("run", zp_fail(ZP_ERR_INVALID, "SHARD=\"%s\": expected i/N with 0 <= i < N", shard));
+    experiment x;
+    zp_status s = exp_load(exp, ZIPAGE_EXPERIMENTS_DIR, &x);
+    if (s == ZP_OK) {
+        fprintf(stderr, "experiment %s: %d runs\n", x.name, x.n_runs);
+        s = runner_run_experiment(&x, &o);
+        exp_free(&x);
+    }
+    return s == ZP_OK ? 0 : cli_report("run", s);
+}

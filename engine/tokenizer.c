@@ -240,18 +240,14 @@ size_t zp_tokenizer_decode_stream(const zp_tokenizer *t, int id, zp_detok_state 
 }
 
 zp_status zp_tokenizer_decode(const zp_tokenizer *t, const int *ids, int n, char **out, size_t *len) {
+    /* (ids outside the tokenizer's vocabulary are skipped, see the loop) */
     size_t cap = 64, used = 0;
     for (int i = 0; i < n; i++) cap += ids[i] >= 0 && ids[i] < t->n_vocab ? (size_t)t->tok_len[ids[i]] : 0;
     char *s = malloc(cap + 16);
     ZP_CHECK_ALLOC(s);
     zp_detok_state st = {{0}, 0};
-    for (int i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= t->n_vocab || !t->tok[ids[i]]) {
-            free(s);
-            return zp_fail(ZP_ERR_INVALID, "decode: token id %d at index %d is not in the vocabulary", ids[i], i);
-        }
+    for (int i = 0; i < n; i++) /* ids without a token (a model's padded vocabulary rows) decode to nothing */
         used += zp_tokenizer_decode_stream(t, ids[i], &st, s + used, cap - used);
-    }
     for (int k = 0; k < st.n_pending; k++) s[used++] = (char)st.pending[k]; /* trailing partial character */
     s[used] = 0;
     *out = s;

@@ -26,7 +26,8 @@ void zp_tokenizer_free(zp_tokenizer *t);
 /* Encodes UTF-8 text; special tokens in the text are recognised when parse_special.
  * *ids is malloc'ed (caller frees). */
 zp_status zp_tokenizer_encode(zp_tokenizer *t, const char *text, size_t len, int parse_special, int **ids, int *n);
-/* Whole decode into a malloc'ed NUL-terminated string. */
+/* Whole decode into a malloc'ed NUL-terminated string. Ids the tokenizer does not have (rows
+ * of a model's padded embedding, e.g. 151669..151935 for Qwen3) decode to nothing. */
 zp_status zp_tokenizer_decode(const zp_tokenizer *t, const int *ids, int n, char **out, size_t *len);
 
 /* Streaming decode: append the bytes of one token, emit only complete UTF-8 characters. */

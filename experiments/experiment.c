@@ -55,7 +55,10 @@ static zp_status parse_base(const cJSON *r, const char *src, exp_run *b) {
     ZP_TRY(get_str(r, "model", src, b->model, sizeof b->model));
     ZP_TRY(get_str(r, "device", src, b->device, sizeof b->device));
     ZP_TRY(get_str(r, "precision", src, b->precision, sizeof b->precision));
-    ZP_TRY(get_str(r, "dataset", src, b->dataset, sizeof b->dataset));
+    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(r, "dataset");
+    if (cJSON_IsArray(ds) && cJSON_IsString(cJSON_GetArrayItem(ds, 0))) /* an axis: the first names the base */
+        snprintf(b->dataset, sizeof b->dataset, "%s", cJSON_GetArrayItem(ds, 0)->valuestring);
+    else ZP_TRY(get_str(r, "dataset", src, b->dataset, sizeof b->dataset));
     ZP_TRY(get_str(r, "ids", src, b->ids, sizeof b->ids));
     ZP_TRY(get_str(r, "scheduler", src, b->scheduler, sizeof b->scheduler));
     if (!b->model[0] || !b->dataset[0]) return zp_fail(ZP_ERR_INVALID, "%s: \"model\" and \"dataset\" are required", src);
@@ -128,12 +131,19 @@ static zp_status expand_params(const cJSON *pp, int index, char *out, size_t n, 
     return ZP_OK;
 }
 
-static zp_status expand(const cJSON *r, const exp_run *base, const char *src, experiment *x) {
+static zp_status expand(const cJSON *r, const exp_run *base0, const char *src, experiment *x) {
     const cJSON *pol = cJSON_GetObjectItemCaseSensitive(r, "policy"), *nm = cJSON_GetObjectItemCaseSensitive(r, "nmax");
     const cJSON *win = cJSON_GetObjectItemCaseSensitive(r, "window"), *mc = cJSON_GetObjectItemCaseSensitive(r, "max_concurrency");
     const cJSON *kv = cJSON_GetObjectItemCaseSensitive(r, "kv_pool_tokens"), *pp = cJSON_GetObjectItemCaseSensitive(r, "policy_params");
     if (pp && !cJSON_IsObject(pp)) return zp_fail(ZP_ERR_INVALID, "%s: \"policy_params\" must be an object", src);
     const int baseline = get_bool(r, "baseline", 0);
+    const cJSON *dsa = cJSON_GetObjectItemCaseSensitive(r, "dataset");
+    for (int di = 0; di < axis_len(dsa); di++) {
+    const cJSON *dv = axis_at(dsa, di);
+    if (!cJSON_IsString(dv)) return zp_fail(ZP_ERR_INVALID, "%s: \"dataset\" values must be strings", src);
+    exp_run base_d = *base0;
+    snprintf(base_d.dataset, sizeof base_d.dataset, "%s", dv->valuestring);
+    const exp_run *base = &base_d;
     int np = pol ? axis_len(pol) : 1, nn = nm ? axis_len(nm) : 1, nw = win ? axis_len(win) : 1, nc = mc ? axis_len(mc) : 1, nk = kv ? axis_len(kv) : 1;
     for (int a = 0; a < np; a++)
         for (int b = 0; b < nn; b++)
@@ -170,6 +180,7 @@ static zp_status expand(const cJSON *r, const exp_run *base, const char *src, ex
                             ZP_TRY(add_run(x, &bl));
                         }
                     }
+    }
     return ZP_OK;
 }
 

@@ -93,6 +93,7 @@ typedef struct {
     ds_dataset ds;
     int *sel, n_sel;
     int total;
+    int tty, run_k, run_n; /* progress display */
 } run_ctx;
 
 static zp_status add_requests(run_ctx *c, const exp_run *r, const char *model_dir) {
@@ -131,14 +132,16 @@ static zp_status generate(run_ctx *c, zp_output *outs, double *wall) {
         ZP_TRY(zp_engine_step(c->e));
         done += zp_engine_poll(c->e, outs + done, c->total - done);
         double t = now_s();
-        if (t - last >= 5.0) {
+        if (t - last >= (c->tty ? 0.5 : 5.0)) { /* one live line on a terminal, periodic lines otherwise */
             zp_engine_get_stats(c->e, &st);
             double tps = st.generated_tokens / (t - t0), eta = done ? (t - t0) * (c->total - done) / done : 0;
-            fprintf(stderr, "  %d/%d requests done, %.1f tokens/s, %d running, peak KV %d blocks, ETA %.0f s\n", done, c->total, tps,
-                    zp_engine_num_running(c->e), st.peak_blocks, eta);
+            fprintf(stderr, "%s  run %d/%d: %d/%d requests done, %.1f tokens/s, %d running, peak KV %d/%d blocks, ETA %.0f s%s",
+                    c->tty ? "\r" : "", c->run_k, c->run_n, done, c->total, tps, zp_engine_num_running(c->e), st.peak_blocks,
+                    st.num_blocks, eta, c->tty ? "   " : "\n");
             last = t;
         }
     }
+    if (c->tty && last > t0) fputc('\n', stderr);
     done += zp_engine_poll(c->e, outs + done, c->total - done);
     *wall = now_s() - t0;
     if (done != c->total) return zp_fail(ZP_ERR_BACKEND, "run: %d of %d requests finished", done, c->total);
@@ -288,9 +291,13 @@ static void close_run(run_ctx *c) {
     memset(c, 0, sizeof *c);
 }
 
-static zp_status execute(const exp_run *r, const char *exp_dir, const char *git, const char *model_dir, const runner_opts *o) {
+static zp_status execute(const exp_run *r, const char *exp_dir, const char *git, const char *model_dir, const runner_opts *o, int k,
+                         int n) {
     run_ctx c;
     memset(&c, 0, sizeof c);
+    c.tty = isatty(2);
+    c.run_k = k;
+    c.run_n = n;
     zp_status s = open_run(&c, r, model_dir, o);
     zp_output *outs = s == ZP_OK ? calloc((size_t)c.total, sizeof *outs) : NULL;
     double wall = 0;
@@ -338,6 +345,18 @@ static zp_status execute(const exp_run *r, const char *exp_dir, const char *git,
     return s;
 }
 
+/* Samples of a run killed between appending them and writing its row would be doubled by the
+ * rerun: drop any line of this run id first. */
+static zp_status drop_stale_samples(const char *exp_dir, const char *run_id) {
+    char path[4400], cmd[32768];
+    snprintf(path, sizeof path, "%s/samples.jsonl", exp_dir);
+    if (access(path, F_OK) != 0) return ZP_OK;
+    snprintf(cmd, sizeof cmd, "grep -q -F '\"run_id\":\"%s\"' '%s' || exit 0; grep -v -F '\"run_id\":\"%s\"' '%s' > '%s.tmp'; mv '%s.tmp' '%s'",
+             run_id, path, run_id, path, path, path, path);
+    if (system(cmd) != 0) return zp_fail(ZP_ERR_IO, "%s: cannot remove the samples of an interrupted run", path);
+    return ZP_OK;
+}
+
 static zp_status write_meta(const experiment *x, const char *exp_dir, const char *git, const runner_opts *o) {
     char path[4400];
     snprintf(path, sizeof path, "%s/meta.json", exp_dir);
@@ -374,7 +393,8 @@ zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
         fprintf(stderr, "run %d/%d (%s): policy %s nmax %d window %d kv_pool_tokens %lld on %s\n", i + 1, x->n_runs, r->run_id,
                 r->policy, r->nmax, r->window, (long long)r->kv_pool_tokens, r->dataset);
         ZP_TRY(resolve_model(r->model, exp_dir, model_dir, sizeof model_dir));
-        zp_status s = execute(r, exp_dir, git, model_dir, o);
+        ZP_TRY(drop_stale_samples(exp_dir, r->run_id));
+        zp_status s = execute(r, exp_dir, git, model_dir, o, i + 1, x->n_runs);
         if (s != ZP_OK) { zp_error_prefix("run %s", r->run_id); return s; }
         n_done++;
     }

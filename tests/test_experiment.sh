@@ -19,6 +19,22 @@ check 'grep -q "\"zipage\",\"{}\",\"1\"" "$R/runs.csv" && grep -q "\"full\"" "$R
 check 'grep -q "0 runs done, 3 already finished" "$T/log2" && [ "$(wc -l < "$R/runs.csv")" -eq 4 ]' "resume skips finished runs"
 rm -rf "$R"; SHARD=1/2 "$Z" run "$E" --results "$T" > "$T/log3" 2>&1
 check '[ "$(wc -l < "$R/runs.csv")" -eq 2 ]' "SHARD=1/2 runs one of three runs"
+# kill mid-sweep (after the first run's row), rerun: every run once, no duplicate or lost rows/samples
+rm -rf "$R"
+"$Z" run "$E" --results "$T" > "$T/log6" 2>&1 &
+pid=$!
+for i in $(seq 1 600); do [ -f "$R/runs.csv" ] && [ "$(wc -l < "$R/runs.csv")" -ge 2 ] && break; sleep 0.1; done
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+rows_before=$(wc -l < "$R/runs.csv")
+"$Z" run "$E" --results "$T" > "$T/log7" 2>&1
+check '[ "$rows_before" -lt 4 ] && [ "$(wc -l < "$R/runs.csv")" -eq 4 ]' "resume after kill completes the sweep"
+check '[ "$(tail -n +2 "$R/runs.csv" | cut -d, -f1 | sort | uniq -d | wc -l)" -eq 0 ]' "no duplicate run ids after the kill"
+check '[ "$(wc -l < "$R/samples.jsonl")" -eq 12 ]' "12 samples after the kill, none lost or doubled"
+# table and plot data from the CSV
+"$Z" table tiny_sweep --results "$T" > "$T/table" 2>&1
+check 'grep -q "| full KV |" "$T/table" && grep -q "| zipage N=1 w=4 |" "$T/table" && grep -q "1.00x" "$T/table"' "Markdown table"
+"$Z" table tiny_sweep --results "$T" --plot-data "$T/plot.tsv" > "$T/vars" 2>&1
+check '[ "$(grep -vc "^#" "$T/plot.tsv")" -eq 3 ] && grep -q "policies=.zipage." "$T/vars"' "plot data"
 printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","nmaxx":[1]}' > "$T/bad.json"
 "$Z" run "$T/bad.json" --results "$T" > "$T/log4" 2>&1; rc=$?
 check '[ $rc -ne 0 ] && grep -q "unknown key \"nmaxx\"" "$T/log4"' "unknown key named"

@@ -1,0 +1,143 @@
+/* results_table.c - see results_table.h. */
+#include "results_table.h"
+
+#include <csv.h> /* csv_init, csv_parse, csv_fini */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h" /* zp_read_file */
+
+typedef struct {
+    char fields[40][600];
+    int n_fields, header_done, col[64];
+    result_row *rows;
+    int n, cap;
+} reader;
+
+static const char *COLS[] = {"run_id", "dataset", "policy", "policy_params", "nmax", "window", "max_concurrency", "kv_pool_tokens",
+                             "pass_at_1", "ci_low", "ci_high", "tps", "mean_running", "device", "model", NULL};
+
+static void on_field(void *s, size_t len, void *data) {
+    reader *r = data;
+    if (r->n_fields < 40) snprintf(r->fields[r->n_fields], sizeof r->fields[0], "%.*s", (int)len, (const char *)s);
+    r->n_fields++;
+}
+
+static const char *get(const reader *r, int k) { return r->col[k] >= 0 && r->col[k] < r->n_fields ? r->fields[r->col[k]] : ""; }
+
+static void on_row(int c, void *data) {
+    reader *r = data;
+    if (!r->header_done) {
+        for (int k = 0; COLS[k]; k++) {
+            r->col[k] = -1;
+            for (int i = 0; i < r->n_fields && i < 40; i++)
+                if (!strcmp(r->fields[i], COLS[k])) r->col[k] = i;
+        }
+        r->header_done = 1;
+    } else if (r->n_fields > 1) {
+        for (int i = 0; i < r->n; i++)
+            if (!strcmp(r->rows[i].run_id, get(r, 0))) { r->n_fields = 0; return; } /* merged shards: first wins */
+        if (r->n == r->cap) {
+            r->cap = r->cap ? 2 * r->cap : 64;
+            r->rows = realloc(r->rows, sizeof *r->rows * (size_t)r->cap);
+        }
+        result_row *w = &r->rows[r->n++];
+        memset(w, 0, sizeof *w);
+        snprintf(w->run_id, sizeof w->run_id, "%s", get(r, 0));
+        snprintf(w->dataset, sizeof w->dataset, "%s", get(r, 1));
+        snprintf(w->policy, sizeof w->policy, "%s", get(r, 2));
+        snprintf(w->params, sizeof w->params, "%s", get(r, 3));
+        w->nmax = atoi(get(r, 4));
+        w->window = atoi(get(r, 5));
+        w->max_concurrency = atoi(get(r, 6));
+        w->kv_pool_tokens = atoll(get(r, 7));
+        w->pass1 = atof(get(r, 8));
+        w->lo = atof(get(r, 9));
+        w->hi = atof(get(r, 10));
+        w->tps = atof(get(r, 11));
+        w->mean_running = atof(get(r, 12));
+        snprintf(w->device, sizeof w->device, "%s", get(r, 13));
+        snprintf(w->model, sizeof w->model, "%s", get(r, 14));
+    }
+    (void)c;
+    r->n_fields = 0;
+}
+
+zp_status results_read(const char *path, result_row **rows, int *n) {
+    char *txt;
+    size_t len;
+    ZP_TRY(zp_read_file(path, &txt, &len));
+    struct csv_parser p;
+    reader *r = calloc(1, sizeof *r);
+    if (!r || csv_init(&p, CSV_APPEND_NULL) != 0) { free(txt); free(r); return zp_fail(ZP_ERR_OOM, "csv: out of memory"); }
+    size_t done = csv_parse(&p, txt, len, on_field, on_row, r);
+    csv_fini(&p, on_field, on_row, r);
+    csv_free(&p);
+    free(txt);
+    zp_status s = ZP_OK;
+    if (done != len) s = zp_fail(ZP_ERR_FORMAT, "%s: CSV error: %s", path, csv_strerror(csv_error(&p)));
+    else if (!r->header_done || r->col[0] < 0 || r->col[8] < 0) s = zp_fail(ZP_ERR_FORMAT, "%s: no run_id/pass_at_1 header", path);
+    if (s == ZP_OK) { *rows = r->rows; *n = r->n; }
+    else free(r->rows);
+    free(r);
+    return s;
+}
+
+static void label(const result_row *w, char *out, size_t n) {
+    if (!strcmp(w->policy, "full")) snprintf(out, n, "full KV");
+    else snprintf(out, n, "%s N=%d w=%d%s%s", w->policy, w->nmax, w->window, strcmp(w->params, "{}") ? " " : "",
+                  strcmp(w->params, "{}") ? w->params : "");
+}
+
+void results_print_table(FILE *out, const result_row *rows, int n) {
+    char ds[16][64];
+    int nd = 0;
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        while (k < nd && strcmp(ds[k], rows[i].dataset)) k++;
+        if (k == nd && nd < 16) snprintf(ds[nd++], 64, "%s", rows[i].dataset);
+    }
+    fprintf(out, "| configuration |");
+    for (int k = 0; k < nd; k++) fprintf(out, " %s pass@1 (%%) |", ds[k]);
+    fprintf(out, " tokens/s (mean) | speed-up vs full KV |\n|---|");
+    for (int k = 0; k < nd; k++) fprintf(out, "---|");
+    fprintf(out, "---|---|\n");
+    char done[256][600];
+    int nl = 0;
+    for (int i = 0; i < n; i++) {
+        char lab[600];
+        label(&rows[i], lab, sizeof lab);
+        int seen = 0;
+        for (int j = 0; j < nl && !seen; j++) seen = !strcmp(done[j], lab);
+        if (seen || nl == 256) continue;
+        snprintf(done[nl++], 600, "%s", lab);
+        double tps = 0, speed = 0;
+        int nt = 0, ns = 0;
+        fprintf(out, "| %s |", lab);
+        for (int k = 0; k < nd; k++) {
+            const result_row *hit = NULL, *full = NULL;
+            for (int j = 0; j < n; j++) {
+                char l2[600];
+                label(&rows[j], l2, sizeof l2);
+                if (!strcmp(rows[j].dataset, ds[k]) && !strcmp(l2, lab) && !hit) hit = &rows[j];
+                if (!strcmp(rows[j].dataset, ds[k]) && !strcmp(rows[j].policy, "full") && !full) full = &rows[j];
+            }
+            if (!hit) { fprintf(out, " – |"); continue; }
+            fprintf(out, " %.1f [%.1f, %.1f] |", 100 * hit->pass1, 100 * hit->lo, 100 * hit->hi);
+            tps += hit->tps;
+            nt++;
+            if (full && full->tps > 0) { speed += hit->tps / full->tps; ns++; }
+        }
+        fprintf(out, " %.1f |", nt ? tps / nt : 0.0);
+        if (ns) fprintf(out, " %.2fx |\n", speed / ns);
+        else fprintf(out, " – |\n");
+    }
+}
+
+void results_write_plot_data(FILE *out, const result_row *rows, int n) {
+    fprintf(out, "# policy\tdataset\tnmax\twindow\tmax_concurrency\tkv_pool_tokens\tpass1\tci_low\tci_high\ttps\tmean_running\n");
+    for (int i = 0; i < n; i++)
+        fprintf(out, "%s\t%s\t%d\t%d\t%d\t%lld\t%.6f\t%.6f\t%.6f\t%.3f\t%.3f\n", rows[i].policy, rows[i].dataset, rows[i].nmax,
+                rows[i].window, rows[i].max_concurrency, rows[i].kv_pool_tokens, rows[i].pass1, rows[i].lo, rows[i].hi, rows[i].tps,
+                rows[i].mean_running);
+}

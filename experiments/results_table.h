@@ -1,0 +1,24 @@
+/* results_table.h - reads results/<exp>/runs.csv (libcsv) and prints the paper-style Markdown
+ * table (pass@1 per dataset, throughput, speed-up over full KV on the same dataset) or writes
+ * the tab-separated plot data the gnuplot scripts in plots/ read. */
+#ifndef ZP_RESULTS_TABLE_H
+#define ZP_RESULTS_TABLE_H
+
+#include <stdio.h>
+
+#include "status.h"
+
+typedef struct {
+    char run_id[20], dataset[64], policy[32], params[512], device[32];
+    int nmax, window, max_concurrency;
+    long long kv_pool_tokens;
+    double pass1, lo, hi, tps, mean_running;
+    char model[256];
+} result_row;
+
+/* Rows of a runs.csv (duplicates by run id keep the first: merged shards). */
+zp_status results_read(const char *csv_path, result_row **rows, int *n);
+void results_print_table(FILE *out, const result_row *rows, int n);
+void results_write_plot_data(FILE *out, const result_row *rows, int n);
+
+#endif

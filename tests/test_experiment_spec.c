@@ -1,0 +1,68 @@
+/* test_experiment_spec.c - experiment definitions: grid expansion of every shipped experiment
+ * (axes, policy_params lists, baselines, dataset lists, deduplication), run-id stability (same
+ * inputs -> same id; commit, model checksum or any setting changes it), and config errors named
+ * by key. */
+#include <string.h>
+
+#include "experiment.h"
+#include "test_util.h"
+
+static int count_policy(const experiment *x, const char *p) {
+    int n = 0;
+    for (int i = 0; i < x->n_runs; i++) n += !strcmp(x->runs[i].policy, p);
+    return n;
+}
+
+int main(void) {
+    const struct { const char *name; int runs, full; } want[] = {{"smoke", 3, 1}, {"aime_nmax_sweep", 5, 1}, {"amc_window_sweep", 6, 1},
+                                                                 {"concurrency_sweep", 10, 2}, {"policy_comparison", 18, 3},
+                                                                 {"ablation_zipage", 9, 1}, {"throughput_random", 4, 1}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        experiment x;
+        CHECK_OK(exp_load(want[i].name, ZIPAGE_EXPERIMENTS_DIR, &x));
+        if (x.n_runs != want[i].runs || count_policy(&x, "full") != want[i].full)
+            fprintf(stderr, "%s: %d runs (%d full), expected %d (%d)\n", want[i].name, x.n_runs, count_policy(&x, "full"), want[i].runs, want[i].full);
+        CHECK(x.n_runs == want[i].runs && count_policy(&x, "full") == want[i].full);
+        exp_free(&x);
+    }
+    experiment a, b;
+    CHECK_OK(exp_load("ablation_zipage", ZIPAGE_EXPERIMENTS_DIR, &a));
+    int distinct = 1;
+    for (int i = 0; i < a.n_runs; i++)
+        for (int j = 0; j < i; j++) distinct &= strcmp(a.runs[i].policy_params, a.runs[j].policy_params) || strcmp(a.runs[i].policy, a.runs[j].policy);
+    CHECK(distinct);
+    CHECK_OK(exp_load("ablation_zipage", ZIPAGE_EXPERIMENTS_DIR, &b));
+    exp_assign_ids(&a, "abc123", 42);
+    exp_assign_ids(&b, "abc123", 42);
+    for (int i = 0; i < a.n_runs; i++) CHECK(!strcmp(a.runs[i].run_id, b.runs[i].run_id) && strlen(a.runs[i].run_id) == 16);
+    char first[17];
+    snprintf(first, sizeof first, "%s", a.runs[0].run_id);
+    exp_assign_ids(&b, "abc124", 42);
+    CHECK(strcmp(first, b.runs[0].run_id));
+    exp_assign_ids(&b, "abc123", 43);
+    CHECK(strcmp(first, b.runs[0].run_id));
+    for (int i = 1; i < a.n_runs; i++) CHECK(strcmp(a.runs[i].run_id, first));
+    exp_free(&a);
+    exp_free(&b);
+    /* errors */
+    const char *bad[][2] = {{"{\"model\":\"m\",\"dataset\":\"d\",\"nmaxx\":[1]}", "unknown key \"nmaxx\""},
+                            {"{\"dataset\":\"d\"}", "\"model\" and \"dataset\" are required"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"samples\":0}", "\"samples\" must be a number in [1"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"nmax\":[\"x\"]}", "\"nmax\" values must be non-negative numbers"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":[1]}", "\"policy_params\" must be an object"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"system\":\"pirate\"}", "\"system\" must be \"math\" or null"},
+                            {"[1,2]", "not a JSON object"}};
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad_experiment.json", ZP_TEST_TMP);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        FILE *f = fopen(path, "w");
+        fputs(bad[i][0], f);
+        fclose(f);
+        experiment x;
+        zp_status s = exp_load(path, NULL, &x);
+        CHECK(s != ZP_OK);
+        if (s == ZP_OK || !strstr(zp_last_error(), bad[i][1])) fprintf(stderr, "case %zu: \"%s\" lacks \"%s\"\n", i, zp_last_error(), bad[i][1]);
+        CHECK(strstr(zp_last_error(), bad[i][1]) != NULL);
+    }
+    return zp_test_finish("test_experiment_spec");
+}

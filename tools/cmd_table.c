@@ -52,3 +52,44 @@ int cmd_table(int argc, char **argv) {
     free(rows);
     return 0;
 }
+
+/* `zipage merge DEST.csv SRC.csv...`: appends the rows of shard CSVs whose run id DEST does
+ * not have yet (a header is written when DEST is new). */
+int cmd_merge(int argc, char **argv) {
+    if (argc < 3) return cli_report("merge", zp_fail(ZP_ERR_INVALID, "usage: zipage merge DEST.csv SRC.csv [SRC.csv ...]"));
+    result_row *have = NULL;
+    int n_have = 0, added = 0;
+    FILE *probe = fopen(argv[1], "r");
+    if (probe) {
+        fclose(probe);
+        zp_status s = results_read(argv[1], &have, &n_have);
+        if (s != ZP_OK) return cli_report("merge", s);
+    }
+    FILE *dest = fopen(argv[1], "a");
+    if (!dest) { free(have); return cli_report("merge", zp_fail(ZP_ERR_IO, "%s: cannot append", argv[1])); }
+    int need_header = !probe;
+    for (int a = 2; a < argc; a++) {
+        FILE *src = fopen(argv[a], "r");
+        if (!src) { fclose(dest); free(have); return cli_report("merge", zp_fail(ZP_ERR_IO, "%s: cannot open", argv[a])); }
+        char line[16384];
+        for (int ln = 0; fgets(line, sizeof line, src); ln++) {
+            if (ln == 0) { if (need_header) { fputs(line, dest); need_header = 0; } continue; }
+            char id[20] = "";
+            sscanf(line[0] == '"' ? line + 1 : line, "%16[0-9a-f]", id);
+            int dup = 0;
+            for (int i = 0; i < n_have && !dup; i++) dup = !strcmp(have[i].run_id, id);
+            if (dup || !id[0]) continue;
+            fputs(line, dest);
+            result_row *g = realloc(have, sizeof *g * (size_t)(n_have + 1));
+            if (!g) break;
+            have = g;
+            snprintf(have[n_have++].run_id, sizeof have[0].run_id, "%s", id);
+            added++;
+        }
+        fclose(src);
+    }
+    fclose(dest);
+    free(have);
+    printf("merge: %d rows added to %s\n", added, argv[1]);
+    return 0;
+}

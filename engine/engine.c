@@ -135,6 +135,20 @@ size_t zp_engine_block_bytes(const zp_engine *e) {
     return zp_model_kv_block_bytes(&e->model->cfg, e->cfg.block_size, elem);
 }
 int zp_engine_num_running(const zp_engine *e) { return e->sched.running.n; }
+double zp_engine_kv_share(const zp_engine *e) {
+    double s = 0;
+    int n = 0;
+    for (int i = 0; i < e->sched.running.n; i++) {
+        const zp_seq *q = e->sched.running.v[i];
+        if (q->n_done > 0) { s += (double)q->n_kv / q->n_done; n++; }
+    }
+    return n ? s / n : 1.0;
+}
+
+void zp_engine_set_logits_hook(zp_engine *e, zp_logits_hook fn, void *ctx) {
+    e->logits_hook = fn;
+    e->logits_hook_ctx = ctx;
+}
 int zp_engine_has_unfinished(const zp_engine *e) { return e->sched.waiting.n + e->sched.running.n > 0 || e->worker_running; }
 
 zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, const zp_sampling_params *sp,
@@ -150,6 +164,9 @@ zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, c
         if (prompt[i] < 0 || prompt[i] >= mc->vocab)
             return zp_fail(ZP_ERR_INVALID, "request %lld: prompt token %d at index %d is outside the vocabulary [0,%d)",
                            (long long)request_id, prompt[i], i, mc->vocab);
+    for (int i = 0; i < sp->n_forced; i++)
+        if (sp->forced[i] < 0 || sp->forced[i] >= mc->vocab)
+            return zp_fail(ZP_ERR_INVALID, "request %lld: forced token %d at index %d is outside the vocabulary", (long long)request_id, sp->forced[i], i);
     if (n_prompt >= mc->max_pos)
         return zp_fail(ZP_ERR_CAPACITY, "request %lld: prompt of %d tokens reaches max_position_embeddings %d",
                        (long long)request_id, n_prompt, mc->max_pos);
@@ -292,8 +309,10 @@ static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n) {
         sched_mark_computed(&e->sched, q);
         if (q->n_kv > e->stats.peak_request_tokens) e->stats.peak_request_tokens = q->n_kv;
         int step = q->n_tokens - q->n_prompt;
+        if (e->logits_hook) e->logits_hook(e->logits_hook_ctx, q->request_id, q->sample_index, step, e->logits + (size_t)i * V, V);
         float u = zp_rng_uniform(q->seed, (uint64_t)q->request_id, (uint32_t)q->sample_index, (uint32_t)step);
-        int tok = zp_sample_token(e->logits + (size_t)i * V, V, &q->sp, q->tokens, q->n_tokens, u, e->scratch);
+        int tok = step < q->sp.n_forced ? q->sp.forced[step]
+                                        : zp_sample_token(e->logits + (size_t)i * V, V, &q->sp, q->tokens, q->n_tokens, u, e->scratch);
         q->tokens[q->n_tokens++] = tok;
         e->stats.generated_tokens++;
         q->finish = check_finish(e, q, tok);

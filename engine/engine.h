@@ -81,6 +81,12 @@ const zp_model_config *zp_engine_model_config(const zp_engine *e);
 /* Queues one sample of a prompt. (request_id, sample_index, seed) key its random numbers. */
 zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, const zp_sampling_params *sp,
                                 int64_t request_id, int sample_index, uint64_t seed);
+/* Called with the logits [vocab] each request's next token is drawn from (before sampling;
+ * the fidelity probe compares them across engines). NULL removes the hook. */
+typedef void (*zp_logits_hook)(void *ctx, int64_t request_id, int sample_index, int step, const float *logits, int vocab);
+void zp_engine_set_logits_hook(zp_engine *e, zp_logits_hook fn, void *ctx);
+/* Mean over running requests of physical / logical tokens (1.0 without eviction). */
+double zp_engine_kv_share(const zp_engine *e);
 /* Runs one prefill or decode step. */
 zp_status zp_engine_step(zp_engine *e);
 int zp_engine_has_unfinished(const zp_engine *e);

@@ -27,6 +27,8 @@ struct zp_engine {
     int *qstore_rows, *qstore_slots, qstore_cap;
     zp_engine_stats stats;
     zp_batch last_batch;      /* the batch of the last forward (tests) */
+    zp_logits_hook logits_hook;
+    void *logits_hook_ctx;
     /* compression */
     int compressing_enabled;
     zp_compressor comp;

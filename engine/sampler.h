@@ -21,6 +21,8 @@ typedef struct {
     int ignore_eos;
     int n_stop;
     int stop_ids[ZP_MAX_STOP]; /* extra stop tokens */
+    const int *forced;        /* teacher forcing: generated token k is forced[k] for k < n_forced */
+    int n_forced;             /* (the array must outlive the request) */
 } zp_sampling_params;
 
 zp_sampling_params zp_sampling_default(void);

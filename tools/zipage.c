@@ -12,6 +12,7 @@ int cmd_prompts(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_table(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_fidelity(int argc, char **argv);
 
 static const struct {
     const char *name;
@@ -24,6 +25,7 @@ static const struct {
     {"bench", cmd_bench, "prefill and decode throughput and peak memory of a fixed workload"},
     {"run", cmd_run, "run an experiment (experiments/NAME.json): sweeps, runs.csv, samples.jsonl, meta.json"},
     {"table", cmd_table, "Markdown table (or plot data) of an experiment's runs.csv"},
+    {"fidelity", cmd_fidelity, "teacher-forced KL and top-1 agreement of each policy against full KV"},
     {"merge", cmd_merge, "merge shard runs.csv files into one, by run id"},
     {"prompts", cmd_prompts, "render a dataset through the model's chat template and tokenize it (JSON lines)"},
     {"tokenize", cmd_tokenize, "text to token ids (or --decode ids to text) with a model's tokenizer"},

@@ -12,7 +12,8 @@
 static const char *const KNOWN[] = {"model", "device", "precision", "dataset", "ids", "limit", "samples", "temperature", "top_p",
                                     "top_k", "max_tokens", "thinking", "system", "seed", "block_size", "max_num_seqs",
                                     "max_num_batched_tokens", "prefix_cache", "async", "kv_pool_tokens", "scheduler", "policy",
-                                    "policy_params", "nmax", "window", "max_concurrency", "baseline", "description", NULL};
+                                    "policy_params", "nmax", "window", "max_concurrency", "baseline", "description", "kind", "gen",
+                                    "kl_window", NULL};
 
 static zp_status check_keys(const cJSON *root, const char *src) {
     const cJSON *e;
@@ -72,6 +73,13 @@ static zp_status parse_base(const cJSON *r, const char *src, exp_run *b) {
     v = 256; ZP_TRY(get_num(r, "block_size", src, 1, 65536, &v)); b->block_size = (int)v;
     v = 256; ZP_TRY(get_num(r, "max_num_seqs", src, 1, 1e6, &v)); b->max_num_seqs = (int)v;
     v = 8192; ZP_TRY(get_num(r, "max_num_batched_tokens", src, 1, 1e8, &v)); b->max_num_batched_tokens = (int)v;
+    char kind[32] = "generate";
+    ZP_TRY(get_str(r, "kind", src, kind, sizeof kind));
+    if (strcmp(kind, "generate") && strcmp(kind, "fidelity"))
+        return zp_fail(ZP_ERR_INVALID, "%s: \"kind\" must be \"generate\" or \"fidelity\"", src);
+    b->fidelity = !strcmp(kind, "fidelity");
+    v = 512; ZP_TRY(get_num(r, "gen", src, 1, 1e6, &v)); b->gen = (int)v;
+    v = 64; ZP_TRY(get_num(r, "kl_window", src, 1, 1e6, &v)); b->kl_window = (int)v;
     b->prefix_cache = get_bool(r, "prefix_cache", 1);
     b->async = get_bool(r, "async", 0);
     b->thinking = get_bool(r, "thinking", 1);
@@ -102,12 +110,13 @@ static void resolve_json(exp_run *r) {
              "\"temperature\":%g,\"top_p\":%g,\"top_k\":%d,\"max_tokens\":%d,\"thinking\":%s,\"system\":%s,\"seed\":%llu,"
              "\"block_size\":%d,\"max_num_seqs\":%d,\"max_num_batched_tokens\":%d,\"prefix_cache\":%s,\"async\":%s,"
              "\"kv_pool_tokens\":%lld,\"scheduler\":\"%s\",\"policy\":\"%s\",\"policy_params\":%s,\"nmax\":%d,\"window\":%d,"
-             "\"max_concurrency\":%d}",
+             "\"max_concurrency\":%d,\"kind\":\"%s\",\"gen\":%d,\"kl_window\":%d}",
              r->model, r->device, r->precision, r->dataset, r->ids, r->limit, r->samples, r->temperature, r->top_p, r->top_k,
              r->max_tokens, r->thinking ? "true" : "false", r->math_system ? "\"math\"" : "null", (unsigned long long)r->seed,
              r->block_size, r->max_num_seqs, r->max_num_batched_tokens, r->prefix_cache ? "true" : "false",
              r->async ? "true" : "false", (long long)r->kv_pool_tokens, r->scheduler, r->policy,
-             r->policy_params[0] ? r->policy_params : "{}", r->nmax, r->window, r->max_concurrency);
+             r->policy_params[0] ? r->policy_params : "{}", r->nmax, r->window, r->max_concurrency, r->fidelity ? "fidelity" : "generate",
+             r->fidelity ? r->gen : 0, r->fidelity ? r->kl_window : 0);
 }
 
 /* Expands policy_params (values may be lists) for one policy into params JSON strings. */

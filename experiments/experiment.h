@@ -25,6 +25,7 @@ typedef struct {
     int64_t kv_pool_tokens;
     char scheduler[16], policy[32], policy_params[1024];
     int nmax, window, max_concurrency;
+    int fidelity, gen, kl_window; /* kind "fidelity": teacher-forced comparison with full KV */
     char run_id[17];
     char resolved[4096];       /* the run's configuration as JSON (meta.json, hashing) */
 } exp_run;

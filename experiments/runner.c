@@ -370,6 +370,8 @@ static zp_status write_meta(const experiment *x, const char *exp_dir, const char
     return fclose(f) == 0 ? ZP_OK : zp_fail(ZP_ERR_IO, "%s: write failed", path);
 }
 
+zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char *model_dir);
+
 zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
     char exp_dir[4200], git[64], model_dir[4400];
     snprintf(exp_dir, sizeof exp_dir, "%s/%s", o->results_dir ? o->results_dir : "results", x->name);
@@ -389,12 +391,14 @@ zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
     for (int i = 0; i < x->n_runs; i++) {
         if (o->shard_count > 1 && i % o->shard_count != o->shard_index) continue;
         const exp_run *r = &x->runs[i];
-        if (!o->force && run_done(csv, r->run_id)) { n_skip++; continue; }
+        char fcsv[4400];
+        snprintf(fcsv, sizeof fcsv, "%s/fidelity.csv", exp_dir);
+        if (!o->force && run_done(r->fidelity ? fcsv : csv, r->run_id)) { n_skip++; continue; }
         fprintf(stderr, "run %d/%d (%s): policy %s nmax %d window %d kv_pool_tokens %lld on %s\n", i + 1, x->n_runs, r->run_id,
                 r->policy, r->nmax, r->window, (long long)r->kv_pool_tokens, r->dataset);
         ZP_TRY(resolve_model(r->model, exp_dir, model_dir, sizeof model_dir));
         ZP_TRY(drop_stale_samples(exp_dir, r->run_id));
-        zp_status s = execute(r, exp_dir, git, model_dir, o, i + 1, x->n_runs);
+        zp_status s = r->fidelity ? runner_fidelity_run(r, exp_dir, model_dir) : execute(r, exp_dir, git, model_dir, o, i + 1, x->n_runs);
         if (s != ZP_OK) { zp_error_prefix("run %s", r->run_id); return s; }
         n_done++;
     }

@@ -1,0 +1,105 @@
+/* runner_fidelity.c - experiments of kind "fidelity": each run (policy, N_max, window) is
+ * teacher-forced against full KV on the selected prompts (fidelity.c); the full-KV side of a
+ * prompt is computed once per (model, dataset, gen, block size) and reused by every run. Rows
+ * go to results/<exp>/fidelity.csv (plain CSV, one per run, flushed when the run ends). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chat.h"
+#include "dataset.h"
+#include "fidelity.h"
+#include "prompts.h"
+#include "runner.h"
+#include "tokenizer.h"
+
+static struct {
+    char key[2048];
+    fidelity_ref *refs;
+    int n;
+    char (*ids)[128];
+} cache;
+
+static void cache_clear(void) {
+    for (int i = 0; i < cache.n; i++) fidelity_ref_free(&cache.refs[i]);
+    free(cache.refs);
+    free(cache.ids);
+    memset(&cache, 0, sizeof cache);
+}
+
+static zp_engine_config base_config(const exp_run *r, const char *model_dir) {
+    zp_engine_config c = zp_engine_config_default();
+    c.model_dir = model_dir;
+    c.device = r->device;
+    c.precision = r->precision;
+    c.block_size = r->block_size;
+    c.max_num_seqs = 1;
+    return c;
+}
+
+static zp_status build_refs(const exp_run *r, const char *model_dir) {
+    char key[2048];
+    snprintf(key, sizeof key, "%s|%s|%s|%d|%d|%d|%s", model_dir, r->dataset, r->ids, r->limit, r->gen, r->block_size, r->device);
+    if (!strcmp(key, cache.key)) return ZP_OK;
+    cache_clear();
+    ds_dataset d;
+    char err[ZP_DS_ERR];
+    int *sel = NULL, n = 0;
+    if (ds_open(r->dataset, ZIPAGE_DATASETS_DIR, &d, err) || ds_select(&d, r->ids[0] ? r->ids : NULL, r->limit, d.is_code, &sel, &n, err))
+        return zp_fail(ZP_ERR_INVALID, "%s", err);
+    zp_tokenizer *t = NULL;
+    zp_chat_opts co = {ZP_CHAT_QWEN3, r->thinking, NULL};
+    zp_status s = zp_tokenizer_load(model_dir, &t);
+    if (s == ZP_OK) s = zp_chat_detect(model_dir, &co.family);
+    cache.refs = calloc((size_t)(n ? n : 1), sizeof *cache.refs);
+    cache.ids = calloc((size_t)(n ? n : 1), sizeof *cache.ids);
+    zp_engine_config full = base_config(r, model_dir);
+    for (int i = 0; s == ZP_OK && i < n; i++) {
+        const ds_item *it = &d.items[sel[i]];
+        co.system = d.is_code ? LCB_SYSTEM_PROMPT : r->math_system ? ZP_MATH_SYSTEM_PROMPT : NULL;
+        char *user = ds_user_prompt(&d, it), *text = NULL;
+        int *ids = NULL, m = 0;
+        s = user ? zp_chat_render(&co, user, &text) : ZP_ERR_OOM;
+        if (s == ZP_OK) s = zp_tokenizer_encode(t, text, strlen(text), 1, &ids, &m);
+        if (s == ZP_OK) s = fidelity_reference(&full, ids, m, r->gen, &cache.refs[i]);
+        if (s == ZP_OK) { snprintf(cache.ids[i], 128, "%s", it->id); cache.n++; }
+        free(user); free(text); free(ids);
+    }
+    if (s == ZP_OK) snprintf(cache.key, sizeof cache.key, "%s", key);
+    else cache_clear();
+    if (t) zp_tokenizer_free(t);
+    free(sel);
+    ds_free(&d);
+    return s;
+}
+
+zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char *model_dir) {
+    ZP_TRY(build_refs(r, model_dir));
+    zp_engine_config cmp = base_config(r, model_dir);
+    cmp.policy = r->policy;
+    cmp.policy_params = r->policy_params[0] ? r->policy_params : NULL;
+    cmp.nmax = r->nmax ? r->nmax : 8;
+    cmp.window = r->window ? r->window : 16;
+    cmp.scheduler = r->scheduler;
+    double sum[5] = {0};
+    for (int i = 0; i < cache.n; i++) {
+        fidelity_result fr;
+        ZP_TRY(fidelity_compare(&cache.refs[i], &cmp, r->kl_window, &fr));
+        sum[0] += fr.mean_kl; sum[1] += fr.worst_window_kl; sum[2] += fr.agreement;
+        sum[3] += fr.first_disagreement < 0 ? fr.steps : fr.first_disagreement; sum[4] += fr.retained_share;
+    }
+    const int n = cache.n ? cache.n : 1;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/fidelity.csv", exp_dir);
+    int fresh = access(path, F_OK) != 0;
+    FILE *f = fopen(path, "a");
+    if (!f) return zp_fail(ZP_ERR_IO, "%s: cannot append", path);
+    if (fresh) fprintf(f, "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,first_disagreement,retained_share\n");
+    fprintf(f, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f\n", r->run_id, r->policy, r->nmax, r->window, r->block_size, r->dataset,
+            cache.n, r->gen, sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, sum[4] / n);
+    fclose(f);
+    fprintf(stderr, "run %s: %s N=%d: mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id, r->policy, r->nmax,
+            sum[0] / n, sum[2] / n, sum[4] / n);
+    return ZP_OK;
+}

@@ -1,0 +1,20 @@
+# fidelity.gp - plot of a fidelity experiment (results/<exp>/fidelity.csv): top-1 agreement
+# with full KV against the share of the context kept, one curve per policy (its N_max
+# points), and mean KL against the same axis. Variables: data, outdir, title, policies.
+# Columns: 1 run_id 2 policy 3 nmax 4 window 5 block 6 dataset 7 problems 8 gen 9 mean_kl
+#          10 worst_window_kl 11 agreement 12 first_disagreement 13 retained_share
+set terminal pngcairo size 900,600 enhanced font "Sans,11"
+set datafile separator ","
+set key outside right top
+set grid
+sel(p, col) = strcol(2) eq p ? column(col) : 1/0
+set output outdir."/fidelity_agreement.png"
+set title "teacher-forced top-1 agreement with full KV — ".title
+set xlabel "retained share of the context (physical / logical tokens)"
+set ylabel "top-1 agreement with full KV (share of steps)"
+plot for [p in policies] data every ::1 using (sel(p, 13)):(sel(p, 11)) with linespoints lw 2 pt 7 title p
+set output outdir."/fidelity_kl.png"
+set title "teacher-forced KL(full || compressed) — ".title
+set ylabel "mean KL per step (nats)"
+set logscale y
+plot for [p in policies] data every ::1 using (sel(p, 13)):(sel(p, 9)) with linespoints lw 2 pt 7 title p

@@ -16,7 +16,8 @@ static int count_policy(const experiment *x, const char *p) {
 int main(void) {
     const struct { const char *name; int runs, full; } want[] = {{"smoke", 3, 1}, {"aime_nmax_sweep", 5, 1}, {"amc_window_sweep", 6, 1},
                                                                  {"concurrency_sweep", 10, 2}, {"policy_comparison", 18, 3},
-                                                                 {"ablation_zipage", 9, 1}, {"throughput_random", 4, 1}};
+                                                                 {"ablation_zipage", 9, 1}, {"throughput_random", 4, 1},
+                                                                 {"fidelity_policies", 18, 0}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         experiment x;
         CHECK_OK(exp_load(want[i].name, ZIPAGE_EXPERIMENTS_DIR, &x));
@@ -51,6 +52,7 @@ int main(void) {
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"nmax\":[\"x\"]}", "\"nmax\" values must be non-negative numbers"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":[1]}", "\"policy_params\" must be an object"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"system\":\"pirate\"}", "\"system\" must be \"math\" or null"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"kind\":\"bench\"}", "\"kind\" must be"},
                             {"[1,2]", "not a JSON object"}};
     char path[512];
     snprintf(path, sizeof path, "%s/bad_experiment.json", ZP_TEST_TMP);

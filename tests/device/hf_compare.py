@@ -17,10 +17,15 @@ from transformers import AutoModelForCausalLM
 
 
 def load(d):
+    """A checkpoint folder; when it holds a .gguf file, transformers reads (and dequantises) that."""
+    kw = {}
+    ggufs = [f for f in os.listdir(d) if f.endswith(".gguf")]
+    if ggufs:
+        kw["gguf_file"] = ggufs[0]
     try:
-        m = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32)
+        m = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, **kw)
     except TypeError:
-        m = AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.float32)
+        m = AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.float32, **kw)
     return m.eval()
 
 

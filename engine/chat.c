@@ -50,8 +50,48 @@ zp_status zp_chat_detect(const char *dir, zp_chat_family *out) {
     return ZP_OK;
 }
 
+/* Length in bytes of the whitespace character at s (Python's str.isspace set, which Jinja's
+ * `trim` filter strips), or 0. */
+static int space_len(const unsigned char *s, size_t n) {
+    if (n >= 1 && ((s[0] >= 0x09 && s[0] <= 0x0d) || (s[0] >= 0x1c && s[0] <= 0x20))) return 1;
+    if (n >= 2 && s[0] == 0xc2 && (s[1] == 0x85 || s[1] == 0xa0)) return 2;
+    if (n < 3) return 0;
+    unsigned c = ((s[0] & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
+    if ((s[0] & 0xf0) != 0xe0) return 0;
+    return (c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f ||
+            c == 0x3000) ? 3 : 0;
+}
+
+/* Jinja's `trim` (Python str.strip()): a copy of s without leading and trailing whitespace. */
+static char *chat_trim(const char *s) {
+    const unsigned char *b = (const unsigned char *)s, *e = b + strlen(s);
+    for (int k; b < e && (k = space_len(b, (size_t)(e - b))) > 0;) b += k;
+    for (int moved = 1; moved && e > b;) { /* step back over whole whitespace characters */
+        moved = 0;
+        for (int k = 1; k <= 3 && e - k >= b; k++)
+            if (space_len(e - k, (size_t)k) == k) { e -= k; moved = 1; break; }
+    }
+    char *r = malloc((size_t)(e - b) + 1);
+    if (r) { memcpy(r, b, (size_t)(e - b)); r[e - b] = 0; }
+    return r;
+}
+
+static zp_status chat_render_llama3(const char *sys, const char *user, char **out) {
+    char *u = chat_trim(user), *st = sys ? chat_trim(sys) : NULL;
+    size_t n = strlen(user) + (sys ? strlen(sys) : 0) + 256;
+    char *s = malloc(n);
+    if (!u || (sys && !st) || !s) { free(u); free(st); free(s); return zp_fail(ZP_ERR_OOM, "chat: out of host memory rendering the llama3 template"); }
+    snprintf(s, n, "<|begin_of_text|>%s%s%s<|start_header_id|>user<|end_header_id|>\n\n%s<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+             st ? "<|start_header_id|>system<|end_header_id|>\n\n" : "", st ? st : "", st ? "<|eot_id|>" : "", u);
+    free(u);
+    free(st);
+    *out = s;
+    return ZP_OK;
+}
+
 zp_status zp_chat_render(const zp_chat_opts *o, const char *user, char **out) {
     const char *sys = o->system;
+    if (o->family == ZP_CHAT_LLAMA3) return chat_render_llama3(sys, user, out);
     size_t n = strlen(user) + (sys ? strlen(sys) : 0) + 256;
     char *s = malloc(n);
     ZP_CHECK_ALLOC(s);
@@ -62,10 +102,6 @@ zp_status zp_chat_render(const zp_chat_opts *o, const char *user, char **out) {
         break;
     case ZP_CHAT_R1:
         snprintf(s, n, "<｜begin▁of▁sentence｜>%s<｜User｜>%s<｜Assistant｜><think>\n", sys ? sys : "", user);
-        break;
-    case ZP_CHAT_LLAMA3:
-        snprintf(s, n, "<|begin_of_text|>%s%s%s<|start_header_id|>user<|end_header_id|>\n\n%s<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
-                 sys ? "<|start_header_id|>system<|end_header_id|>\n\n" : "", sys ? sys : "", sys ? "<|eot_id|>" : "", user);
         break;
     case ZP_CHAT_SMOLLM2:
         snprintf(s, n, "<|im_start|>system\n%s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n",

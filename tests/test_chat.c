@@ -1,9 +1,15 @@
 /* test_chat.c - chat templates against golden strings (the same strings the families' Jinja
  * templates render; all dataset prompts were compared with them on the device machine, see
- * tests/device/README.md), and family detection from each preset folder. */
+ * tests/device/README.md), golden strings of every family's Jinja template
+ * (tests/data/chat/golden_chat.jsonl), and family detection from each preset folder. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "chat.h"
+#include "config.h" /* zp_read_file */
 #include "test_util.h"
 
 static void expect(zp_chat_family f, int thinking, const char *sys, const char *user, const char *want) {
@@ -15,7 +21,40 @@ static void expect(zp_chat_family f, int thinking, const char *sys, const char *
     free(s);
 }
 
+/* tests/data/chat/golden_chat.jsonl: each family's published Jinja template rendered with
+ * apply_chat_template's settings (tests/device/make_chat_goldens.py) for 17 texts x {math
+ * system prompt, none} + 3 whitespace edge cases; 37 cases x 5 (family, thinking) pairs. */
+static void test_goldens(void) {
+    char path[512], *txt = NULL;
+    snprintf(path, sizeof path, "%s/chat/golden_chat.jsonl", ZP_TEST_DATA);
+    CHECK_OK(zp_read_file(path, &txt, NULL));
+    int cases = 0, ok = 0, per[ZP_CHAT_COUNT] = {0};
+    for (char *line = txt ? strtok(txt, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *fam = cJSON_GetObjectItemCaseSensitive(o, "family"), *sys = cJSON_GetObjectItemCaseSensitive(o, "system");
+        const char *user = cJSON_GetObjectItemCaseSensitive(o, "user")->valuestring;
+        const char *want = cJSON_GetObjectItemCaseSensitive(o, "text")->valuestring;
+        zp_chat_opts opt = {ZP_CHAT_COUNT, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "thinking")),
+                            cJSON_IsString(sys) ? sys->valuestring : NULL};
+        char *got = NULL;
+        CHECK(zp_chat_family_parse(fam->valuestring, &opt.family));
+        CHECK_OK(zp_chat_render(&opt, user, &got));
+        int same = got && !strcmp(got, want);
+        if (!same) fprintf(stderr, "golden %s case %d:\n got [%s]\nwant [%s]\n", fam->valuestring, cases, got, want);
+        ok += same;
+        per[opt.family]++;
+        cases++;
+        free(got);
+        cJSON_Delete(o);
+    }
+    printf("chat goldens: %d/%d\n", ok, cases);
+    CHECK(cases == 185 && ok == cases);
+    for (int f = 0; f < ZP_CHAT_COUNT; f++) CHECK(per[f] >= 37); /* every family is covered */
+    free(txt);
+}
+
 int main(void) {
+    test_goldens();
     expect(ZP_CHAT_QWEN3, 1, ZP_MATH_SYSTEM_PROMPT, "1+1?",
            "<|im_start|>system\nPlease reason step by step, and put your final answer within \\boxed{}.<|im_end|>\n"
            "<|im_start|>user\n1+1?<|im_end|>\n<|im_start|>assistant\n");

@@ -71,12 +71,12 @@ def template(model_dir):
     return None
 
 
-def render(tpl, user, system, **kw):
+def render(tpl, user, system, bos_token="<｜begin▁of▁sentence｜>", **kw):
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.globals["raise_exception"] = lambda msg: (_ for _ in ()).throw(jinja2.TemplateError(msg))
     env.filters["tojson"] = lambda x, **k: json.dumps(x, ensure_ascii=False)
     msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
-    return env.from_string(tpl).render(messages=msgs, add_generation_prompt=True, bos_token="<｜begin▁of▁sentence｜>", **kw)
+    return env.from_string(tpl).render(messages=msgs, add_generation_prompt=True, bos_token=bos_token, **kw)
 
 
 FAMILIES = {
@@ -85,7 +85,11 @@ FAMILIES = {
     "DeepSeek-R1-Distill-Qwen-7B": (qwen2_pipeline_tokenizer, {}),
     "DeepSeek-R1-Distill-Llama-8B": (tiktoken_tokenizer, {}),
     "SmolLM2-135M-Instruct": (hf_json_tokenizer, {}),
+    # Meta's Llama-3-Instruct template (tests/data/chat/) on R1-Distill-Llama's Llama-3 vocab,
+    # which holds <|start_header_id|>, <|end_header_id|> and <|eot_id|> as special tokens.
+    "DeepSeek-R1-Distill-Llama-8B-llama3chat": (tiktoken_tokenizer, {"bos_token": "<|begin_of_text|>"}),
 }
+LLAMA3_TEMPLATE = "tests/data/chat/llama3_chat_template.jinja"
 
 
 def main(root):
@@ -95,9 +99,10 @@ def main(root):
     for f in sorted(os.listdir(root)):
         fam, ds = f[:-len(".jsonl")].split("__")
         make, kw = FAMILIES[fam]
-        model_dir = "models/" + fam.replace("-nothink", "")
+        model_dir = "models/" + fam.replace("-nothink", "").replace("-llama3chat", "")
         if fam not in cache:
-            cache[fam] = (make(model_dir), template(model_dir))
+            tpl = open(LLAMA3_TEMPLATE).read() if fam.endswith("-llama3chat") else template(model_dir)
+            cache[fam] = (make(model_dir), tpl)
         encode, tpl = cache[fam]
         n = bad_text = bad_ids = 0
         first = None

@@ -13,5 +13,9 @@ for fam in Qwen3-8B DeepSeek-R1-Distill-Qwen-7B DeepSeek-R1-Distill-Llama-8B Smo
       --out "$O/${fam}__${ds}.jsonl" 2>/dev/null
   done
 done
+for ds in aime24 aime25 amc23 math500 gsm8k livecodebench; do
+  "$B/zipage" prompts --model models/DeepSeek-R1-Distill-Llama-8B --chat llama3 --dataset $ds --math-system --raw \
+    --out "$O/DeepSeek-R1-Distill-Llama-8B-llama3chat__${ds}.jsonl" 2>/dev/null
+done
 "$B/zipage" prompts --model models/Qwen3-8B --dataset aime24 --no-thinking --out "$O/Qwen3-8B-nothink__aime24.jsonl" 2>/dev/null
 du -sh "$O"

@@ -17,4 +17,5 @@ set output outdir."/fidelity_kl.png"
 set title "teacher-forced KL(full || compressed) — ".title
 set ylabel "mean KL per step (nats)"
 set logscale y
+set format y "10^{%L}"
 plot for [p in policies] data every ::1 using (sel(p, 13)):(sel(p, 9)) with linespoints lw 2 pt 7 title p

@@ -172,6 +172,15 @@ static void write_sample(FILE *f, const exp_run *r, const ds_item *it, const zp_
             zp_finish_name(o->finish), o->n_compressions);
 }
 
+/* Prints a run's first sample (up to 600 bytes, cut at a UTF-8 boundary) so that a run shows
+ * what the model wrote, not only its score; samples.jsonl holds every sample whole. */
+static void show_sample(const char *problem, const char *text, const char *extracted, int correct) {
+    size_t n = strlen(text), m = n > 600 ? 600 : n;
+    while (m < n && m > 0 && ((unsigned char)text[m] & 0xc0) == 0x80) m--;
+    fprintf(stderr, "sample 0 of %s (answer %s, %s):\n  %.*s%s\n", problem, extracted ? extracted : "none", correct ? "correct" : "wrong",
+            (int)m, text, m < n ? " [...]" : "");
+}
+
 /* Grades every output, writes the samples, fills per-problem counts. */
 static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const runner_opts *o, FILE *samples, int *n_correct,
                            int *truncated, int64_t *out_tokens) {
@@ -183,7 +192,9 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
         const ds_item *it = &c->ds.items[c->sel[out->request_id]];
         char *text;
         size_t len;
-        ZP_TRY(zp_tokenizer_decode(c->tok, out->tokens, out->n_tokens, &text, &len));
+        /* the text leaves out the token that ended the sample (EOS or a stop id); tokens counts it */
+        int n_text = out->n_tokens - ((out->finish == ZP_FINISH_EOS || out->finish == ZP_FINISH_STOP) && out->n_tokens > 0);
+        ZP_TRY(zp_tokenizer_decode(c->tok, out->tokens, n_text, &text, &len));
         int correct = 0;
         char *extracted = NULL;
         if (c->ds.is_code) {
@@ -197,6 +208,7 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
             extracted = g.extracted;
         }
         write_sample(samples, r, it, out, text, extracted, correct);
+        if (i == 0) show_sample(it->id, text, extracted, correct);
         n_correct[out->request_id] += correct;
         *truncated += out->finish == ZP_FINISH_LENGTH;
         *out_tokens += out->n_tokens;

@@ -14,6 +14,7 @@ R="$T/tiny_sweep"
 check '[ "$(wc -l < "$R/runs.csv")" -eq 4 ]' "3 runs (full baseline + 2 budgets) + header in runs.csv"
 check '[ "$(wc -l < "$R/samples.jsonl")" -eq 12 ]' "12 samples (3 runs x 2 problems x 2 samples)"
 check 'python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert len(m[\"runs\"])==3" "$R/meta.json"' "meta.json lists 3 runs"
+check '[ "$(grep -c "^sample 0 of " "$T/log1")" -eq 3 ]' "each run prints its first sample"
 check 'grep -q "\"zipage\",\"{}\",\"1\"" "$R/runs.csv" && grep -q "\"full\"" "$R/runs.csv"' "rows for full and zipage nmax 1"
 "$Z" run "$E" --results "$T" > "$T/log2" 2>&1
 check 'grep -q "0 runs done, 3 already finished" "$T/log2" && [ "$(wc -l < "$R/runs.csv")" -eq 4 ]' "resume skips finished runs"

@@ -31,6 +31,16 @@ zp_status zp_read_file(const char *path, char **out, size_t *len) {
     return ZP_OK;
 }
 
+zp_status zp_read_json_object(const char *path, cJSON **out) {
+    char *txt;
+    ZP_TRY(zp_read_file(path, &txt, NULL));
+    cJSON *root = cJSON_Parse(txt);
+    free(txt);
+    if (!cJSON_IsObject(root)) { cJSON_Delete(root); return zp_fail(ZP_ERR_FORMAT, "%s: not a JSON object", path); }
+    *out = root;
+    return ZP_OK;
+}
+
 /* Integer field: required unless def_ok; must be a whole positive-or-zero number. */
 static zp_status get_int(const cJSON *o, const char *key, const char *src, int required, int *v) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);

@@ -47,6 +47,9 @@ zp_status zp_config_parse_generation(const char *json, const char *src, zp_model
 zp_status zp_config_load(const char *dir, zp_model_config *c);
 /* Reads a whole file into a NUL-terminated malloc'ed buffer. */
 zp_status zp_read_file(const char *path, char **out, size_t *len);
+/* Reads and parses a JSON file whose top level must be an object; error names the file. */
+struct cJSON;
+zp_status zp_read_json_object(const char *path, struct cJSON **out);
 int zp_config_is_eos(const zp_model_config *c, int token);
 const char *zp_arch_name(zp_arch a);
 

@@ -224,11 +224,8 @@ static zp_status load_added_from_config(zp_tokenizer *t, const char *dir) {
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
     struct stat sb;
     if (stat(path, &sb) != 0) return ZP_OK;
-    char *txt;
-    ZP_TRY(zp_read_file(path, &txt, NULL));
-    cJSON *root = cJSON_Parse(txt);
-    free(txt);
-    if (!root) return zp_fail(ZP_ERR_FORMAT, "%s: not valid JSON", path);
+    cJSON *root;
+    ZP_TRY(zp_read_json_object(path, &root));
     const cJSON *dec = cJSON_GetObjectItemCaseSensitive(root, "added_tokens_decoder"), *e;
     zp_status s = ZP_OK;
     cJSON_ArrayForEach(e, dec) {
@@ -241,12 +238,10 @@ static zp_status load_added_from_config(zp_tokenizer *t, const char *dir) {
 }
 
 static zp_status load_vocab_merges(zp_tokenizer *t, const char *dir) {
-    char path[4096], *txt;
+    char path[4096];
+    cJSON *vocab;
     snprintf(path, sizeof path, "%s/vocab.json", dir);
-    ZP_TRY(zp_read_file(path, &txt, NULL));
-    cJSON *vocab = cJSON_Parse(txt);
-    free(txt);
-    if (!cJSON_IsObject(vocab)) { cJSON_Delete(vocab); return zp_fail(ZP_ERR_FORMAT, "%s: not a JSON object", path); }
+    ZP_TRY(zp_read_json_object(path, &vocab));
     zp_status s = load_vocab_object(t, vocab, path);
     cJSON_Delete(vocab);
     ZP_TRY(s);
@@ -369,12 +364,10 @@ static zp_status load_tokenizer_json_root(zp_tokenizer *t, const cJSON *root, co
 }
 
 static zp_status load_tokenizer_json(zp_tokenizer *t, const char *dir) {
-    char path[4096], *txt;
+    char path[4096];
+    cJSON *root;
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    ZP_TRY(zp_read_file(path, &txt, NULL));
-    cJSON *root = cJSON_Parse(txt);
-    free(txt);
-    if (!cJSON_IsObject(root)) { cJSON_Delete(root); return zp_fail(ZP_ERR_FORMAT, "%s: not a JSON object", path); }
+    ZP_TRY(zp_read_json_object(path, &root));
     zp_status s = load_tokenizer_json_root(t, root, path);
     cJSON_Delete(root);
     return s;

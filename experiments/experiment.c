@@ -195,15 +195,13 @@ static zp_status expand(const cJSON *r, const exp_run *base0, const char *src, e
 
 zp_status exp_load(const char *name, const char *dir, experiment *x) {
     memset(x, 0, sizeof *x);
-    char path[4096], *txt;
+    char path[4096];
     if (strstr(name, ".json")) snprintf(path, sizeof path, "%s", name);
     else snprintf(path, sizeof path, "%s/%s.json", dir, name);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     snprintf(x->name, sizeof x->name, "%.*s", (int)(strlen(base) - 5), base);
-    ZP_TRY(zp_read_file(path, &txt, NULL));
-    cJSON *root = cJSON_Parse(txt);
-    free(txt);
-    if (!cJSON_IsObject(root)) { cJSON_Delete(root); return zp_fail(ZP_ERR_FORMAT, "%s: not a JSON object", path); }
+    cJSON *root;
+    ZP_TRY(zp_read_json_object(path, &root));
     exp_run b;
     zp_status s = check_keys(root, path);
     if (s == ZP_OK) s = parse_base(root, path, &b);

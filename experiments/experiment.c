@@ -7,7 +7,7 @@
 #include <string.h>
 #include <xxhash.h> /* run ids */
 
-#include "config.h" /* zp_read_file */
+#include "config.h" /* zp_read_file, zp_read_json_object */
 
 static const char *const KNOWN[] = {"model", "device", "precision", "dataset", "ids", "limit", "samples", "temperature", "top_p",
                                     "top_k", "max_tokens", "thinking", "system", "seed", "block_size", "max_num_seqs",

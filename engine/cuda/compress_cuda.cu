@@ -96,6 +96,18 @@ static zp_status upload_table(cuda_ctx *c, const int *table, int n_blocks, int *
     return ZP_OK;
 }
 
+/* Ends a gather: checks the launch, copies `total` floats of c->gather to the host `out`,
+ * waits, frees the uploaded block table `dt`; any failure is reported as op `what`. */
+static zp_status gather_finish(cuda_ctx *c, int *dt, float *out, size_t total, const char *what) {
+    cudaError_t le = cudaGetLastError();
+    cudaError_t ce = cudaMemcpyAsync(out, c->gather, total * sizeof(float), cudaMemcpyDeviceToHost, c->stream);
+    cudaError_t se = cudaStreamSynchronize(c->stream);
+    cudaFree(dt);
+    if (le != cudaSuccess || ce != cudaSuccess || se != cudaSuccess)
+        return zp_fail(ZP_ERR_BACKEND, "cuda %s failed: %s", what, cudaGetErrorString(le != cudaSuccess ? le : ce != cudaSuccess ? ce : se));
+    return ZP_OK;
+}
+
 zp_status cuda_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n, float *out) {
     cuda_ctx *c = CUDA_CTX(be);
     const int bs = d->block_size, nb = zp_ceil_div(n, bs);
@@ -107,13 +119,7 @@ zp_status cuda_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_c
     ZP_DISPATCH_STORAGE(c->fp32, key_gather_kernel<T><<<grid, d->head_dim < 256 ? d->head_dim : 256, 0, c->stream>>>(
                                      c->gather, (const T *)k_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads * d->head_dim, dt,
                                      n, d->n_kv_heads, d->head_dim, bs));
-    cudaError_t le = cudaGetLastError();
-    cudaError_t ce = cudaMemcpyAsync(out, c->gather, total * sizeof(float), cudaMemcpyDeviceToHost, c->stream);
-    cudaError_t se = cudaStreamSynchronize(c->stream);
-    cudaFree(dt);
-    if (le != cudaSuccess || ce != cudaSuccess || se != cudaSuccess)
-        return zp_fail(ZP_ERR_BACKEND, "cuda key_gather failed: %s", cudaGetErrorString(le != cudaSuccess ? le : ce != cudaSuccess ? ce : se));
-    return ZP_OK;
+    return gather_finish(c, dt, out, total, "key_gather");
 }
 
 zp_status cuda_score_read(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n, float *out) {
@@ -126,13 +132,7 @@ zp_status cuda_score_read(zp_backend *be, const zp_attn_dims *d, const void *sco
     ZP_DISPATCH_STORAGE(c->fp32, score_gather_kernel<T><<<zp_ceil_div((long)total, 256), 256, 0, c->stream>>>(
                                      c->gather, (const T *)score_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads, dt, n,
                                      d->n_kv_heads, bs));
-    cudaError_t le = cudaGetLastError();
-    cudaError_t ce = cudaMemcpyAsync(out, c->gather, total * sizeof(float), cudaMemcpyDeviceToHost, c->stream);
-    cudaError_t se = cudaStreamSynchronize(c->stream);
-    cudaFree(dt);
-    if (le != cudaSuccess || ce != cudaSuccess || se != cudaSuccess)
-        return zp_fail(ZP_ERR_BACKEND, "cuda score_read failed: %s", cudaGetErrorString(le != cudaSuccess ? le : ce != cudaSuccess ? ce : se));
-    return ZP_OK;
+    return gather_finish(c, dt, out, total, "score_read");
 }
 
 zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,

@@ -71,7 +71,7 @@ static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
                               c->block_size,
                               c->nmax * c->block_size,
                               c->scratch};
-        ZP_TRY(c->policy.ops->select(c->policy.state, &in, keep + (size_t)g * n, new_hist + (size_t)g * n));
+        ZP_TRY(policy_select(&c->policy, &in, keep + (size_t)g * n, new_hist + (size_t)g * n));
     }
     c->stats.score_seconds += now_s() - t1;
     return ZP_OK;

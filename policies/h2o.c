@@ -30,17 +30,13 @@ static zp_status h2o_init(const cJSON *params, void **state) {
     return ZP_OK;
 }
 
-static zp_status h2o_select(void *state, const zp_select_input *in, uint8_t *keep, float *new_history) {
-    const h2o_state *s = state;
-    const int n = in->view.n;
-    float *A = in->scratch, *S = new_history;
-    zp_attn_opts o = {ZP_GQA_MEAN_PROB, ZP_QRED_SUM, 0};
-    ZP_TRY(scorer_window_attention(&in->view, &o, A, in->scratch + n));
-    scorer_cumulative(A, in->history, n, in->n_hist, S);
-    int recent = (int)(s->recent_ratio * (float)in->budget + 0.5f);
-    if (recent < in->view.window) recent = in->view.window;
-    policy_keep_topk_recent(S, n, in->budget, recent, keep);
-    return ZP_OK;
+static void h2o_plan(const void *state, int budget, int window, zp_score_plan *p) {
+    int recent = (int)(((const h2o_state *)state)->recent_ratio * (float)budget + 0.5f);
+    p->attention = 1;
+    p->attn = (zp_attn_opts){ZP_GQA_MEAN_PROB, ZP_QRED_SUM, 0};
+    p->global = ZP_GLOBAL_SUM; /* cumulative: S = H + A */
+    p->gamma = 1.0f;
+    p->recent = recent < window ? window : recent;
 }
 
 static void h2o_describe(const void *state, char *buf, size_t len) {
@@ -48,4 +44,4 @@ static void h2o_describe(const void *state, char *buf, size_t len) {
 }
 
 const zp_policy_ops policy_h2o_ops = {"h2o", "heavy hitters by cumulative attention + recent tokens (H2O)", 1, 1, 1,
-                                      h2o_init, free, h2o_select, h2o_describe};
+                                      h2o_init, free, h2o_plan, h2o_describe};

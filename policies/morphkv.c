@@ -26,12 +26,10 @@ static zp_status morphkv_init(const cJSON *params, void **state) {
     return ZP_OK;
 }
 
-static zp_status morphkv_select(void *state, const zp_select_input *in, uint8_t *keep, float *new_history) {
-    const int n = in->view.n;
-    float *score = in->scratch;
-    ZP_TRY(scorer_morph_history(&in->view, ((const morphkv_state *)state)->max_fusion, score, in->scratch + n));
-    policy_keep_topk_recent(score, n, in->budget, in->view.window, keep);
-    return ZP_OK;
+static void morphkv_plan(const void *state, int budget, int window, zp_score_plan *p) {
+    p->attention = 1; /* scorer_morph_history: group-summed logits, distant keys, fused rows */
+    p->attn = (zp_attn_opts){ZP_GQA_SUM_LOGIT, ((const morphkv_state *)state)->max_fusion ? ZP_QRED_MAX : ZP_QRED_SUM, 1};
+    p->recent = window;
 }
 
 static void morphkv_describe(const void *state, char *buf, size_t len) {
@@ -39,4 +37,4 @@ static void morphkv_describe(const void *state, char *buf, size_t len) {
 }
 
 const zp_policy_ops policy_morphkv_ops = {"morphkv", "recent-window attention history (MorphKV)", 1, 0, 1,
-                                          morphkv_init, free, morphkv_select, morphkv_describe};
+                                          morphkv_init, free, morphkv_plan, morphkv_describe};

@@ -43,11 +43,24 @@ void policy_destroy(zp_policy *p) {
     memset(p, 0, sizeof *p);
 }
 
-void policy_keep_topk_recent(const float *score, int n, int budget, int recent, uint8_t *keep) {
-    if (recent > budget) recent = budget;
-    if (recent > n) recent = n;
-    scorer_topk(score, n - recent, budget - recent, keep); /* writes keep[0, n-recent) */
-    for (int t = n - recent; t < n; t++) keep[t] = 1;
+zp_status policy_plan(const zp_policy *p, int budget, int window, zp_score_plan *out) {
+    if (!p->ops->plan) return zp_fail(ZP_ERR_INVALID, "policy %s never evicts: it has no score plan", p->ops->name);
+    memset(out, 0, sizeof *out);
+    p->ops->plan(p->state, budget, window, out);
+    return ZP_OK;
+}
+
+zp_status policy_select(const zp_policy *p, const zp_select_input *in, uint8_t *keep, float *new_history) {
+    if (!p->ops->evicts) {
+        if (in->view.n > in->budget)
+            return zp_fail(ZP_ERR_INVALID, "policy %s: asked to evict (%d tokens over a budget of %d)", p->ops->name, in->view.n, in->budget);
+        for (int t = 0; t < in->view.n; t++) keep[t] = 1;
+        return ZP_OK;
+    }
+    zp_score_plan plan;
+    ZP_TRY(policy_plan(p, in->budget, in->view.window, &plan));
+    return scorer_plan_run(&plan, &in->view, in->history, in->n_hist, in->block_size, in->budget, in->scratch, keep,
+                           p->ops->needs_history ? new_history : NULL);
 }
 
 zp_status policy_check_keys(const cJSON *params, const char *policy, const char *const *known) {

@@ -3,8 +3,9 @@
  * The engine calls a policy when a request outgrows its block cap (N_max blocks plus one
  * growth block): for each (layer, KV head) the policy sees the request's keys, its window
  * queries and its stored history score, and returns which `budget` tokens to keep (exactly
- * budget, the same count for every head so one block table serves all heads). Policies
- * score through scorers/ only. Parameters come from a JSON object; unknown keys and
+ * budget, the same count for every head so one block table serves all heads). A policy is
+ * its parameters and a score plan (scorers.h); the same plan runs on the host
+ * (scorer_plan_run) and on the GPU, so no policy file holds scoring code. Parameters come from a JSON object; unknown keys and
  * impossible values are errors naming the key. One file per policy; all listed in
  * policy_registry (policy.c).
  */
@@ -37,9 +38,10 @@ typedef struct {
     /* Parses params (may be NULL: defaults) into a state; errors name the key. */
     zp_status (*init)(const cJSON *params, void **state);
     void (*destroy)(void *state);
-    /* keep[n]: exactly budget ones. new_history[n] (only when needs_history): the score to
-     * store for each token (only kept tokens' values survive compaction). */
-    zp_status (*select)(void *state, const zp_select_input *in, uint8_t *keep, float *new_history);
+    /* The policy's score as a plan (scorers.h) for a cap of `budget` tokens and a query window
+     * of `window`; NULL for `full`, which never evicts. The plan runs on the host
+     * (scorer_plan_run) or on the device (the backend's compress op). */
+    void (*plan)(const void *state, int budget, int window, zp_score_plan *out);
     /* Resolved parameters as a JSON object text into buf. */
     void (*describe)(const void *state, char *buf, size_t len);
 } zp_policy_ops;
@@ -49,6 +51,13 @@ typedef struct {
     void *state;
 } zp_policy;
 
+/* keep[n]: exactly budget ones. new_history[n] (only when needs_history; may be NULL): the
+ * score to store for each token (only kept tokens' values survive compaction). Runs the
+ * policy's plan on the host. */
+zp_status policy_select(const zp_policy *p, const zp_select_input *in, uint8_t *keep, float *new_history);
+/* The plan of p for (budget, window); fails for a policy that never evicts. */
+zp_status policy_plan(const zp_policy *p, int budget, int window, zp_score_plan *out);
+
 /* Looks a policy up by name and parses its JSON parameters (NULL or "" for defaults). */
 zp_status policy_create(const char *name, const char *params_json, zp_policy *out);
 void policy_destroy(zp_policy *p);
@@ -57,9 +66,6 @@ const zp_policy_ops *policy_find(const char *name);
 const zp_policy_ops *const *policy_registry(void);
 
 /* ---- helpers shared by the policy files ---- */
-
-/* Keeps the last `recent` tokens and the top (budget - recent) of the others by score. */
-void policy_keep_topk_recent(const float *score, int n, int budget, int recent, uint8_t *keep);
 
 /* Parameter parsing: every key of `params` must be in `known` (NULL-terminated). */
 zp_status policy_check_keys(const cJSON *params, const char *policy, const char *const *known);

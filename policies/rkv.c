@@ -10,7 +10,7 @@
 
 #include "policy.h"
 
-zp_status policy_snapkv_importance(const zp_score_view *v, int kernel, float *out, float *scratch);
+void policy_snapkv_plan(int kernel, int window, zp_score_plan *p);
 
 typedef struct {
     float lambda, theta;
@@ -35,16 +35,14 @@ static zp_status rkv_init(const cJSON *params, void **state) {
     return ZP_OK;
 }
 
-static zp_status rkv_select(void *state, const zp_select_input *in, uint8_t *keep, float *new_history) {
+static void rkv_plan(const void *state, int budget, int window, zp_score_plan *p) {
     const rkv_state *s = state;
-    const int n = in->view.n;
-    float *a = in->scratch, *r = a + n, *R = a + 2 * n, *f = a + 3 * n, *tmp = a + 4 * n, *knorm = a + 6 * n;
-    ZP_TRY(policy_snapkv_importance(&in->view, s->kernel, a, tmp));
-    scorer_redundancy_raw(in->view.keys, n, in->view.head_dim, s->theta, s->parity, r, knorm);
-    scorer_softmax(r, n, (float)n, R);
-    scorer_mix(a, R, n, s->lambda, f);
-    policy_keep_topk_recent(f, n, in->budget, in->view.window, keep);
-    return ZP_OK;
+    policy_snapkv_plan(s->kernel, window, p);
+    p->redundancy = ZP_RED_RAW;
+    p->theta = s->theta;
+    p->rkv_quirk = s->parity;
+    p->temperature = 1.0f; /* softmax(r / n) */
+    p->lambda = s->lambda;
 }
 
 static void rkv_describe(const void *state, char *buf, size_t len) {
@@ -53,4 +51,4 @@ static void rkv_describe(const void *state, char *buf, size_t len) {
              s->parity ? "true" : "false");
 }
 
-const zp_policy_ops policy_rkv_ops = {"rkv", "importance minus key redundancy (R-KV)", 1, 0, 1, rkv_init, free, rkv_select, rkv_describe};
+const zp_policy_ops policy_rkv_ops = {"rkv", "importance minus key redundancy (R-KV)", 1, 0, 1, rkv_init, free, rkv_plan, rkv_describe};

@@ -14,14 +14,14 @@ typedef struct {
     int kernel;
 } snapkv_state;
 
-zp_status policy_snapkv_importance(const zp_score_view *v, int kernel, float *out, float *scratch) {
-    const int m = v->n - v->window;
-    zp_attn_opts o = {ZP_GQA_MAX_LOGIT, ZP_QRED_MEAN, 1};
-    ZP_TRY(scorer_window_attention(v, &o, scratch, scratch + v->n));
-    if (kernel > 1) scorer_max_pool(scratch, m, kernel, out); /* pool the candidates only */
-    else for (int t = 0; t < m; t++) out[t] = scratch[t];
-    for (int t = m; t < v->n; t++) out[t] = 0.f;
-    return ZP_OK;
+/* SnapKV-D importance, shared with R-KV: window attention over the non-window keys,
+ * max-pooled over those candidates, window scores 0. */
+void policy_snapkv_plan(int kernel, int window, zp_score_plan *p) {
+    p->attention = 1;
+    p->attn = (zp_attn_opts){ZP_GQA_MAX_LOGIT, ZP_QRED_MEAN, 1};
+    p->pool_kernel = kernel;
+    p->pool_candidates = 1;
+    p->recent = window;
 }
 
 static zp_status snapkv_init(const cJSON *params, void **state) {
@@ -37,12 +37,8 @@ static zp_status snapkv_init(const cJSON *params, void **state) {
     return ZP_OK;
 }
 
-static zp_status snapkv_select(void *state, const zp_select_input *in, uint8_t *keep, float *new_history) {
-    const int n = in->view.n;
-    float *score = in->scratch;
-    ZP_TRY(policy_snapkv_importance(&in->view, ((const snapkv_state *)state)->kernel, score, in->scratch + n));
-    policy_keep_topk_recent(score, n, in->budget, in->view.window, keep);
-    return ZP_OK;
+static void snapkv_plan(const void *state, int budget, int window, zp_score_plan *p) {
+    policy_snapkv_plan(((const snapkv_state *)state)->kernel, window, p);
 }
 
 static void snapkv_describe(const void *state, char *buf, size_t len) {
@@ -50,4 +46,4 @@ static void snapkv_describe(const void *state, char *buf, size_t len) {
 }
 
 const zp_policy_ops policy_snapkv_ops = {"snapkv", "window attention of recent queries, max-pooled (SnapKV, decode-time)", 1, 0, 1,
-                                         snapkv_init, free, snapkv_select, snapkv_describe};
+                                         snapkv_init, free, snapkv_plan, snapkv_describe};

@@ -22,11 +22,10 @@ static zp_status streaming_init(const cJSON *params, void **state) {
     return ZP_OK;
 }
 
-static zp_status streaming_select(void *state, const zp_select_input *in, uint8_t *keep, float *new_history) {
-    const streaming_state *s = state;
-    const int n = in->view.n, sink = s->sink < in->budget ? s->sink : in->budget;
-    for (int t = 0; t < n; t++) keep[t] = t < sink || t >= n - (in->budget - sink);
-    return ZP_OK;
+static void streaming_plan(const void *state, int budget, int window, zp_score_plan *p) {
+    const int sink = ((const streaming_state *)state)->sink < budget ? ((const streaming_state *)state)->sink : budget;
+    p->sink = sink; /* all scores 0, sinks +inf: the top `sink` are the sinks */
+    p->recent = budget - sink;
 }
 
 static void streaming_describe(const void *state, char *buf, size_t len) {
@@ -34,4 +33,4 @@ static void streaming_describe(const void *state, char *buf, size_t len) {
 }
 
 const zp_policy_ops policy_streaming_ops = {"streaming", "attention sinks + recent window (StreamingLLM)", 1, 0, 1,
-                                            streaming_init, free, streaming_select, streaming_describe};
+                                            streaming_init, free, streaming_plan, streaming_describe};

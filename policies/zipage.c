@@ -12,7 +12,6 @@
  * Defaults are the paper's script (scripts/mathbench.sh). Prefix-compatible: the engine writes
  * the compacted tokens into fresh blocks when blocks are shared.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -60,32 +59,21 @@ static zp_status zipage_init(const cJSON *params, void **state) {
     return ZP_OK;
 }
 
-static zp_status zipage_select(void *state, const zp_select_input *in, uint8_t *keep, float *new_history) {
+static void zipage_plan(const void *state, int budget, int window, zp_score_plan *p) {
     const zipage_state *s = state;
-    const int n = in->view.n, D = in->view.head_dim;
-    float *A = in->scratch, *P = A + n, *r = A + 2 * n, *C = A + 3 * n, *tmp = A + 4 * n, *knorm = A + 6 * n;
-    float *S = new_history;
-    zp_attn_opts o = {ZP_GQA_MAX_PROB, ZP_QRED_MEAN, 0};
-    ZP_TRY(scorer_window_attention(&in->view, &o, A, tmp));
-    if (s->use_global && s->max_norm) scorer_max_normalize(A, n);
-    if (s->use_global) scorer_global(A, in->history, n, in->n_hist, s->decay, s->global_sum, S);
-    else for (int t = 0; t < n; t++) S[t] = A[t];
-    if (s->use_pooling && (in->n_hist == 0 || s->continues_pooling)) scorer_max_pool(S, n, s->pool_kernel, P);
-    else for (int t = 0; t < n; t++) P[t] = S[t];
-    if (s->use_redundancy) {
-        float span = s->lightning ? (float)in->block_size : (float)n;
-        if (s->lightning) scorer_redundancy_lightning(in->view.keys, n, D, in->block_size, s->theta, r, knorm);
-        else scorer_redundancy_raw(in->view.keys, n, D, s->theta, 0, r, knorm);
-        scorer_softmax(r, n, s->temperature * span, tmp);
-        if (s->use_global && s->max_norm) scorer_max_normalize(tmp, n);
-        scorer_mix(P, tmp, n, s->lambda, C);
-    } else {
-        for (int t = 0; t < n; t++) C[t] = P[t];
-    }
-    if (s->use_sink)
-        for (int t = 0; t < s->sink_len && t < n; t++) C[t] = INFINITY;
-    policy_keep_topk_recent(C, n, in->budget, in->view.window, keep);
-    return ZP_OK;
+    p->attention = 1;
+    p->attn = (zp_attn_opts){ZP_GQA_MAX_PROB, ZP_QRED_MEAN, 0};
+    p->max_norm = s->use_global && s->max_norm;
+    p->global = !s->use_global ? ZP_GLOBAL_NONE : s->global_sum ? ZP_GLOBAL_SUM : ZP_GLOBAL_MAX;
+    p->gamma = s->decay;
+    p->pool_kernel = s->use_pooling ? s->pool_kernel : 0;
+    p->pool_first_only = !s->continues_pooling;
+    p->redundancy = !s->use_redundancy ? ZP_RED_NONE : s->lightning ? ZP_RED_LIGHTNING : ZP_RED_RAW;
+    p->theta = s->theta;
+    p->temperature = s->temperature;
+    p->lambda = s->lambda;
+    p->sink = s->use_sink ? s->sink_len : 0;
+    p->recent = window;
 }
 
 static void zipage_describe(const void *state, char *buf, size_t len) {
@@ -101,4 +89,4 @@ static void zipage_describe(const void *state, char *buf, size_t len) {
 }
 
 const zp_policy_ops policy_zipage_ops = {"zipage", "global window attention + pooling - lightning redundancy (Zipage)", 1, 1, 1,
-                                         zipage_init, free, zipage_select, zipage_describe};
+                                         zipage_init, free, zipage_plan, zipage_describe};

@@ -71,5 +71,37 @@ void scorer_max_normalize(float *x, int n);
 void scorer_mix(const float *P, const float *R, int n, float lambda, float *out);
 /* keep[n] = 1 for exactly k tokens of highest score (ties: the earlier token wins). */
 void scorer_topk(const float *score, int n, int k, uint8_t *keep);
+/* Keeps the last `recent` tokens and the top (budget - recent) of the others by score. */
+void scorer_keep_topk_recent(const float *score, int n, int budget, int recent, uint8_t *keep);
+
+/* A policy's score as a fixed pipeline of the scorers above (plan.c runs it on the host,
+ * engine/cuda/score_cuda.cu on the device; policies/ fill it from their parameters):
+ *   A = attention ? window attention (attn) : 0;      if max_norm: A /= max A
+ *   S = global ? (max(A, gamma H) | A + gamma H on t < n_hist) : A;   new history = S
+ *   P = pool_kernel > 1 (and n_hist == 0 when pool_first_only) ? max pool of S : S
+ *       (pool_candidates: pool t < n - w only, window scores 0)
+ *   C = redundancy ? lambda P - (1 - lambda) R : P, R = softmax(r / (temperature * span)),
+ *       r raw (span n) or lightning (span block_size); if max_norm: R /= max R
+ *   C[t < sink] = +inf; keep the last `recent` tokens and the top budget - recent of the rest. */
+typedef enum { ZP_RED_NONE, ZP_RED_RAW, ZP_RED_LIGHTNING } zp_redundancy_kind;
+typedef enum { ZP_GLOBAL_NONE, ZP_GLOBAL_MAX, ZP_GLOBAL_SUM } zp_global_kind;
+typedef struct {
+    int attention;                /* 0: A = 0 (StreamingLLM) */
+    zp_attn_opts attn;
+    int max_norm;
+    zp_global_kind global;
+    float gamma;
+    int pool_kernel, pool_first_only, pool_candidates;
+    zp_redundancy_kind redundancy;
+    float theta, temperature, lambda;
+    int rkv_quirk;
+    int sink, recent;
+} zp_score_plan;
+
+/* Runs a plan on one (request, layer, KV head): keep[n] (exactly budget ones when n >
+ * budget), new_history[n] = S when not NULL. history[n] may be NULL (then S = A).
+ * scratch: [6n + n D] floats. */
+zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const float *history, int n_hist, int block_size,
+                          int budget, float *scratch, uint8_t *keep, float *new_history);
 
 #endif

@@ -39,8 +39,9 @@ static void test_streaming_example(void) {
     zp_policy p;
     CHECK_OK(policy_create("streaming", "{\"sink\": 2}", &p));
     uint8_t keep[8];
-    zp_select_input in = {.view = {.n = 8, .window = 1}, .budget = 5};
-    CHECK_OK(p.ops->select(p.state, &in, keep, NULL));
+    float scratch[6 * 8 + 8];
+    zp_select_input in = {.view = {.n = 8, .head_dim = 1, .window = 1}, .budget = 5, .scratch = scratch};
+    CHECK_OK(policy_select(&p, &in, keep, NULL));
     const int want[] = {0, 1, 5, 6, 7};
     expect_keep(keep, 8, want, 5, "streaming S=2 R=3");
     policy_destroy(&p);
@@ -53,7 +54,7 @@ static void test_h2o_example(void) {
     const float want_s[5] = {2.85f, .65f, .95f, .35f, .20f};
     for (int t = 0; t < 5; t++) CHECK_NEAR(S[t], want_s[t], 1e-6);
     uint8_t keep[5];
-    policy_keep_topk_recent(S, 5, 4, 2, keep); /* hh 2 + recent 2 */
+    scorer_keep_topk_recent(S, 5, 4, 2, keep); /* hh 2 + recent 2 */
     const int want[] = {0, 2, 3, 4};
     expect_keep(keep, 5, want, 4, "h2o hh2 recent2");
 }
@@ -88,7 +89,7 @@ static void test_rkv_example(void) {
     for (int c = 0; c < 3; c++) {
         scorer_mix(a, R, 6, cases[c].lambda, f);
         uint8_t keep[6];
-        policy_keep_topk_recent(f, 6, 4, 2, keep);
+        scorer_keep_topk_recent(f, 6, 4, 2, keep);
         const int want[] = {cases[c].k0, cases[c].k1, 4, 5};
         expect_keep(keep, 6, want, 4, "rkv lambda");
     }
@@ -125,11 +126,11 @@ static void test_morphkv_example(void) {
     CHECK_OK(scorer_morph_history(&v, 0, out, scratch));
     const float sum[5] = {.10f, .70f, .60f, .52f, .08f};
     for (int t = 0; t < 5; t++) CHECK_NEAR(out[t], sum[t], 1e-5);
-    policy_keep_topk_recent(out, 7, 4, 2, keep);
+    scorer_keep_topk_recent(out, 7, 4, 2, keep);
     const int want_sum[] = {1, 2, 5, 6};
     expect_keep(keep, 7, want_sum, 4, "morphkv sum_fused");
     CHECK_OK(scorer_morph_history(&v, 1, out, scratch));
-    policy_keep_topk_recent(out, 7, 4, 2, keep);
+    scorer_keep_topk_recent(out, 7, 4, 2, keep);
     const int want_max[] = {2, 3, 5, 6};
     expect_keep(keep, 7, want_max, 4, "morphkv max_fused");
 }
@@ -156,11 +157,11 @@ static void test_zipage_example(void) {
     const float H[4] = {.40f, .30f, .05f, .35f};
     uint8_t keep[8];
     zp_select_input in = {v, H, 0, 4, 4, big};
-    CHECK_OK(p.ops->select(p.state, &in, keep, hist_out));
+    CHECK_OK(policy_select(&p, &in, keep, hist_out));
     const int first[] = {0, 2, 6, 7};
     expect_keep(keep, 8, first, 4, "zipage no history");
     in.n_hist = 4; /* compressed before: block 0 has history */
-    CHECK_OK(p.ops->select(p.state, &in, keep, hist_out));
+    CHECK_OK(policy_select(&p, &in, keep, hist_out));
     const int glob[] = {0, 3, 6, 7};
     expect_keep(keep, 8, glob, 4, "zipage global decay 0.8");
     const float stored[4] = {.32f, .28f, .25f, .10f};
@@ -267,8 +268,8 @@ static void test_policy_contracts(void) {
         CHECK_OK(policy_create(reg[i]->name, NULL, &p));
         zp_select_input in = {{N, D, G, W, 0.35f, keys, q}, reg[i]->needs_history ? H : NULL, reg[i]->needs_history ? N - BS : 0, BS, BUDGET, scratch};
         uint8_t keep[N], keep2[N];
-        CHECK_OK(p.ops->select(p.state, &in, keep, hist));
-        CHECK_OK(p.ops->select(p.state, &in, keep2, hist));
+        CHECK_OK(policy_select(&p, &in, keep, hist));
+        CHECK_OK(policy_select(&p, &in, keep2, hist));
         int count = 0;
         for (int t = 0; t < N; t++) count += keep[t];
         CHECK(count == BUDGET);

@@ -1,0 +1,53 @@
+/* plan.c - runs a zp_score_plan (scorers.h) on the host: the CPU reference of every
+ * score-based policy, stage by stage through the scorers of this directory, and the
+ * keep-recent top-k they all end with. The CUDA twin is engine/cuda/score_cuda.cu; both must
+ * follow the stage order documented in scorers.h. This file parses nothing (policies/ do).
+ * Complexity: that of the stages used (attention O(w G n D), raw redundancy O(n^2 D)).
+ */
+#include <math.h>
+
+#include "scorers.h"
+
+void scorer_keep_topk_recent(const float *score, int n, int budget, int recent, uint8_t *keep) {
+    if (recent > budget) recent = budget;
+    if (recent > n) recent = n;
+    if (recent < 0) recent = 0;
+    scorer_topk(score, n - recent, budget - recent, keep); /* writes keep[0, n-recent) */
+    for (int t = n - recent; t < n; t++) keep[t] = 1;
+}
+
+/* P from S: pooled over all tokens, over the candidates t < n - w only, or copied. */
+static void plan_pool(const zp_score_plan *p, const float *S, int n, int w, int n_hist, float *P) {
+    const int pool = p->pool_kernel > 1 && (!p->pool_first_only || n_hist == 0);
+    const int m = p->pool_candidates ? n - w : n;
+    if (pool) scorer_max_pool(S, m, p->pool_kernel, P);
+    else for (int t = 0; t < m; t++) P[t] = S[t];
+    for (int t = m; t < n; t++) P[t] = 0.f;
+}
+
+zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const float *history, int n_hist, int block_size,
+                          int budget, float *scratch, uint8_t *keep, float *new_history) {
+    const int n = v->n;
+    float *A = scratch, *S = A + n, *P = A + 2 * n, *r = A + 3 * n, *tmp = A + 4 * n, *knorm = A + 6 * n;
+    if (p->attention) ZP_TRY(scorer_window_attention(v, &p->attn, A, tmp));
+    else for (int t = 0; t < n; t++) A[t] = 0.f;
+    if (p->max_norm) scorer_max_normalize(A, n);
+    if (p->global != ZP_GLOBAL_NONE) scorer_global(A, history, n, n_hist, p->gamma, p->global == ZP_GLOBAL_SUM, S);
+    else for (int t = 0; t < n; t++) S[t] = A[t];
+    if (new_history)
+        for (int t = 0; t < n; t++) new_history[t] = S[t];
+    plan_pool(p, S, n, v->window, n_hist, P);
+    float *C = P;
+    if (p->redundancy != ZP_RED_NONE) {
+        const int lightning = p->redundancy == ZP_RED_LIGHTNING;
+        if (lightning) scorer_redundancy_lightning(v->keys, n, v->head_dim, block_size, p->theta, r, knorm);
+        else scorer_redundancy_raw(v->keys, n, v->head_dim, p->theta, p->rkv_quirk, r, knorm);
+        scorer_softmax(r, n, p->temperature * (float)(lightning ? block_size : n), tmp);
+        if (p->max_norm) scorer_max_normalize(tmp, n);
+        C = S; /* S is no longer needed: reuse it for the mix */
+        scorer_mix(P, tmp, n, p->lambda, C);
+    }
+    for (int t = 0; t < p->sink && t < n; t++) C[t] = INFINITY;
+    scorer_keep_topk_recent(C, n, budget, p->recent, keep);
+    return ZP_OK;
+}

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "scorers.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -49,6 +50,15 @@ typedef struct {
     float qk_norm_eps;                           /* eps of the Qwen3 q/k RMSNorm */
     int window, n_qslots;                        /* query cache [L][n_qslots][window][H_q][D] */
 } zp_attn_dims;
+
+/* One request of a device-side compression (backend op `compress`). */
+typedef struct {
+    const int *src; /* [n / block_size] the request's physical blocks now */
+    const int *dst; /* [budget / block_size] target blocks (may share blocks with src) */
+    int n;          /* physical tokens, a multiple of block_size, above the budget */
+    int n_hist;     /* leading tokens whose stored history score is valid (0: none) */
+    int qid;        /* query-cache slot holding the request's window queries */
+} zp_compress_req;
 
 typedef struct zp_backend zp_backend;
 struct zp_backend {
@@ -112,6 +122,17 @@ struct zp_backend {
      * NULL, scores[head][t] of the kept tokens go to the same target positions. */
     zp_status (*kv_compact)(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
                             const int *src, int n, const int *dst, const uint8_t *keep, const float *scores);
+
+    /* ---- device-side compression (NULL where the policies score on the host: CPU) ---- */
+    /* For layers [layer0, layer1) of n_req requests and every KV head: runs `plan` on the
+     * device (scores from the K cache, the query cache and, when score_cache, the stored
+     * history), keeps `budget` tokens and compacts K, V (and the new history into
+     * score_cache) into each request's dst table. Ordered after the model work already
+     * issued; asynchronous to the caller: compress_wait blocks until all of it has finished. */
+    zp_status (*compress)(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
+                          const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache,
+                          void *score_cache);
+    zp_status (*compress_wait)(zp_backend *be);
 };
 
 /* The CPU reference backend (fp32, BLAS sgemm, OpenMP). n_threads <= 0: OpenMP default. */

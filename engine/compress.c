@@ -20,6 +20,7 @@ zp_status compressor_init(zp_compressor *c, const char *policy, const char *para
     c->block_size = block_size;
     c->window = window;
     c->layer_stride = layer_stride;
+    c->device = 1;
     return ZP_OK;
 }
 
@@ -101,7 +102,44 @@ static zp_status compress_one(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
     return ZP_OK;
 }
 
+/* Device path: the backend runs the policy's plan and compacts, all requests of a layer
+ * group in one call; the wall time to completion is counted as scoring. */
+static zp_status compress_device(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n) {
+    zp_backend *be = m->be;
+    const zp_model_config *mc = &m->cfg;
+    const int budget = c->nmax * c->block_size, use_hist = c->policy.ops->needs_history && kv->score != NULL;
+    zp_score_plan plan;
+    ZP_TRY(policy_plan(&c->policy, budget, c->window, &plan));
+    zp_compress_req *reqs = malloc(sizeof *reqs * (size_t)(n > 0 ? n : 1));
+    ZP_CHECK_ALLOC(reqs);
+    zp_status st = ZP_OK;
+    for (int i = 0; i < n && st == ZP_OK; i++) {
+        const zp_seq *q = seqs[i];
+        if (q->qid < 0 || !q->compressing || q->n_kv != q->n_blocks * c->block_size || q->n_kv <= budget)
+            st = zp_fail(ZP_ERR_INVALID, "compression of request %lld: inconsistent state (slot %d, %d tokens in %d blocks, budget %d)",
+                         (long long)q->request_id, q->qid, q->n_kv, q->n_blocks, budget);
+        reqs[i] = (zp_compress_req){q->blocks, q->target, q->n_kv, use_hist && q->compressed ? budget : 0, q->qid};
+    }
+    const double t0 = now_s();
+    for (int l0 = 0; l0 < mc->n_layers && st == ZP_OK; l0 += c->layer_stride) {
+        const int l1 = l0 + c->layer_stride < mc->n_layers ? l0 + c->layer_stride : mc->n_layers;
+        st = be->compress(be, &kv->dims, &plan, budget, l0, l1, reqs, n, kv->k, kv->v, kv->q, use_hist ? kv->score : NULL);
+    }
+    zp_status ws = be->compress_wait(be); /* always: nothing may stay in flight on an error */
+    if (st == ZP_OK) st = ws;
+    free(reqs);
+    if (st != ZP_OK) return st;
+    c->stats.score_seconds += now_s() - t0;
+    for (int i = 0; i < n; i++) {
+        c->stats.compressions++;
+        c->stats.tokens_evicted += (int64_t)(seqs[i]->n_kv - budget) * mc->n_layers * mc->n_kv_heads;
+        c->stats.retained_sum += budget;
+    }
+    return ZP_OK;
+}
+
 zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n) {
+    if (m->be->compress && c->device) return compress_device(c, m, kv, seqs, n);
     for (int i = 0; i < n; i++) ZP_TRY(compress_one(c, m, kv, seqs[i]));
     return ZP_OK;
 }

@@ -5,8 +5,9 @@
  * through backend ops, asks the policy which N_max * block_size tokens to keep, then compacts
  * K, V (and the score cache) of the group order-preservingly into the request's target blocks
  * (planned by the scheduler). The scheduler's bookkeeping (release, new table) happens after,
- * in sched_compress_done, on the engine thread. Scoring runs on the host in this reference;
- * the CUDA backend will score on the device behind the same ops.
+ * in sched_compress_done, on the engine thread. On the CPU backend the policy's plan runs on
+ * the host (scorer_plan_run); a backend with a `compress` op (CUDA) runs the same plan on the
+ * device for all requests of a layer group at once, and only block tables cross to it.
  */
 #ifndef ZP_COMPRESS_H
 #define ZP_COMPRESS_H
@@ -31,6 +32,7 @@ typedef struct {
     int nmax, block_size, window, layer_stride;
     /* scratch sized for cap_n tokens */
     int cap_n;
+    int device; /* 1: score and compact on the device when the backend has `compress` */
     float *keys, *queries, *qhead, *hist, *new_hist, *scratch;
     uint8_t *keep;
     zp_compress_stats stats;

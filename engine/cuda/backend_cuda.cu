@@ -21,17 +21,6 @@ __global__ static void embed_kernel(float *out, const T *table, const int *ids, 
     for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)t * H + i] = zp_ld(row[i]);
 }
 
-__device__ static float block_sum(float v, float *sh) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = (blockDim.x + 31) / 32;
-    __syncthreads();
-    if (lane == 0) sh[warp] = v;
-    __syncthreads();
-    float s = 0.f;
-    for (int i = 0; i < nw; i++) s += sh[i];
-    return s;
-}
-
 /* out[r,:] = x[r,:] / rms * w; one block per row. */
 template <typename T>
 __global__ static void rmsnorm_kernel(float *out, const float *x, const T *w, int H, float eps) {
@@ -39,7 +28,7 @@ __global__ static void rmsnorm_kernel(float *out, const float *x, const T *w, in
     const float *xr = x + (size_t)blockIdx.x * H;
     float ss = 0.f;
     for (int i = threadIdx.x; i < H; i += blockDim.x) ss += xr[i] * xr[i];
-    float inv = rsqrtf(block_sum(ss, sh) / (float)H + eps);
+    float inv = rsqrtf(zp_block_sum(ss, sh) / (float)H + eps);
     for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)blockIdx.x * H + i] = zp_ld(w[i]) * (xr[i] * inv);
 }
 
@@ -85,7 +74,7 @@ __global__ static void qkv_rope_kernel(const float *qkv, float *q_out, const T *
     const T *nw = is_q ? q_norm : k_norm;
     float v = src[d];
     if (nw) {
-        float inv = rsqrtf(block_sum(v * v, sh) / (float)D + eps);
+        float inv = rsqrtf(zp_block_sum(v * v, sh) / (float)D + eps);
         v = zp_ld(nw[d]) * (v * inv);
     }
     x[d] = v;
@@ -351,6 +340,13 @@ static void cu_destroy(zp_backend *be) {
     cudaFree(c->gather);
     cudaFree(c->keep);
     cudaFree(c->scores);
+    cudaFree(c->tab);
+    cudaFree(c->cpack);
+    cudaFree(c->cwork);
+    free(c->hpack);
+    if (c->ev_model) cudaEventDestroy(c->ev_model);
+    if (c->ev_done) cudaEventDestroy(c->ev_done);
+    if (c->cstream) cudaStreamDestroy(c->cstream);
     cublasDestroy(c->cublas);
     cudaStreamDestroy(c->stream);
     free(c);
@@ -374,9 +370,12 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->name = "cuda";
     be->destroy = cu_destroy;
     if (cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess || cublasCreate(&c->cublas) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetStream(c->cublas, c->stream) != CUBLAS_STATUS_SUCCESS) {
+        cublasSetStream(c->cublas, c->stream) != CUBLAS_STATUS_SUCCESS ||
+        cudaStreamCreateWithFlags(&c->cstream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->ev_model, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->ev_done, cudaEventDisableTiming) != cudaSuccess) {
         free(c); free(be);
-        return zp_fail(ZP_ERR_BACKEND, "cuda backend: cannot create the stream or the cuBLAS handle");
+        return zp_fail(ZP_ERR_BACKEND, "cuda backend: cannot create the streams, events or the cuBLAS handle");
     }
     cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH); /* no TF32: operands are bf16 anyway */
     be->alloc = cu_alloc;
@@ -401,6 +400,8 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->key_gather = cuda_key_gather;
     be->score_read = cuda_score_read;
     be->kv_compact = cuda_kv_compact;
+    be->compress = cuda_compress;
+    be->compress_wait = cuda_compress_wait;
     *out = be;
     return ZP_OK;
 }

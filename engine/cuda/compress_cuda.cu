@@ -1,13 +1,16 @@
 /* compress_cuda.cu - the CUDA backend's compression ops: query-cache store and read, key and
  * score gathers through a block table (to the host, where the reference policies score), and
  * order-preserving compaction of K, V and scores per (layer, KV head).
- * Device-side scorers and top-k (so nothing crosses to the host) are the next step of the
- * CUDA issue; these ops keep the engine's compression path identical on both backends.
+ * `compress` is the device path the engine uses on this backend: the policy's score plan runs
+ * on the GPU (scorers/cuda/plan_cuda.cu) and the kept tokens of many (request, layer, KV
+ * head) jobs are compacted in one launch, on a stream of its own; only block tables go up.
+ * The gathers above remain for tests and for scoring on the host.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_common.cuh"
+#include "../../scorers/cuda/plan_cuda.cuh"
 
 template <typename T>
 __global__ static void query_store_kernel(T *qc, const float *q, const int *rows, const int *slots, int row_len) {
@@ -58,13 +61,7 @@ __global__ static void compact_kernel(T *kc, T *vc, T *sc, const int *src, const
     }
 }
 
-zp_status cuda_scratch(cuda_ctx *c, size_t floats) {
-    if (floats <= c->gather_cap) return ZP_OK;
-    cudaFree(c->gather);
-    c->gather_cap = 2 * floats;
-    ZP_CUDA_CHECK(cudaMalloc(&c->gather, c->gather_cap * sizeof(float)));
-    return ZP_OK;
-}
+zp_status cuda_scratch(cuda_ctx *c, size_t floats) { return cuda_grow((void **)&c->gather, &c->gather_cap, floats * sizeof(float)); }
 
 zp_status cuda_query_store(zp_backend *be, const zp_attn_dims *d, const void *q, void *qcache, int layer) {
     cuda_ctx *c = CUDA_CTX(be);
@@ -89,20 +86,36 @@ zp_status cuda_query_read(zp_backend *be, const zp_attn_dims *d, const void *qca
     return ZP_OK;
 }
 
-/* Block tables come from the host: upload them into the tail of the int scratch. */
-static zp_status upload_table(cuda_ctx *c, const int *table, int n_blocks, int **out) {
-    ZP_CUDA_CHECK(cudaMalloc(out, sizeof(int) * (size_t)(n_blocks ? n_blocks : 1)));
-    ZP_CUDA_CHECK(cudaMemcpyAsync(*out, table, sizeof(int) * (size_t)n_blocks, cudaMemcpyHostToDevice, c->stream));
+/* Grows a device buffer to at least `bytes` (doubling; the old contents are dropped). */
+zp_status cuda_grow(void **buf, size_t *cap, size_t bytes) {
+    if (bytes <= *cap) return ZP_OK;
+    cudaFree(*buf);
+    *buf = NULL;
+    *cap = 0;
+    ZP_CUDA_CHECK(cudaMalloc(buf, 2 * bytes));
+    *cap = 2 * bytes;
     return ZP_OK;
 }
 
-/* Ends a gather: checks the launch, copies `total` floats of c->gather to the host `out`,
- * waits, frees the uploaded block table `dt`; any failure is reported as op `what`. */
-static zp_status gather_finish(cuda_ctx *c, int *dt, float *out, size_t total, const char *what) {
+/* Block tables come from the host: up to two go into the persistent table buffer (stream
+ * ordered, so a later upload never overtakes a kernel still reading the previous one). */
+static zp_status upload_tables(cuda_ctx *c, const int *a, int na, const int *b, int nb, int **da, int **db) {
+    ZP_TRY(cuda_grow((void **)&c->tab, &c->tab_cap, sizeof(int) * (size_t)(na + nb + 1)));
+    *da = c->tab;
+    ZP_CUDA_CHECK(cudaMemcpyAsync(c->tab, a, sizeof(int) * (size_t)na, cudaMemcpyHostToDevice, c->stream));
+    if (db) {
+        *db = c->tab + na;
+        ZP_CUDA_CHECK(cudaMemcpyAsync(c->tab + na, b, sizeof(int) * (size_t)nb, cudaMemcpyHostToDevice, c->stream));
+    }
+    return ZP_OK;
+}
+
+/* Ends a gather: checks the launch, copies `total` floats of c->gather to the host `out`
+ * and waits; any failure is reported as op `what`. */
+static zp_status gather_finish(cuda_ctx *c, float *out, size_t total, const char *what) {
     cudaError_t le = cudaGetLastError();
     cudaError_t ce = cudaMemcpyAsync(out, c->gather, total * sizeof(float), cudaMemcpyDeviceToHost, c->stream);
     cudaError_t se = cudaStreamSynchronize(c->stream);
-    cudaFree(dt);
     if (le != cudaSuccess || ce != cudaSuccess || se != cudaSuccess)
         return zp_fail(ZP_ERR_BACKEND, "cuda %s failed: %s", what, cudaGetErrorString(le != cudaSuccess ? le : ce != cudaSuccess ? ce : se));
     return ZP_OK;
@@ -114,12 +127,12 @@ zp_status cuda_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_c
     const size_t total = (size_t)d->n_kv_heads * n * d->head_dim;
     ZP_TRY(cuda_scratch(c, total));
     int *dt;
-    ZP_TRY(upload_table(c, table, nb, &dt));
+    ZP_TRY(upload_tables(c, table, nb, NULL, 0, &dt, NULL));
     dim3 grid(n, d->n_kv_heads);
     ZP_DISPATCH_STORAGE(c->fp32, key_gather_kernel<T><<<grid, d->head_dim < 256 ? d->head_dim : 256, 0, c->stream>>>(
                                      c->gather, (const T *)k_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads * d->head_dim, dt,
                                      n, d->n_kv_heads, d->head_dim, bs));
-    return gather_finish(c, dt, out, total, "key_gather");
+    return gather_finish(c, out, total, "key_gather");
 }
 
 zp_status cuda_score_read(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n, float *out) {
@@ -128,11 +141,11 @@ zp_status cuda_score_read(zp_backend *be, const zp_attn_dims *d, const void *sco
     const size_t total = (size_t)d->n_kv_heads * n;
     ZP_TRY(cuda_scratch(c, total));
     int *dt;
-    ZP_TRY(upload_table(c, table, nb, &dt));
+    ZP_TRY(upload_tables(c, table, nb, NULL, 0, &dt, NULL));
     ZP_DISPATCH_STORAGE(c->fp32, score_gather_kernel<T><<<zp_ceil_div((long)total, 256), 256, 0, c->stream>>>(
                                      c->gather, (const T *)score_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads, dt, n,
                                      d->n_kv_heads, bs));
-    return gather_finish(c, dt, out, total, "score_read");
+    return gather_finish(c, out, total, "score_read");
 }
 
 zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
@@ -140,13 +153,8 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
     cuda_ctx *c = CUDA_CTX(be);
     const int bs = d->block_size, Hkv = d->n_kv_heads, D = d->head_dim, nb = zp_ceil_div(n, bs);
     const size_t nk = (size_t)Hkv * n;
-    if (nk > c->keep_cap) {
-        cudaFree(c->keep);
-        cudaFree(c->scores);
-        c->keep_cap = 2 * nk;
-        ZP_CUDA_CHECK(cudaMalloc(&c->keep, c->keep_cap));
-        ZP_CUDA_CHECK(cudaMalloc(&c->scores, c->keep_cap * sizeof(float)));
-    }
+    ZP_TRY(cuda_grow((void **)&c->keep, &c->keep_cap, nk));
+    ZP_TRY(cuda_grow((void **)&c->scores, &c->scores_cap, nk * sizeof(float)));
     ZP_CUDA_CHECK(cudaMemcpyAsync(c->keep, keep, nk, cudaMemcpyHostToDevice, c->stream));
     if (score_cache && scores) ZP_CUDA_CHECK(cudaMemcpyAsync(c->scores, scores, nk * sizeof(float), cudaMemcpyHostToDevice, c->stream));
     int max_kept = 0; /* the target table holds exactly the blocks the kept tokens need */
@@ -156,8 +164,7 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
         max_kept = k > max_kept ? k : max_kept;
     }
     int *dsrc, *ddst;
-    ZP_TRY(upload_table(c, src, nb, &dsrc));
-    ZP_TRY(upload_table(c, dst, zp_ceil_div(max_kept, bs), &ddst));
+    ZP_TRY(upload_tables(c, src, nb, dst, zp_ceil_div(max_kept, bs), &dsrc, &ddst));
     const size_t layer_off = (size_t)layer * d->num_blocks * bs * Hkv * D;
     const size_t score_off = (size_t)layer * d->num_blocks * bs * Hkv;
     const int has_scores = score_cache && scores;
@@ -165,9 +172,146 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
                                      (T *)k_cache + layer_off, (T *)v_cache + layer_off, has_scores ? (T *)score_cache + score_off : (T *)NULL,
                                      dsrc, ddst, n, c->keep, c->scores, Hkv, D, bs));
     cudaError_t le = cudaGetLastError(), se = cudaStreamSynchronize(c->stream);
-    cudaFree(dsrc);
-    cudaFree(ddst);
     if (le != cudaSuccess || se != cudaSuccess)
         return zp_fail(ZP_ERR_BACKEND, "cuda kv_compact failed: %s", cudaGetErrorString(le != cudaSuccess ? le : se));
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- device-side compression */
+
+#define COMPACT_CHUNK 32 /* kept tokens staged in shared memory per read-then-write round */
+
+/* One block per job: the kept tokens of the job's (layer, KV head), in order, to positions
+ * 0.. of the target table; rounds of COMPACT_CHUNK tokens are read completely before they are
+ * written, so a target block that is also a source block is never overwritten before it is
+ * read (every write lands at or before its read). Shared: K and V rows [chunk][D] each. */
+template <typename T>
+__global__ static void compact_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc, T *vc, T *sc) {
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ int idx[256], warp_base[9], n_done;
+    T *kb = (T *)smem_raw, *vb = kb + COMPACT_CHUNK * d.head_dim;
+    const int4 jb = J.jobs[blockIdx.x];
+    const int *rq = J.reqs + ZP_REQ_FIELDS * jb.x;
+    const int n = rq[ZP_REQ_N], D = d.head_dim, bs = d.block_size, Hkv = d.n_kv_heads, g = jb.z;
+    const int *src = J.tables + rq[ZP_REQ_SRC], *dst = J.tables + rq[ZP_REQ_DST];
+    const size_t lk = (size_t)jb.y * d.num_blocks * bs, off = (size_t)jb.w; /* lk: the layer's first slot */
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) n_done = 0;
+    for (int t0 = 0; t0 < n; t0 += blockDim.x) {
+        const int t = t0 + threadIdx.x, flag = t < n && J.keep[off + t];
+        const unsigned ballot = __ballot_sync(0xffffffffu, flag);
+        __syncthreads();
+        if (lane == 0) warp_base[warp + 1] = __popc(ballot);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            warp_base[0] = 0;
+            for (int i = 1; i <= (int)blockDim.x / 32; i++) warp_base[i] += warp_base[i - 1];
+        }
+        __syncthreads();
+        if (flag) idx[warp_base[warp] + __popc(ballot & ((1u << lane) - 1u))] = t;
+        __syncthreads();
+        const int kept = warp_base[blockDim.x / 32], done = n_done;
+        for (int c0 = 0; c0 < kept; c0 += COMPACT_CHUNK) {
+            const int nc = kept - c0 < COMPACT_CHUNK ? kept - c0 : COMPACT_CHUNK;
+            for (int i = threadIdx.x; i < nc * D; i += blockDim.x) {
+                const int s = idx[c0 + i / D];
+                const size_t from = (lk + (size_t)src[s / bs] * bs + s % bs) * Hkv + g;
+                kb[i] = kc[from * D + i % D];
+                vb[i] = vc[from * D + i % D];
+            }
+            __syncthreads();
+            for (int i = threadIdx.x; i < nc * D; i += blockDim.x) {
+                const int p = done + c0 + i / D;
+                const size_t to = (lk + (size_t)dst[p / bs] * bs + p % bs) * Hkv + g;
+                kc[to * D + i % D] = kb[i];
+                vc[to * D + i % D] = vb[i];
+            }
+            if (sc && threadIdx.x < nc) {
+                const int p = done + c0 + threadIdx.x;
+                zp_st(&sc[(lk + (size_t)dst[p / bs] * bs + p % bs) * Hkv + g], J.S[off + idx[c0 + threadIdx.x]]);
+            }
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) n_done = done + kept;
+        __syncthreads();
+    }
+}
+
+/* Packs jobs, requests and tables into c->hpack and uploads them; lays the per-job rows out
+ * in c->cwork. Layout of the upload: jobs (int4) | requests | tables. */
+static zp_status compress_pack(cuda_ctx *c, const zp_attn_dims *d, int budget, int layer0, int layer1, const zp_compress_req *reqs,
+                               int n_req, zp_plan_jobs *j) {
+    const int Hkv = d->n_kv_heads, bs = d->block_size, per_req = (layer1 - layer0) * Hkv;
+    size_t n_tab = 0, rows = 0;
+    int max_n = 0;
+    for (int r = 0; r < n_req; r++) {
+        if (reqs[r].n % bs || reqs[r].n <= budget || budget % bs)
+            return zp_fail(ZP_ERR_INVALID, "cuda compress: request %d has %d tokens for a budget of %d (block %d)", r, reqs[r].n, budget, bs);
+        n_tab += (size_t)reqs[r].n / bs + (size_t)budget / bs;
+        rows += (size_t)reqs[r].n * per_req;
+        max_n = reqs[r].n > max_n ? reqs[r].n : max_n;
+    }
+    const size_t n_jobs = (size_t)n_req * per_req, ints = 4 * n_jobs + (size_t)ZP_REQ_FIELDS * n_req + n_tab;
+    if (ints > c->hpack_cap) {
+        free(c->hpack);
+        c->hpack_cap = 2 * ints;
+        c->hpack = (int *)malloc(sizeof(int) * c->hpack_cap);
+        if (!c->hpack) { c->hpack_cap = 0; return zp_fail(ZP_ERR_OOM, "cuda compress: no host memory for %zu job ints", ints); }
+    }
+    int *jobs = c->hpack, *rq = jobs + 4 * n_jobs, *tab = rq + ZP_REQ_FIELDS * n_req;
+    size_t t = 0, row = 0, jn = 0;
+    for (int r = 0; r < n_req; r++) {
+        const int nb = reqs[r].n / bs, tb = budget / bs;
+        int *f = rq + ZP_REQ_FIELDS * r;
+        f[ZP_REQ_N] = reqs[r].n;
+        f[ZP_REQ_NHIST] = reqs[r].n_hist;
+        f[ZP_REQ_QID] = reqs[r].qid;
+        f[ZP_REQ_SRC] = (int)t;
+        memcpy(tab + t, reqs[r].src, sizeof(int) * nb);
+        f[ZP_REQ_DST] = (int)(t + nb);
+        memcpy(tab + t + nb, reqs[r].dst, sizeof(int) * tb);
+        t += (size_t)nb + tb;
+        for (int l = layer0; l < layer1; l++)
+            for (int g = 0; g < Hkv; g++, jn++, row += reqs[r].n) {
+                jobs[4 * jn] = r;
+                jobs[4 * jn + 1] = l;
+                jobs[4 * jn + 2] = g;
+                jobs[4 * jn + 3] = (int)row;
+            }
+    }
+    ZP_TRY(cuda_grow((void **)&c->cpack, &c->cpack_cap, sizeof(int) * ints));
+    ZP_CUDA_CHECK(cudaMemcpyAsync(c->cpack, c->hpack, sizeof(int) * ints, cudaMemcpyHostToDevice, c->cstream));
+    const size_t fbytes = sizeof(float) * rows;
+    ZP_TRY(cuda_grow(&c->cwork, &c->cwork_cap, 5 * fbytes + rows));
+    char *w = (char *)c->cwork;
+    *j = (zp_plan_jobs){(const int4 *)c->cpack, c->cpack + 4 * n_jobs, c->cpack + 4 * n_jobs + ZP_REQ_FIELDS * n_req, (int)n_jobs, max_n,
+                        (float *)w, (float *)(w + fbytes), (float *)(w + 2 * fbytes), (float *)(w + 3 * fbytes), (int *)(w + 4 * fbytes),
+                        (uint8_t *)(w + 5 * fbytes)};
+    return ZP_OK;
+}
+
+zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
+                        const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache) {
+    cuda_ctx *c = CUDA_CTX(be);
+    if (n_req <= 0 || layer0 >= layer1) return ZP_OK;
+    ZP_CUDA_CHECK(cudaEventRecord(c->ev_model, c->stream)); /* the decode steps that wrote these K/V */
+    ZP_CUDA_CHECK(cudaStreamWaitEvent(c->cstream, c->ev_model, 0));
+    zp_plan_jobs j;
+    ZP_TRY(compress_pack(c, d, budget, layer0, layer1, reqs, n_req, &j));
+    ZP_TRY(cuda_plan_select(c->cstream, c->fp32, d, plan, budget, &j, k_cache, q_cache, score_cache));
+    const size_t smem = 2 * COMPACT_CHUNK * (size_t)d->head_dim * c->elem;
+    ZP_DISPATCH_STORAGE(c->fp32, compact_jobs_kernel<T><<<j.n_jobs, 256, smem, c->cstream>>>(j, *d, (T *)k_cache, (T *)v_cache,
+                                                                                              (T *)score_cache));
+    ZP_LAUNCH_CHECK("compact_jobs");
+    ZP_CUDA_CHECK(cudaEventRecord(c->ev_done, c->cstream));
+    c->done_pending = 1;
+    return ZP_OK;
+}
+
+zp_status cuda_compress_wait(zp_backend *be) {
+    cuda_ctx *c = CUDA_CTX(be);
+    if (!c->done_pending) return ZP_OK;
+    c->done_pending = 0;
+    ZP_CUDA_CHECK(cudaEventSynchronize(c->ev_done));
     return ZP_OK;
 }

@@ -57,6 +57,29 @@ __device__ __forceinline__ void zp_st(float *p, float v) { *p = v; }
                            cudaGetErrorString(e_));                                                          \
     } while (0)
 
+/* Block-wide sum and max of one value per thread (blockDim a multiple of 32, every thread
+ * calls; sh: 32 floats of shared memory). Every thread gets the result. */
+__device__ __forceinline__ float zp_block_sum(float v, float *sh) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = (blockDim.x + 31) / 32;
+    __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    float s = 0.f;
+    for (int i = 0; i < nw; i++) s += sh[i];
+    return s;
+}
+__device__ __forceinline__ float zp_block_max(float v, float *sh) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = (blockDim.x + 31) / 32;
+    __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    float s = sh[0];
+    for (int i = 1; i < nw; i++) s = fmaxf(s, sh[i]);
+    return s;
+}
+
 static inline int zp_ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 
 /* Device copies of the step's batch arrays (one packed upload per set_batch). */
@@ -79,10 +102,23 @@ typedef struct {
     bf16 *xbf;                  /* GEMM operand conversion scratch */
     size_t xbf_cap;
     float *gather;              /* device scratch for host gathers */
-    size_t gather_cap;
-    uint8_t *keep;              /* device scratch for compaction masks */
-    float *scores;
+    size_t gather_cap;          /* bytes, as every *_cap below */
+    uint8_t *keep;              /* device scratch for host-path compaction masks */
     size_t keep_cap;
+    float *scores;
+    size_t scores_cap;
+    int *tab;                   /* host-path block tables */
+    size_t tab_cap;
+    /* device-side compression: its own stream, ordered after the model stream by an event */
+    cudaStream_t cstream;
+    cudaEvent_t ev_model, ev_done;
+    int done_pending;           /* ev_done recorded and not yet waited for */
+    int *cpack;                 /* jobs, requests and tables of one compress call */
+    size_t cpack_cap;
+    int *hpack;                 /* host staging of cpack */
+    size_t hpack_cap;
+    void *cwork;                /* per-job score rows and keep masks */
+    size_t cwork_cap;
 } cuda_ctx;
 
 #define CUDA_CTX(be) ((cuda_ctx *)(be)->ctx)
@@ -95,5 +131,9 @@ zp_status cuda_score_read(zp_backend *be, const zp_attn_dims *d, const void *sco
 zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
                           const int *src, int n, const int *dst, const uint8_t *keep, const float *scores);
 zp_status cuda_scratch(cuda_ctx *c, size_t floats);
+zp_status cuda_grow(void **buf, size_t *cap, size_t bytes);
+zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
+                        const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache);
+zp_status cuda_compress_wait(zp_backend *be);
 
 #endif

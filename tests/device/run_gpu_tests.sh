@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_gpu_tests.sh - builds the project with CUDA on the GPU machine and runs the gpu-labelled
-# CTest suites (CUDA ops vs the CPU reference, CUDA engine vs CPU engine), compute-sanitizer
-# memcheck and racecheck on the op suite, and `zipage generate --device cuda` on a Qwen3-0.6B
+# CTest suites (CUDA ops vs the CPU reference, device vs host compression, CUDA engine vs CPU
+# engine), compute-sanitizer memcheck and racecheck on the op and scoring suites, and `zipage generate --device cuda` on a Qwen3-0.6B
 # shape with --policy full and --policy zipage. One call of the device tool, about 5 minutes.
 #
 # The GPU machine has no Debian -dev packages: carry the .debs that `make devdeps` downloads
@@ -29,10 +29,12 @@ if [ $s -ne 0 ] && [ $s -ne 1 ]; then
 fi
 (cd build-gpu && ctest -L gpu --output-on-failure -V 2>&1 | grep -vE "^[0-9]+: Test command|^[0-9]+: Working|^[0-9]+: Environment|^UpdateCTest|^Parse|^Test project|^Constructing|^Checking|^Updating") || rc=1
 echo "== compute-sanitizer"
-for tool in memcheck racecheck; do
-  compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/test_cuda_ops > /tmp/san_$tool.log 2>&1
-  s=$?; echo "$tool: exit $s; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san_$tool.log | tail -1)"
-  [ $s -eq 0 ] || { rc=1; tail -30 /tmp/san_$tool.log; }
+for t in test_cuda_ops test_cuda_scoring; do
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/$t > /tmp/san_$tool.log 2>&1
+    s=$?; echo "$t $tool: exit $s; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san_$tool.log | tail -1)"
+    [ $s -eq 0 ] || { rc=1; tail -30 /tmp/san_$tool.log; }
+  done
 done
 if [ "${1:-}" != "--no-bench" ]; then
   echo "== zipage generate --device cuda on a Qwen3-0.6B shape (random weights)"

@@ -1,0 +1,281 @@
+/* plan_cuda.cu - score plans on the GPU, stage for stage as scorers/plan.c (the reference the
+ * GPU tests compare against). Three launches over all jobs (request, layer, KV head):
+ *   stage 1  one block per job: window attention from the paged K cache and the query cache
+ *            (rows in shared memory, no [w, n] matrix), max-norm, global score with the stored
+ *            history, pooling; writes S and P.
+ *   pairs    (redundancy only) one block per 128 tokens of a job: cosine similarities of
+ *            normalised keys against the token's comparison set (its block for lightning, the
+ *            request for raw), row sums and the "last above theta" partner; O(n bs D) or O(n^2 D).
+ *   finish   one block per job: redundancy r, softmax, max-norm, the lambda mix, sinks, and the
+ *            keep-recent top-k by exact rank (ties: the earlier token wins, as scorer_topk).
+ * Sums run in a different order than on the host, so scores agree to float rounding, not bits.
+ */
+#include <math.h>
+
+#include "plan_cuda.cuh"
+
+#define PAIRS_Y 128 /* tokens per block of the pairs stage (its threads) */
+#define PAIRS_X 32  /* partner keys staged per iteration */
+
+/* Key row of token t (physical order) of one (layer, KV head), through the block table. */
+template <typename T>
+__device__ __forceinline__ const T *key_row(const T *kl, const int *table, int t, int bs, int Hkv, int g, int D) {
+    return kl + (((size_t)table[t / bs] * bs + t % bs) * Hkv + g) * D;
+}
+
+template <typename T>
+__device__ __forceinline__ float dot_q(const float *q, const T *k, int D) {
+    float s = 0.f;
+    for (int e = 0; e < D; e++) s += q[e] * zp_ld(k[e]);
+    return s;
+}
+
+/* In-place softmax of x[0, m) in shared memory (same thread-to-element map as the callers). */
+__device__ static void softmax_rows(float *x, int m, float *red) {
+    float mx = -INFINITY;
+    for (int t = threadIdx.x; t < m; t += blockDim.x) mx = fmaxf(mx, x[t]);
+    mx = zp_block_max(mx, red);
+    float z = 0.f;
+    for (int t = threadIdx.x; t < m; t += blockDim.x) z += x[t] = expf(x[t] - mx);
+    z = zp_block_sum(z, red);
+    for (int t = threadIdx.x; t < m; t += blockDim.x) x[t] /= z;
+}
+
+/* A[n] += one window row j (group-reduced probabilities over the visible keys). */
+template <typename T>
+__device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims &d, const T *kl, const int *table, int g, int n,
+                                     int j, const float *qs, float *row, float *lg, float *A, float *red) {
+    const int G = d.n_heads / d.n_kv_heads, D = d.head_dim, bs = d.block_size, Hkv = d.n_kv_heads, w = d.window;
+    const int vis = P.attn.exclude_window ? n - w : n - w + j + 1;
+    if (vis <= 0) return; /* an all-zero row changes neither a sum nor a max of non-negatives */
+    if (P.attn.gqa == ZP_GQA_MAX_LOGIT || P.attn.gqa == ZP_GQA_SUM_LOGIT) {
+        for (int t = threadIdx.x; t < vis; t += blockDim.x) {
+            const T *k = key_row(kl, table, t, bs, Hkv, g, D);
+            float acc = P.attn.gqa == ZP_GQA_MAX_LOGIT ? -INFINITY : 0.f;
+            for (int h = 0; h < G; h++) {
+                float z = dot_q(qs + h * D, k, D) * d.scale;
+                acc = P.attn.gqa == ZP_GQA_MAX_LOGIT ? fmaxf(acc, z) : acc + z;
+            }
+            row[t] = acc;
+        }
+        softmax_rows(row, vis, red);
+    } else {
+        for (int t = threadIdx.x; t < vis; t += blockDim.x) row[t] = 0.f;
+        for (int h = 0; h < G; h++) {
+            for (int t = threadIdx.x; t < vis; t += blockDim.x) lg[t] = dot_q(qs + h * D, key_row(kl, table, t, bs, Hkv, g, D), D) * d.scale;
+            softmax_rows(lg, vis, red);
+            for (int t = threadIdx.x; t < vis; t += blockDim.x)
+                row[t] = P.attn.gqa == ZP_GQA_MAX_PROB ? fmaxf(row[t], lg[t]) : row[t] + lg[t] / (float)G;
+        }
+    }
+    for (int t = threadIdx.x; t < vis; t += blockDim.x) A[t] = P.attn.qred == ZP_QRED_MAX ? fmaxf(A[t], row[t]) : A[t] + row[t];
+}
+
+/* Stage 1, one block per job. Shared: q [G*D] | row [n] | lg [n] | A [n]. */
+template <typename T>
+__global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_attn_dims d, const T *kc, const T *qc, const T *sc) {
+    extern __shared__ float smem[];
+    __shared__ float red[32];
+    const int4 jb = J.jobs[blockIdx.x];
+    const int *rq = J.reqs + ZP_REQ_FIELDS * jb.x;
+    const int n = rq[ZP_REQ_N], n_hist = rq[ZP_REQ_NHIST], qid = rq[ZP_REQ_QID], layer = jb.y, g = jb.z;
+    const int *table = J.tables + rq[ZP_REQ_SRC];
+    const int G = d.n_heads / d.n_kv_heads, D = d.head_dim, w = d.window, bs = d.block_size, Hkv = d.n_kv_heads;
+    float *qs = smem, *row = qs + G * D, *lg = row + n, *A = lg + n;
+    const T *kl = kc + (size_t)layer * d.num_blocks * bs * Hkv * D;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] = 0.f;
+    if (P.attention) {
+        for (int j = 0; j < w; j++) {
+            const T *qrow = qc + (((size_t)layer * d.n_qslots + qid) * w + j) * d.n_heads * D + (size_t)g * G * D;
+            __syncthreads(); /* everyone is done with the previous row's queries */
+            for (int i = threadIdx.x; i < G * D; i += blockDim.x) qs[i] = zp_ld(qrow[i]);
+            __syncthreads();
+            attention_row(P, d, kl, table, g, n, j, qs, row, lg, A, red);
+        }
+        if (P.attn.qred == ZP_QRED_MEAN)
+            for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= (float)w;
+    }
+    if (P.max_norm) {
+        float mx = 0.f;
+        for (int t = threadIdx.x; t < n; t += blockDim.x) mx = fmaxf(mx, A[t]);
+        mx = zp_block_max(mx, red);
+        if (mx > 0.f)
+            for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= mx;
+    }
+    const size_t off = (size_t)jb.w;
+    const T *sl = sc ? sc + (size_t)layer * d.num_blocks * bs * Hkv : NULL;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) { /* S into row[] and J.S */
+        float s = A[t];
+        if (P.global != ZP_GLOBAL_NONE && sl && t < n_hist) {
+            float H = P.gamma * zp_ld(sl[((size_t)table[t / bs] * bs + t % bs) * Hkv + g]);
+            s = P.global == ZP_GLOBAL_SUM ? A[t] + H : fmaxf(A[t], H);
+        }
+        row[t] = s;
+        J.S[off + t] = s;
+    }
+    __syncthreads();
+    const int pool = P.pool_kernel > 1 && (!P.pool_first_only || n_hist == 0), m = P.pool_candidates ? n - w : n, h = P.pool_kernel / 2;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
+        float p = 0.f;
+        if (t < m && !pool) p = row[t];
+        if (t < m && pool) {
+            p = -INFINITY;
+            for (int u = t - h < 0 ? 0 : t - h; u <= (t + h >= m ? m - 1 : t + h); u++) p = fmaxf(p, row[u]);
+        }
+        J.P[off + t] = p;
+    }
+}
+
+/* Rows [r0, r0+nr) of one (layer, KV head), normalised by max(||k||, 1e-6), to out[i*stride]. */
+template <typename T>
+__device__ static void load_unit_keys(const T *kl, const int *table, int r0, int nr, int bs, int Hkv, int g, int D, float *out,
+                                      int stride) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
+    for (int i = warp; i < nr; i += nw) {
+        const T *k = key_row(kl, table, r0 + i, bs, Hkv, g, D);
+        float ss = 0.f;
+        for (int e = lane; e < D; e += 32) ss += zp_ld(k[e]) * zp_ld(k[e]);
+        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        const float inv = 1.0f / fmaxf(sqrtf(ss), 1e-6f);
+        for (int e = lane; e < D; e += 32) out[(size_t)i * stride + e] = zp_ld(k[e]) * inv;
+    }
+}
+
+/* Pairs stage: block (x: 128-token tile, y: job), one thread per token y of the tile.
+ * Shared: own keys [128][D+1] (padded: no bank conflicts) | partner keys [32][D]. */
+template <typename T>
+__global__ static void plan_pairs_kernel(zp_plan_jobs J, zp_attn_dims d, const T *kc, int lightning, float theta) {
+    extern __shared__ float smem[];
+    const int4 jb = J.jobs[blockIdx.y];
+    const int *rq = J.reqs + ZP_REQ_FIELDS * jb.x;
+    const int n = rq[ZP_REQ_N], y0 = blockIdx.x * PAIRS_Y;
+    if (y0 >= n) return; /* the whole block: grids are sized for the longest request */
+    const int *table = J.tables + rq[ZP_REQ_SRC];
+    const int D = d.head_dim, DP = D + 1, bs = d.block_size, Hkv = d.n_kv_heads, g = jb.z;
+    const int ny = n - y0 < PAIRS_Y ? n - y0 : PAIRS_Y;
+    const T *kl = kc + (size_t)jb.y * d.num_blocks * bs * Hkv * D;
+    float *ky = smem, *kx = smem + PAIRS_Y * DP;
+    load_unit_keys(kl, table, y0, ny, bs, Hkv, g, D, ky, DP);
+    const int y = y0 + threadIdx.x, valid = threadIdx.x < ny;
+    const int lo = lightning ? (y / bs) * bs : 0, hi = lightning ? (lo + bs < n ? lo + bs : n) : n;
+    const int xlo = lightning ? (y0 / bs) * bs : 0;
+    const int xhi = lightning ? (((y0 + ny - 1) / bs + 1) * bs < n ? ((y0 + ny - 1) / bs + 1) * bs : n) : n;
+    float colsum = 0.f, clast = 0.f, clo = 0.f;
+    int last = -1;
+    for (int xb = xlo; xb < xhi; xb += PAIRS_X) {
+        const int nx = xhi - xb < PAIRS_X ? xhi - xb : PAIRS_X;
+        __syncthreads();
+        load_unit_keys(kl, table, xb, nx, bs, Hkv, g, D, kx, D);
+        __syncthreads();
+        if (!valid) continue;
+        for (int i = 0; i < nx; i++) {
+            const int x = xb + i;
+            if (x < lo || x >= hi || x == y) continue;
+            float c = 0.f;
+            for (int e = 0; e < D; e++) c += kx[i * D + e] * ky[threadIdx.x * DP + e];
+            colsum += c; /* c is symmetric: the column sum of y is its row sum */
+            if (c > theta) { last = x; clast = c; }
+            if (x == lo) clo = c;
+        }
+    }
+    if (!valid) return;
+    const size_t o = (size_t)jb.w + y;
+    J.rs[o] = colsum;
+    J.last[o] = last;
+    J.cl[o] = last >= 0 ? clast : clo;
+}
+
+/* Finish stage, one block per job. Shared: C [n] | R [n]. */
+__global__ static void plan_finish_kernel(zp_plan_jobs J, zp_score_plan P, int block_size, int budget) {
+    extern __shared__ float smem[];
+    __shared__ float red[32];
+    const int4 jb = J.jobs[blockIdx.x];
+    const int n = J.reqs[ZP_REQ_FIELDS * jb.x + ZP_REQ_N];
+    const size_t off = (size_t)jb.w;
+    float *C = smem, *R = smem + n;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) C[t] = J.P[off + t];
+    if (P.redundancy != ZP_RED_NONE) {
+        const int lightning = P.redundancy == ZP_RED_LIGHTNING;
+        const float div = P.temperature * (float)(lightning ? block_size : n);
+        for (int x = threadIdx.x; x < n; x += blockDim.x) {
+            const int lo = lightning ? (x / block_size) * block_size : 0;
+            const int hi = lightning ? (lo + block_size < n ? lo + block_size : n) : n;
+            float r = J.rs[off + x];
+            for (int y = lo; y < hi; y++) { /* in y order, as the host subtracts */
+                const int l = J.last[off + y];
+                if (l == x || (P.rkv_quirk && l < 0 && x == lo && y != lo)) r -= J.cl[off + y];
+            }
+            R[x] = r / div;
+        }
+        softmax_rows(R, n, red);
+        if (P.max_norm) {
+            float mx = 0.f;
+            for (int t = threadIdx.x; t < n; t += blockDim.x) mx = fmaxf(mx, R[t]);
+            mx = zp_block_max(mx, red);
+            if (mx > 0.f)
+                for (int t = threadIdx.x; t < n; t += blockDim.x) R[t] /= mx;
+        }
+        for (int t = threadIdx.x; t < n; t += blockDim.x) C[t] = P.lambda * C[t] - (1.0f - P.lambda) * R[t];
+    }
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
+        if (t < P.sink) C[t] = INFINITY;
+        if (C[t] != C[t]) C[t] = -INFINITY; /* NaN ranks last, as scorer_topk */
+    }
+    __syncthreads();
+    int recent = P.recent < budget ? P.recent : budget;
+    recent = recent < n ? (recent < 0 ? 0 : recent) : n;
+    const int m = n - recent, k = budget - recent;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
+        int keep = 1;
+        if (t < m) { /* rank among the candidates: higher score first, then the earlier token */
+            const float s = C[t];
+            int rank = 0;
+            for (int u = 0; u < m && rank < k; u++) rank += C[u] > s || (C[u] == s && u < t);
+            keep = rank < k;
+        }
+        J.keep[off + t] = (uint8_t)keep;
+    }
+}
+
+/* Opts a kernel into `bytes` of dynamic shared memory, or names the limit it exceeds. */
+static zp_status smem_limit(const void *fn, size_t bytes, const char *stage, int n) {
+    int dev = 0, optin = 0;
+    ZP_CUDA_CHECK(cudaGetDevice(&dev));
+    ZP_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (bytes + 32 * sizeof(float) > (size_t)optin)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda compression: %s needs %zu bytes of shared memory for %d tokens (device limit %d): "
+                       "use a smaller nmax or block size", stage, bytes, n, optin);
+    ZP_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    return ZP_OK;
+}
+
+template <typename T>
+static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, const zp_score_plan *plan, int budget,
+                                   const zp_plan_jobs *j, const T *kc, const T *qc, const T *sc) {
+    const int G = d->n_heads / d->n_kv_heads, D = d->head_dim;
+    size_t s1 = sizeof(float) * ((size_t)G * D + 3 * (size_t)j->max_n);
+    ZP_TRY(smem_limit((const void *)plan_stage1_kernel<T>, s1, "window attention", j->max_n));
+    plan_stage1_kernel<T><<<j->n_jobs, 256, s1, stream>>>(*j, *plan, *d, kc, qc, sc);
+    ZP_LAUNCH_CHECK("plan_stage1");
+    if (plan->redundancy != ZP_RED_NONE) {
+        size_t s2 = sizeof(float) * ((size_t)PAIRS_Y * (D + 1) + (size_t)PAIRS_X * D);
+        ZP_TRY(smem_limit((const void *)plan_pairs_kernel<T>, s2, "redundancy", j->max_n));
+        dim3 grid(zp_ceil_div(j->max_n, PAIRS_Y), j->n_jobs);
+        plan_pairs_kernel<T><<<grid, PAIRS_Y, s2, stream>>>(*j, *d, kc, plan->redundancy == ZP_RED_LIGHTNING, plan->theta);
+        ZP_LAUNCH_CHECK("plan_pairs");
+    }
+    size_t s3 = sizeof(float) * 2 * (size_t)j->max_n;
+    ZP_TRY(smem_limit((const void *)plan_finish_kernel, s3, "selection", j->max_n));
+    plan_finish_kernel<<<j->n_jobs, 256, s3, stream>>>(*j, *plan, d->block_size, budget);
+    ZP_LAUNCH_CHECK("plan_finish");
+    return ZP_OK;
+}
+
+zp_status cuda_plan_select(cudaStream_t stream, int fp32, const zp_attn_dims *d, const zp_score_plan *plan, int budget,
+                           const zp_plan_jobs *j, const void *k_cache, const void *q_cache, const void *score_cache) {
+    if (j->n_jobs == 0) return ZP_OK;
+    if (d->window <= 0 || d->window > j->max_n) return zp_fail(ZP_ERR_INVALID, "cuda compression: window %d must be in [1, n]", d->window);
+    ZP_DISPATCH_STORAGE(fp32, return plan_select_typed<T>(stream, d, plan, budget, j, (const T *)k_cache, (const T *)q_cache,
+                                                          (const T *)score_cache));
+    return ZP_OK;
+}

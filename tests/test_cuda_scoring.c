@@ -1,0 +1,171 @@
+/* test_cuda_scoring.c (label gpu) - the device compression path (backend op `compress`: score
+ * plan on the GPU, top-k, batched compaction) against the host path (the same plan run by
+ * scorers/plan.c on keys gathered to the host, then kv_compact), on one CUDA backend and the
+ * same random caches, for every evicting policy and the Zipage ablation switches. Two rounds:
+ * a first compression of three requests (in place and into fresh blocks), then a second one
+ * that reads the history scores the first stored. Expected: the same tokens kept (compacted
+ * K and V bit-identical, both paths copy the same stored values) and history scores within
+ * 1e-4 relative (only summation order differs). Both storage precisions. Exits 77 without a GPU.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "compress.h"
+#include "model.h"
+#include "sampler.h"
+#include "test_util.h"
+
+enum { L = 2, HQ = 8, HKV = 2, D = 64, BS = 16, NB = 64, W = 8, NMAX = 4, NREQ = 3, BUDGET = NMAX * BS };
+
+static float rnd(uint32_t i, uint32_t s) { return 2.0f * zp_rng_uniform(7, s, 0, i) - 1.0f; }
+
+typedef struct {
+    zp_kv_storage kv[2]; /* [0] host path, [1] device path */
+    void *qkv, *q;       /* activations of the fill batch */
+} caches;
+
+/* Writes K/V of `nt` tokens at `slots` (positions `pos`) into every layer of both copies and
+ * the queries of rows qrows[i] to query slots qslots[i]; qkv values from seed `seed`. */
+static void fill(zp_backend *be, caches *c, int nt, const int *slots, const int *pos, int nq, const int *qrows, const int *qslots,
+                 uint32_t seed) {
+    const size_t row = (size_t)(HQ + 2 * HKV) * D;
+    float *x = malloc(sizeof(float) * nt * row);
+    int *ids = calloc((size_t)nt, sizeof(int));
+    for (int l = 0; l < L; l++) {
+        for (size_t i = 0; i < nt * row; i++) x[i] = rnd((uint32_t)i, seed + 17u * (uint32_t)l);
+        for (int t = 0; t < nt; t++) /* a few near-duplicate keys, so redundancy has partners above theta */
+            if (t % 5 == 1)
+                for (int e = 0; e < HKV * D; e++) x[t * row + HQ * D + e] = x[(t - 1) * row + HQ * D + e] + 0.05f * rnd((uint32_t)(t * 999 + e), seed + 3);
+        CHECK_OK(be->from_host(be, c->qkv, x, 0, nt * row));
+        zp_batch b = {.n_tokens = nt, .n_seqs = 0, .token_ids = ids, .positions = pos, .slot_mapping = slots,
+                      .n_qstore = nq, .qstore_rows = qrows, .qstore_slots = qslots};
+        CHECK_OK(be->set_batch(be, &b));
+        for (int k = 0; k < 2; k++) {
+            zp_kv_storage *kv = &c->kv[k];
+            CHECK_OK(be->qkv_rope_store(be, &kv->dims, c->qkv, c->q, NULL, NULL, kv->k, kv->v, l));
+            CHECK_OK(be->query_store(be, &kv->dims, c->q, kv->q, l));
+        }
+    }
+    free(x);
+    free(ids);
+}
+
+/* Compares what both paths left at the requests' tables: K and V exactly, S within 1e-4. */
+static void compare_paths(zp_backend *be, caches *c, zp_seq *const *seqs, int with_scores, const char *what) {
+    const int n = BUDGET;
+    float *a = malloc(sizeof(float) * HKV * n * D), *b = malloc(sizeof(float) * HKV * n * D);
+    int tokens_differ = 0;
+    double sdiff = 0, smax = 0;
+    for (int r = 0; r < NREQ; r++)
+        for (int l = 0; l < L; l++) {
+            for (int kvv = 0; kvv < 2; kvv++) {
+                CHECK_OK(be->key_gather(be, &c->kv[0].dims, kvv ? c->kv[0].v : c->kv[0].k, l, seqs[r]->blocks, n, a));
+                CHECK_OK(be->key_gather(be, &c->kv[1].dims, kvv ? c->kv[1].v : c->kv[1].k, l, seqs[r]->blocks, n, b));
+                for (int i = 0; i < HKV * n; i++) tokens_differ += memcmp(a + (size_t)i * D, b + (size_t)i * D, sizeof(float) * D) != 0;
+            }
+            if (with_scores) {
+                CHECK_OK(be->score_read(be, &c->kv[0].dims, c->kv[0].score, l, seqs[r]->blocks, n, a));
+                CHECK_OK(be->score_read(be, &c->kv[1].dims, c->kv[1].score, l, seqs[r]->blocks, n, b));
+                double d = zp_max_abs_diff(a, b, HKV * n), m = zp_max_abs(a, HKV * n);
+                sdiff = d > sdiff ? d : sdiff;
+                smax = m > smax ? m : smax;
+            }
+        }
+    printf("    %-7s %d (token, head) rows differ; history max|diff| %.2e of %.2e\n", what, tokens_differ, sdiff, smax);
+    CHECK(tokens_differ == 0);
+    CHECK(sdiff <= 1e-4 * smax + 1e-6);
+    free(a);
+    free(b);
+}
+
+static void run_case(zp_backend *be, int fp32, const char *policy, const char *params) {
+    zp_model m = {0};
+    m.be = be;
+    m.cfg.n_layers = L; m.cfg.n_heads = HQ; m.cfg.n_kv_heads = HKV; m.cfg.head_dim = D;
+    caches c;
+    zp_attn_dims dims = {L, HQ, HKV, D, BS, NB, 1.0f / 8.0f, 1e-6f, W, NREQ};
+    for (int k = 0; k < 2; k++) {
+        zp_kv_storage *kv = &c.kv[k];
+        kv->dims = dims;
+        CHECK_OK(be->alloc_cache(be, (size_t)L * NB * BS * HKV * D, &kv->k));
+        CHECK_OK(be->alloc_cache(be, (size_t)L * NB * BS * HKV * D, &kv->v));
+        CHECK_OK(be->alloc_cache(be, (size_t)L * NREQ * W * HQ * D, &kv->q));
+        CHECK_OK(be->alloc_cache(be, (size_t)L * NB * BS * HKV, &kv->score));
+    }
+    CHECK_OK(be->alloc(be, (size_t)NREQ * 6 * BS * (HQ + 2 * HKV) * D, &c.qkv));
+    CHECK_OK(be->alloc(be, (size_t)NREQ * 6 * BS * HQ * D, &c.q));
+    /* requests: 80, 96 and 80 tokens; request 1 compacts into fresh blocks, the others in place */
+    const int nblk[NREQ] = {5, 6, 5};
+    int tables[NREQ][8], targets[NREQ][8], next = 1;
+    zp_seq sq[NREQ], *seqs[NREQ];
+    int slots[NREQ * 6 * BS], pos[NREQ * 6 * BS], qrows[NREQ * W], qslots[NREQ * W], nt = 0, nq = 0;
+    for (int r = 0; r < NREQ; r++) {
+        for (int i = 0; i < nblk[r]; i++) tables[r][i] = (next++ * 7) % NB; /* scattered, distinct (7 is prime to 64) */
+        for (int i = 0; i < NMAX; i++) targets[r][i] = r == 1 ? (next++ * 7) % NB : tables[r][i];
+        for (int t = 0; t < nblk[r] * BS; t++, nt++) { slots[nt] = tables[r][t / BS] * BS + t % BS; pos[nt] = t; }
+        for (int j = 0; j < W; j++, nq++) { qrows[nq] = nt - W + j; qslots[nq] = r * W + j; }
+        memset(&sq[r], 0, sizeof sq[r]);
+        sq[r] = (zp_seq){.request_id = r, .n_kv = nblk[r] * BS, .blocks = tables[r], .n_blocks = nblk[r], .qid = r,
+                         .compressing = 1, .target = targets[r]};
+        seqs[r] = &sq[r];
+    }
+    fill(be, &c, nt, slots, pos, nq, qrows, qslots, 11);
+    zp_compressor comp[2];
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(compressor_init(&comp[k], policy, params, NMAX, BS, W, 1));
+        comp[k].device = k;
+    }
+    const int hist = comp[0].policy.ops->needs_history;
+    printf("  %-6s %-9s %s\n", fp32 ? "fp32" : "bf16", policy, params ? params : "");
+    for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], seqs, NREQ));
+    for (int r = 0; r < NREQ; r++) { sq[r].blocks = targets[r]; sq[r].n_blocks = NMAX; sq[r].n_kv = BUDGET; sq[r].compressed = 1; }
+    compare_paths(be, &c, seqs, hist, "round 1");
+    /* round 2: one more block per request (fresh), new window queries, history from round 1 */
+    nt = nq = 0;
+    for (int r = 0; r < NREQ; r++) {
+        targets[r][NMAX] = (next++ * 7) % NB;
+        for (int t = 0; t < BS; t++, nt++) { slots[nt] = targets[r][NMAX] * BS + t; pos[nt] = nblk[r] * BS + t; }
+        for (int j = 0; j < W; j++, nq++) { qrows[nq] = nt - W + j; qslots[nq] = r * W + j; }
+    }
+    fill(be, &c, nt, slots, pos, nq, qrows, qslots, 23);
+    int targets2[NREQ][NMAX];
+    for (int r = 0; r < NREQ; r++) {
+        for (int i = 0; i < NMAX; i++) targets2[r][i] = targets[r][i];
+        sq[r].n_blocks = NMAX + 1;
+        sq[r].n_kv = (NMAX + 1) * BS;
+        sq[r].target = targets2[r];
+    }
+    for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], seqs, NREQ));
+    compare_paths(be, &c, seqs, hist, "round 2");
+    CHECK(comp[1].stats.compressions == 2 * NREQ && comp[0].stats.compressions == 2 * NREQ);
+    for (int k = 0; k < 2; k++) {
+        compressor_free(&comp[k]);
+        void *bufs[4] = {c.kv[k].k, c.kv[k].v, c.kv[k].q, c.kv[k].score};
+        for (int i = 0; i < 4; i++) be->release(be, bufs[i]);
+    }
+    be->release(be, c.qkv);
+    be->release(be, c.q);
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    static const char *const cases[][2] = {
+        {"streaming", NULL}, {"h2o", NULL}, {"snapkv", NULL}, {"rkv", NULL}, {"rkv", "{\"parity\": true}"}, {"morphkv", NULL},
+        {"morphkv", "{\"fusion\": \"sum\"}"}, {"zipage", NULL}, {"zipage", "{\"lightning\": false}"},
+        {"zipage", "{\"global_mode\": \"sum\", \"continues_pooling\": true, \"use_sink\": true}"},
+        {"zipage", "{\"use_redundancy\": false, \"max_norm\": true}"}, {"zipage", "{\"use_global\": false, \"use_pooling\": false}"},
+    };
+    for (int fp32 = 1; fp32 >= 0; fp32--) {
+        zp_backend *be;
+        if (zp_backend_cuda_create(0, fp32, &be) != ZP_OK) {
+            printf("test_cuda_scoring: skipped (%s)\n", zp_last_error());
+            return 77;
+        }
+        float inv[D / 2];
+        for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
+        CHECK_OK(be->rope_init(be, inv, D / 2));
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(be, fp32, cases[i][0], cases[i][1]);
+        be->destroy(be);
+    }
+    return zp_test_finish("test_cuda_scoring");
+}

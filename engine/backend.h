@@ -60,10 +60,20 @@ typedef struct {
     int qid;        /* query-cache slot holding the request's window queries */
 } zp_compress_req;
 
+/* One logits row of device sampling (backend op `sample`): zp_sample_token's parameters
+ * (no repetition penalty) and the counter of its random number. */
+typedef struct {
+    float temperature, top_p;
+    int top_k;
+    uint32_t sample_index, step;
+    uint64_t seed, request_id;
+} zp_sample_row;
+
 typedef struct zp_backend zp_backend;
 struct zp_backend {
     const char *name;
     void *ctx;
+    int cache_elem_bytes; /* bytes of one K/V, query or score cache element */
     void (*destroy)(zp_backend *be);
 
     /* memory: n elements of the backend's activation type (fp32 on both backends) */
@@ -71,6 +81,8 @@ struct zp_backend {
     /* n elements of the cache type (K/V, query and score caches: fp32 on CPU, bf16 on CUDA) */
     zp_status (*alloc_cache)(zp_backend *be, size_t n, void **out);
     void (*release)(zp_backend *be, void *buf);
+    /* free and total device memory in bytes (NULL on the CPU backend: host memory) */
+    zp_status (*mem_info)(zp_backend *be, size_t *free_bytes, size_t *total_bytes);
     /* weights: takes ownership of a malloc'ed fp32 host array of n elements */
     zp_status (*weight_upload)(zp_backend *be, float *host, size_t n, void **out);
     /* copy n elements starting at element off of src to host fp32 */
@@ -133,6 +145,12 @@ struct zp_backend {
                           const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache,
                           void *score_cache);
     zp_status (*compress_wait)(zp_backend *be);
+
+    /* ---- device-side sampling (NULL on the CPU backend, which samples host logits) ---- */
+    /* ids[n] (host): a token per row of logits [n][V] (an activation buffer), by
+     * zp_sample_token's rule with zp_rng_uniform's numbers drawn on the device; -1 for a row
+     * the device cannot finish (a candidate set too large to sort), to sample on the host. */
+    zp_status (*sample)(zp_backend *be, const void *logits, int n, int V, const zp_sample_row *rows, int *ids);
 };
 
 /* The CPU reference backend (fp32, BLAS sgemm, OpenMP). n_threads <= 0: OpenMP default. */

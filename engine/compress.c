@@ -123,7 +123,15 @@ static zp_status compress_device(zp_compressor *c, zp_model *m, zp_kv_storage *k
     const double t0 = now_s();
     for (int l0 = 0; l0 < mc->n_layers && st == ZP_OK; l0 += c->layer_stride) {
         const int l1 = l0 + c->layer_stride < mc->n_layers ? l0 + c->layer_stride : mc->n_layers;
-        st = be->compress(be, &kv->dims, &plan, budget, l0, l1, reqs, n, kv->k, kv->v, kv->q, use_hist ? kv->score : NULL);
+        for (int r0 = 0, r1; r0 < n && st == ZP_OK; r0 = r1) { /* chunks within ZP_COMPRESS_DEVICE_ROWS score rows */
+            size_t rows = 0;
+            for (r1 = r0; r1 < n; r1++) {
+                const size_t add = (size_t)reqs[r1].n * (size_t)(l1 - l0) * (size_t)mc->n_kv_heads;
+                if (r1 > r0 && rows + add > ZP_COMPRESS_DEVICE_ROWS) break;
+                rows += add;
+            }
+            st = be->compress(be, &kv->dims, &plan, budget, l0, l1, reqs + r0, r1 - r0, kv->k, kv->v, kv->q, use_hist ? kv->score : NULL);
+        }
     }
     zp_status ws = be->compress_wait(be); /* always: nothing may stay in flight on an error */
     if (st == ZP_OK) st = ws;

@@ -18,6 +18,11 @@
 #include "policy.h"
 #include "scheduler.h"
 
+/* Device path: requests of one backend `compress` call are chunked so their score rows stay
+ * under ZP_COMPRESS_DEVICE_ROWS (21 bytes each); the memory sizing reserves the work area. */
+#define ZP_COMPRESS_DEVICE_ROWS (8u << 20)
+#define ZP_COMPRESS_DEVICE_BYTES ((size_t)ZP_COMPRESS_DEVICE_ROWS * 21u * 3u / 2u + (64u << 20))
+
 typedef struct {
     int64_t compressions;     /* request compressions */
     int64_t tokens_evicted;   /* tokens dropped, summed over layers and KV heads */

@@ -33,6 +33,7 @@ zp_engine_config zp_engine_config_default(void) {
     c.window = 16;
     c.layer_stride = 8;
     c.max_compress_blocks = 600;
+    c.gpu_memory_utilization = 0.9;
     return c;
 }
 
@@ -63,6 +64,7 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     if (m > c->max_num_seqs) m = c->max_num_seqs;
     if (m < 1) m = 1;
     ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, c->nmax, c->block_size, c->window, c->layer_stride));
+    e->comp.device = !c->host_only;
     ZP_TRY(sched_enable_compression(&e->sched, kind, c->nmax, c->window, m));
     ZP_TRY(zp_model_kv_alloc_compression(e->model, &e->kv, c->window, m, ops->needs_history));
     e->ctask = calloc((size_t)c->max_num_seqs, sizeof *e->ctask);
@@ -82,8 +84,10 @@ zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
     if (s == ZP_OK) s = zp_model_load(cfg->model_dir, e->be, &e->model);
     int nb = 0;
     if (s == ZP_OK) {
-        nb = cfg->num_blocks > 0 ? cfg->num_blocks : default_num_blocks(&e->model->cfg, cfg);
-        s = zp_model_kv_alloc(e->model, nb, cfg->block_size, &e->kv);
+        if (cfg->num_blocks > 0) nb = cfg->num_blocks;
+        else if (cfg->kv_pool_tokens <= 0 && e->be->mem_info) s = engine_device_num_blocks(e, &nb);
+        else nb = default_num_blocks(&e->model->cfg, cfg);
+        if (s == ZP_OK) s = zp_model_kv_alloc(e->model, nb, cfg->block_size, &e->kv);
     }
     if (s == ZP_OK) s = kv_pool_init(&e->pool, nb, cfg->block_size);
     if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, cfg->enable_prefix_cache);
@@ -121,7 +125,7 @@ void zp_engine_free(zp_engine *e) {
     free(e->batch.seqs);
     free(e->token_ids); free(e->positions); free(e->slots); free(e->out_rows);
     free(e->q_start); free(e->q_len); free(e->kv_len); free(e->block_tables);
-    free(e->logits); free(e->scratch);
+    free(e->logits); free(e->scratch); free(e->srows); free(e->sids);
     sched_free(&e->sched);
     kv_pool_free(&e->pool);
     if (e->model) { zp_model_kv_free(e->model, &e->kv); zp_model_free(e->model); }
@@ -223,8 +227,11 @@ static zp_status reserve_step(zp_engine *e, int rows, int seqs, int max_blocks) 
     ZP_TRY(grow_int(&e->block_tables, &e->bt_cap, seqs * max_blocks));
     if (seqs > e->logits_rows) {
         free(e->logits);
+        free(e->srows); free(e->sids);
         e->logits = malloc(sizeof(float) * (size_t)seqs * (size_t)e->model->cfg.vocab);
-        ZP_CHECK_ALLOC(e->logits);
+        e->srows = malloc(sizeof *e->srows * (size_t)seqs);
+        e->sids = malloc(sizeof(int) * (size_t)seqs);
+        if (!e->logits || !e->srows || !e->sids) { e->logits_rows = 0; return zp_fail(ZP_ERR_OOM, "engine: no memory for %d logits rows", seqs); }
         e->logits_rows = seqs;
     }
     if (!e->scratch) {
@@ -302,17 +309,38 @@ static zp_finish_reason check_finish(const zp_engine *e, const zp_seq *q, int to
     return ZP_FINISH_NONE;
 }
 
-static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n) {
+/* Device sampling when the backend has it and no row needs the host (logits hook, forced
+ * tokens, repetition penalty): fills e->sids, -1 where the host must sample after all. */
+static zp_status sample_on_device(zp_engine *e, zp_seq *const *seqs, int n, int *used) {
+    *used = 0;
+    if (!e->be->sample || e->cfg.host_only || e->logits_hook) return ZP_OK;
+    for (int i = 0; i < n; i++) {
+        const zp_seq *q = seqs[i];
+        const int step = q->n_tokens - q->n_prompt;
+        if (step < q->sp.n_forced || q->sp.repetition_penalty != 1.0f) return ZP_OK;
+        e->srows[i] = (zp_sample_row){q->sp.temperature, q->sp.top_p, q->sp.top_k, (uint32_t)q->sample_index, (uint32_t)step, q->seed,
+                                      (uint64_t)q->request_id};
+    }
+    *used = 1;
+    return e->be->sample(e->be, e->model->logits, n, e->model->cfg.vocab, e->srows, e->sids);
+}
+
+/* ids: tokens sampled on the device (-1: sample this row on the host), or NULL: all on the
+ * host from e->logits. */
+static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n, const int *ids) {
     const int V = e->model->cfg.vocab;
     for (int i = 0; i < n; i++) {
         zp_seq *q = seqs[i];
         sched_mark_computed(&e->sched, q);
         if (q->n_kv > e->stats.peak_request_tokens) e->stats.peak_request_tokens = q->n_kv;
         int step = q->n_tokens - q->n_prompt;
-        if (e->logits_hook) e->logits_hook(e->logits_hook_ctx, q->request_id, q->sample_index, step, e->logits + (size_t)i * V, V);
+        float *row = e->logits + (size_t)i * V;
+        if (ids && ids[i] < 0) ZP_TRY(e->be->to_host(e->be, row, e->model->logits, (size_t)i * V, (size_t)V));
+        if (e->logits_hook) e->logits_hook(e->logits_hook_ctx, q->request_id, q->sample_index, step, row, V);
         float u = zp_rng_uniform(q->seed, (uint64_t)q->request_id, (uint32_t)q->sample_index, (uint32_t)step);
         int tok = step < q->sp.n_forced ? q->sp.forced[step]
-                                        : zp_sample_token(e->logits + (size_t)i * V, V, &q->sp, q->tokens, q->n_tokens, u, e->scratch);
+                  : ids && ids[i] >= 0 ? ids[i]
+                                       : zp_sample_token(row, V, &q->sp, q->tokens, q->n_tokens, u, e->scratch);
         q->tokens[q->n_tokens++] = tok;
         e->stats.generated_tokens++;
         q->finish = check_finish(e, q, tok);
@@ -400,11 +428,17 @@ zp_status zp_engine_step(zp_engine *e) {
     ZP_TRY(build_batch(e, e->batch.seqs, n_run, e->batch.is_prefill, &b));
     e->last_batch = b;
     double t0 = now_s();
-    ZP_TRY(zp_model_forward(e->model, &b, &e->kv, e->logits));
-    double t1 = now_s();
+    const int device_sampling = e->be->sample && !e->cfg.host_only && !e->logits_hook;
+    ZP_TRY(zp_model_forward(e->model, &b, &e->kv, device_sampling ? NULL : e->logits));
+    int used = 0;
+    if (device_sampling) {
+        ZP_TRY(sample_on_device(e, e->batch.seqs, n_run, &used));
+        if (!used) ZP_TRY(e->be->to_host(e->be, e->logits, e->model->logits, 0, (size_t)n_run * e->model->cfg.vocab));
+    }
+    double t1 = now_s(); /* device work is asynchronous: the forward's time includes the sampling kernel */
     if (b.is_prefill) { e->stats.prefill_seconds += t1 - t0; e->stats.prefill_steps++; e->stats.prefill_tokens += b.n_tokens; }
     else { e->stats.decode_seconds += t1 - t0; e->stats.decode_steps++; e->stats.decode_tokens += b.n_tokens; }
-    zp_status s = sample_and_append(e, e->batch.seqs, n_run);
+    zp_status s = sample_and_append(e, e->batch.seqs, n_run, used ? e->sids : NULL);
     e->stats.sample_seconds += now_s() - t1;
     return s;
 }

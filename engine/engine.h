@@ -21,10 +21,13 @@ typedef struct {
     int n_threads;             /* <= 0: OpenMP default */
     int block_size;            /* tokens per KV block, default 256 */
     int num_blocks;            /* KV pool blocks; 0: from kv_pool_tokens */
-    int64_t kv_pool_tokens;    /* KV pool size in tokens; 0: default (see engine.c) */
+    int64_t kv_pool_tokens;    /* KV pool size in tokens; 0: default (CPU: 32768 tokens, at most 2 GiB;
+                                  CUDA: from free memory, see gpu_memory_utilization) */
+    float gpu_memory_utilization; /* CUDA: share of device memory for weights, activations and KV (default 0.9) */
     int max_num_seqs;          /* default 256 */
     int max_num_batched_tokens;/* default 8192 */
     int enable_prefix_cache;   /* default on */
+    int host_only;             /* sample and score compression on the host even on CUDA (tests, debugging) */
     /* compression */
     const char *policy;        /* "full" (default), "zipage", "snapkv", ... (policies/) */
     const char *policy_params; /* JSON object of policy parameters, NULL for defaults */

@@ -24,6 +24,8 @@ struct zp_engine {
     int *q_start, *q_len, *kv_len, *block_tables, seq_cap, bt_cap;
     float *logits, *scratch;
     int logits_rows;
+    zp_sample_row *srows;     /* device sampling: one row per scheduled request */
+    int *sids;                /* its token ids */
     int *qstore_rows, *qstore_slots, qstore_cap;
     zp_engine_stats stats;
     zp_batch last_batch;      /* the batch of the last forward (tests) */
@@ -40,6 +42,9 @@ struct zp_engine {
     zp_status worker_status;
     char worker_error[512];
 };
+
+/* KV blocks that fit a device backend's free memory (engine_memory.c). */
+zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks);
 
 /* Checks block tables, ref counts, free list, lengths, cap and query slots (tests). */
 zp_status zp_engine_check_invariants(const zp_engine *e);

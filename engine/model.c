@@ -401,5 +401,5 @@ zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, fl
     ZP_TRY(be->gather_rows(be, m->xo, m->x, c->hidden));
     ZP_TRY(be->rmsnorm(be, m->xo, m->xo, m->final_norm, b->n_out, c->hidden, c->rms_eps));
     ZP_TRY(be->matmul(be, m->logits, m->xo, m->lm_head, NULL, b->n_out, c->vocab, c->hidden));
-    return be->to_host(be, logits, m->logits, 0, (size_t)b->n_out * c->vocab);
+    return logits ? be->to_host(be, logits, m->logits, 0, (size_t)b->n_out * c->vocab) : ZP_OK;
 }

@@ -1,6 +1,8 @@
 /* sampler.c - Philox4x32-10 and greedy / temperature / top-k / top-p sampling. */
 #include "sampler.h"
 
+#include "philox.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,31 +17,10 @@ zp_sampling_params zp_sampling_default(void) {
     return p;
 }
 
-static inline void mulhilo(uint32_t a, uint32_t b, uint32_t *hi, uint32_t *lo) {
-    uint64_t p = (uint64_t)a * b;
-    *hi = (uint32_t)(p >> 32);
-    *lo = (uint32_t)p;
-}
-
-void zp_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
-    const uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
-    for (int r = 0; r < 10; r++) {
-        uint32_t hi0, lo0, hi1, lo1;
-        mulhilo(M0, c0, &hi0, &lo0);
-        mulhilo(M1, c2, &hi1, &lo1);
-        uint32_t n0 = hi1 ^ c1 ^ k0, n1 = lo1, n2 = hi0 ^ c3 ^ k1, n3 = lo0;
-        c0 = n0; c1 = n1; c2 = n2; c3 = n3;
-        k0 += W0; k1 += W1;
-    }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
-}
+void zp_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) { zp_philox4x32_10(ctr, key, out); }
 
 float zp_rng_uniform(uint64_t seed, uint64_t request_id, uint32_t sample_index, uint32_t step) {
-    uint32_t ctr[4] = {(uint32_t)request_id, (uint32_t)(request_id >> 32), sample_index, step};
-    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)}, out[4];
-    zp_philox4x32(ctr, key, out);
-    return (float)(out[0] >> 8) * (1.0f / 16777216.0f);
+    return zp_philox_uniform(seed, request_id, sample_index, step);
 }
 
 static int argmax(const float *x, int n) {

@@ -3,10 +3,16 @@
  * bf16 storage within 3e-2 of the logit scale (activations enter GEMMs as bf16), fp32 storage
  * within 1e-4. Greedy decoding of 6 requests x 64 tokens with full KV and with every policy
  * (sync and async compression): identical tokens and compression counts in fp32 storage; in
- * bf16 storage near-ties may flip, so agreement is reported, not asserted.
+ * bf16 storage near-ties may flip, so agreement is reported, not asserted. Sampling on the
+ * device (temperature alone, top-k, top-p, both): 6 requests x 2 samples x 64 tokens identical
+ * to the CPU engine's host sampler in fp32 storage (same Philox numbers, same rule), with full
+ * KV and with Zipage. Memory sizing: with gpu_memory_utilization 0.5 the engine leaves at most
+ * half the device in use and gives the KV pool most of it; an impossible share fails cleanly.
  * Exits 77 (skipped) without a GPU. */
 #include <string.h>
 
+#include "engine_internal.h"
+#include "model.h"
 #include "test_runner.h"
 #include "test_util.h"
 
@@ -67,6 +73,54 @@ static void greedy_parity(const char *preset, const char *policy, int async, int
     run_result_free(&gpu);
 }
 
+static void sampling_parity(const char *policy, float temperature, float top_p, int top_k) {
+    run_spec rs = run_spec_default("tiny-qwen3");
+    rs.sp.max_tokens = 64;
+    rs.sp.temperature = temperature;
+    rs.sp.top_p = top_p;
+    rs.sp.top_k = top_k;
+    rs.samples = 2;
+    rs.ec.policy = policy;
+    rs.ec.nmax = 2;
+    rs.ec.window = 4;
+    run_result cpu, gpu;
+    run_requests(&rs, &cpu);
+    rs.ec.device = "cuda";
+    rs.ec.precision = "fp32";
+    run_requests(&rs, &gpu);
+    int same = 0;
+    for (int r = 0; r < rs.n_req * rs.samples; r++)
+        same += cpu.n[r] == gpu.n[r] && !memcmp(cpu.tokens[r], gpu.tokens[r], sizeof(int) * (size_t)cpu.n[r]);
+    printf("  sampling T %.1f top-p %.2f top-k %2d %-6s: %d/%d samples identical to the host sampler\n", temperature, top_p, top_k,
+           policy, same, rs.n_req * rs.samples);
+    CHECK(same == rs.n_req * rs.samples);
+    run_result_free(&cpu);
+    run_result_free(&gpu);
+}
+
+static void memory_sizing(void) {
+    zp_engine_config c = zp_engine_config_default();
+    c.model_dir = zp_test_model("tiny-qwen3");
+    c.device = "cuda";
+    c.policy = "zipage";
+    c.block_size = 16;
+    c.gpu_memory_utilization = 0.5f;
+    zp_engine *e;
+    CHECK_OK(zp_engine_init(&c, &e));
+    size_t fr = 0, tot = 0;
+    CHECK_OK(e->be->mem_info(e->be, &fr, &tot));
+    zp_engine_stats st;
+    zp_engine_get_stats(e, &st);
+    const double pool = (double)st.num_blocks * (double)zp_model_kv_block_bytes(&e->model->cfg, 16, e->be->cache_elem_bytes);
+    printf("  memory sizing at 0.5: %d blocks, KV pool %.2f GiB, %.2f of %.2f GiB in use\n", st.num_blocks, pool / (1 << 30),
+           (double)(tot - fr) / (1 << 30), (double)tot / (1 << 30));
+    CHECK((double)(tot - fr) <= 0.5 * (double)tot);
+    CHECK(pool >= 0.4 * (double)tot);
+    zp_engine_free(e);
+    c.gpu_memory_utilization = 0.002f;
+    CHECK_FAILS(zp_engine_init(&c, &e), ZP_ERR_CAPACITY, "not enough device memory");
+}
+
 int main(void) {
     zp_backend *probe;
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -87,5 +141,11 @@ int main(void) {
             if (reg[p]->evicts && i == 0) greedy_parity(presets[i], reg[p]->name, 1, 1);
             if (!reg[p]->evicts || !strcmp(reg[p]->name, "zipage")) greedy_parity(presets[i], reg[p]->name, 0, 0);
         }
+    memory_sizing();
+    const float sp[4][3] = {{0.8f, 1.0f, 0}, {0.6f, 0.95f, 20}, {0.7f, 0.9f, 0}, {1.0f, 1.0f, 5}};
+    for (int i = 0; i < 4; i++) {
+        sampling_parity("full", sp[i][0], sp[i][1], (int)sp[i][2]);
+        sampling_parity("zipage", sp[i][0], sp[i][1], (int)sp[i][2]);
+    }
     return zp_test_finish("test_cuda_engine");
 }

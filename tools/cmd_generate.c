@@ -41,7 +41,8 @@ static void usage(FILE *f, const char *cmd) {
                "  --n N                  samples of the prompt (default 1)\n"
                "  --ignore-eos           do not stop at EOS\n"
                "  --block-size B         KV block size (default 256)\n"
-               "  --kv-pool-tokens N     KV pool size in tokens (default 32768, at most 2 GiB)\n"
+               "  --kv-pool-tokens N     KV pool size in tokens (default: CPU 32768, at most 2 GiB; CUDA from free memory)\n"
+               "  --gpu-memory-utilization F  CUDA: share of device memory for weights, activations and KV (default 0.9)\n"
                "  --max-num-seqs N       running requests at most (default 256)\n"
                "  --no-prefix-cache      disable prefix caching\n"
                "  --threads N            CPU threads (default: all)\n"
@@ -101,6 +102,7 @@ static zp_status parse(int argc, char **argv, gen_args *g, const char *cmd) {
         else if (!strcmp(a, "--ignore-eos")) g->sp.ignore_eos = 1;
         else if (!strcmp(a, "--block-size")) ZP_TRY(cli_int(a, v, 1, 65536, &g->ec.block_size));
         else if (!strcmp(a, "--kv-pool-tokens")) ZP_TRY(cli_i64(a, v, 1, INT64_MAX, &g->ec.kv_pool_tokens));
+        else if (!strcmp(a, "--gpu-memory-utilization")) ZP_TRY(cli_float(a, v, 0.01f, 1.0f, &g->ec.gpu_memory_utilization));
         else if (!strcmp(a, "--max-num-seqs")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &g->ec.max_num_seqs));
         else if (!strcmp(a, "--no-prefix-cache")) g->ec.enable_prefix_cache = 0;
         else if (!strcmp(a, "--threads")) ZP_TRY(cli_int(a, v, 0, 4096, &g->ec.n_threads));
@@ -160,6 +162,9 @@ static zp_status run_generate(const gen_args *g) {
         printf("%lld tokens in %.3f s: %.1f tokens/s (prefill %lld tokens, %lld from prefix cache; %lld preemptions)\n",
                (long long)st.generated_tokens, dt, dt > 0 ? st.generated_tokens / dt : 0.0, (long long)st.prefill_tokens,
                (long long)st.prefix_hit_tokens, (long long)st.preemptions);
+    if (s == ZP_OK)
+        printf("KV pool: %d blocks of %d tokens (%lld tokens), peak %d blocks in use, at most %d requests running\n", st.num_blocks,
+               st.block_size, (long long)st.num_blocks * st.block_size, st.peak_blocks, st.peak_running);
     if (s == ZP_OK && st.compressions)
         printf("policy %s: %lld compressions, %lld tokens evicted (over layers and KV heads), %.0f tokens kept per request "
                "(peak %d held), gathers %.3f s, scoring %.3f s, compaction %.3f s, %lld request-steps waited on compression\n",

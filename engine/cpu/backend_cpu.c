@@ -288,6 +288,7 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
 #endif
     c->n_threads = n_threads;
     be->name = "cpu";
+    be->cache_elem_bytes = sizeof(float);
     be->ctx = c;
     be->destroy = cpu_destroy;
     be->alloc = cpu_alloc;

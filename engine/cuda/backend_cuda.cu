@@ -153,6 +153,10 @@ static zp_status cu_alloc_cache(zp_backend *be, size_t n, void **out) {
     return ZP_OK;
 }
 static void cu_release(zp_backend *be, void *buf) { cudaFree(buf); }
+static zp_status cu_mem_info(zp_backend *be, size_t *free_bytes, size_t *total_bytes) {
+    ZP_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+    return ZP_OK;
+}
 
 static zp_status cu_weight_upload(zp_backend *be, float *host, size_t n, void **out) {
     const int fp32 = CUDA_CTX(be)->fp32;
@@ -343,6 +347,7 @@ static void cu_destroy(zp_backend *be) {
     cudaFree(c->tab);
     cudaFree(c->cpack);
     cudaFree(c->cwork);
+    cudaFree(c->srows);
     free(c->hpack);
     if (c->ev_model) cudaEventDestroy(c->ev_model);
     if (c->ev_done) cudaEventDestroy(c->ev_done);
@@ -368,6 +373,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     c->elem = fp32 ? sizeof(float) : sizeof(bf16);
     be->ctx = c;
     be->name = "cuda";
+    be->cache_elem_bytes = (int)c->elem;
     be->destroy = cu_destroy;
     if (cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess || cublasCreate(&c->cublas) != CUBLAS_STATUS_SUCCESS ||
         cublasSetStream(c->cublas, c->stream) != CUBLAS_STATUS_SUCCESS ||
@@ -381,6 +387,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->alloc = cu_alloc;
     be->alloc_cache = cu_alloc_cache;
     be->release = cu_release;
+    be->mem_info = cu_mem_info;
     be->weight_upload = cu_weight_upload;
     be->to_host = cu_to_host;
     be->from_host = cu_from_host;
@@ -402,6 +409,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->kv_compact = cuda_kv_compact;
     be->compress = cuda_compress;
     be->compress_wait = cuda_compress_wait;
+    be->sample = cuda_sample;
     *out = be;
     return ZP_OK;
 }

@@ -86,14 +86,15 @@ zp_status cuda_query_read(zp_backend *be, const zp_attn_dims *d, const void *qca
     return ZP_OK;
 }
 
-/* Grows a device buffer to at least `bytes` (doubling; the old contents are dropped). */
+/* Grows a device buffer to at least `bytes` (by half again; the old contents are dropped). */
 zp_status cuda_grow(void **buf, size_t *cap, size_t bytes) {
     if (bytes <= *cap) return ZP_OK;
     cudaFree(*buf);
     *buf = NULL;
     *cap = 0;
-    ZP_CUDA_CHECK(cudaMalloc(buf, 2 * bytes));
-    *cap = 2 * bytes;
+    const size_t want = bytes + bytes / 2;
+    ZP_CUDA_CHECK(cudaMalloc(buf, want));
+    *cap = want;
     return ZP_OK;
 }
 

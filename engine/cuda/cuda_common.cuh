@@ -119,6 +119,8 @@ typedef struct {
     size_t hpack_cap;
     void *cwork;                /* per-job score rows and keep masks */
     size_t cwork_cap;
+    void *srows;                /* sampling rows and their token ids */
+    size_t srows_cap;
 } cuda_ctx;
 
 #define CUDA_CTX(be) ((cuda_ctx *)(be)->ctx)
@@ -135,5 +137,7 @@ zp_status cuda_grow(void **buf, size_t *cap, size_t bytes);
 zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
                         const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache);
 zp_status cuda_compress_wait(zp_backend *be);
+/* sample_cuda.cu */
+zp_status cuda_sample(zp_backend *be, const void *logits, int n, int V, const zp_sample_row *rows, int *ids);
 
 #endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""hf_compare.py - our CPU engine against Hugging Face transformers on mkmodel checkpoints.
+"""hf_compare.py - our engine (CPU, or CUDA in fp32 storage) against Hugging Face transformers.
 
 For each case folder written by prepare_hf_compare.sh: loads the checkpoint with
 AutoModelForCausalLM in float32, compares the last-position logits with ours (max abs diff

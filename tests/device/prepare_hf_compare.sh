@@ -3,9 +3,11 @@
 # checkpoint from `zipage mkmodel` and our CPU engine's outputs on three prompts (12, 64 and
 # 300 tokens): last-position logits (`zipage logits`) and 64 greedy tokens with EOS ignored
 # (`zipage generate`, KV block size 16 so attention crosses many pages).
-# Usage: tests/device/prepare_hf_compare.sh [BUILD_DIR] [OUT_DIR]   (default build .devrun/cases)
+# Usage: tests/device/prepare_hf_compare.sh [BUILD_DIR] [OUT_DIR] [ENGINE FLAGS...]
+#   (default build .devrun/cases; e.g. `--device cuda --precision fp32` for the CUDA engine,
+#   run on the GPU machine)
 set -euo pipefail
-B=${1:-build}; O=${2:-.devrun/cases}
+B=${1:-build}; O=${2:-.devrun/cases}; shift $(( $# < 2 ? $# : 2 )); X=("$@")
 Z=$B/zipage
 rm -rf "$O"; mkdir -p "$O"
 for p in tiny-qwen3 tiny-qwen2 tiny-llama; do
@@ -13,8 +15,8 @@ for p in tiny-qwen3 tiny-qwen2 tiny-llama; do
   "$Z" mkmodel --preset "$p" --out "$d" --seed 1 >/dev/null
   for n in 12 64 300; do
     ids=$(python3 -c "import random; r=random.Random($n); print(','.join(str(r.randrange(3,1024)) for _ in range($n)))")
-    "$Z" logits --model "$d" --prompt-ids "$ids" --out "$d/logits_$n.json"
-    "$Z" generate --model "$d" --prompt-ids "$ids" --greedy --ignore-eos --max-tokens 64 --block-size 16 --out "$d/greedy_$n.json" >/dev/null
+    "$Z" logits --model "$d" --prompt-ids "$ids" --out "$d/logits_$n.json" ${X[@]+"${X[@]}"}
+    "$Z" generate --model "$d" --prompt-ids "$ids" ${X[@]+"${X[@]}"} --greedy --ignore-eos --max-tokens 64 --block-size 16 --out "$d/greedy_$n.json" >/dev/null
   done
 done
 echo "cases written to $O"

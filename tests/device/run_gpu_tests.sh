@@ -28,6 +28,9 @@ if [ $s -ne 0 ] && [ $s -ne 1 ]; then
   cuda-gdb -batch -ex run -ex bt build-gpu/tests/test_cuda_ops 2>&1 | tail -25
 fi
 (cd build-gpu && ctest -L gpu --output-on-failure -V 2>&1 | grep -vE "^[0-9]+: Test command|^[0-9]+: Working|^[0-9]+: Environment|^UpdateCTest|^Parse|^Test project|^Constructing|^Checking|^Updating") || rc=1
+echo "== CUDA engine (fp32 storage) against Hugging Face transformers"
+bash tests/device/prepare_hf_compare.sh build-gpu /tmp/hfcases --device cuda --precision fp32 >/dev/null && \
+  python3 tests/device/hf_compare.py /tmp/hfcases || rc=1
 echo "== compute-sanitizer"
 for t in test_cuda_ops test_cuda_scoring; do
   for tool in memcheck racecheck; do
@@ -44,6 +47,9 @@ if [ "${1:-}" != "--no-bench" ]; then
     build-gpu/zipage generate --device cuda --model /tmp/q06 --prompt-ids 1,2,3,4,5,6,7,8 --n 16 --temperature 0.6 \
       --max-tokens 400 --ignore-eos --policy $pol --nmax 2 --window 16 --block-size 128 --kv-pool-tokens 65536 | grep -E "tokens/s|policy" || rc=1
   done
+  echo "-- policy zipage, greedy, pool sized from free memory (gpu_memory_utilization 0.9)"
+  build-gpu/zipage generate --device cuda --model /tmp/q06 --prompt-ids 1,2,3,4,5,6,7,8 --n 16 --greedy \
+    --max-tokens 400 --ignore-eos --policy zipage --nmax 2 --window 16 --block-size 128 | grep -E "tokens/s|policy|KV pool" || rc=1
 fi
 echo "run_gpu_tests: exit $rc"
 exit $rc

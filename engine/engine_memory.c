@@ -1,0 +1,62 @@
+/* engine_memory.c - sizes the KV pool of a device backend from its free memory, as vLLM's
+ * gpu_memory_utilization: a warm-up forward at the largest step the scheduler can build
+ * (max_num_batched_tokens rows, max_num_seqs logits rows) grows every activation and library
+ * workspace to its peak; what is then in use, plus the compression state (query cache for
+ * max_num_seqs slots, per-block score cache, the device compression work area), is subtracted
+ * from gpu_memory_utilization x total, and the rest becomes KV blocks. The CPU pool is sized
+ * in engine.c (a token count); this file only serves backends with mem_info.
+ */
+#include <stdlib.h>
+
+#include "compress.h"
+#include "engine_internal.h"
+
+/* One prefill of T tokens of one sequence, n_out logits rows, on a temporary pool. */
+static zp_status warm_up(zp_model *m, int T, int n_out, int bs) {
+    const int nbw = T / bs + 2;
+    zp_kv_storage kv;
+    ZP_TRY(zp_model_kv_alloc(m, nbw, bs, &kv));
+    int *ids = calloc((size_t)T, sizeof(int)), *pos = malloc(sizeof(int) * (size_t)T), *slots = malloc(sizeof(int) * (size_t)T);
+    int *bt = malloc(sizeof(int) * (size_t)nbw), *out_rows = malloc(sizeof(int) * (size_t)n_out);
+    zp_status s = ZP_OK;
+    if (!ids || !pos || !slots || !bt || !out_rows) s = zp_fail(ZP_ERR_OOM, "memory sizing: no host memory for a %d-token warm-up", T);
+    if (s == ZP_OK) {
+        for (int b = 0; b < nbw; b++) bt[b] = b;
+        for (int t = 0; t < T; t++) { pos[t] = t % m->cfg.max_pos; slots[t] = t; }
+        for (int i = 0; i < n_out; i++) out_rows[i] = T - n_out + i;
+        int z = 0, len = T;
+        zp_batch b = {T, 1, ids, pos, slots, &z, &len, &len, bt, nbw, n_out, out_rows, 1, 0, NULL, NULL};
+        s = zp_model_forward(m, &b, &kv, NULL);
+    }
+    free(ids); free(pos); free(slots); free(bt); free(out_rows);
+    zp_model_kv_free(m, &kv);
+    return s;
+}
+
+zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks) {
+    const zp_engine_config *c = &e->cfg;
+    zp_backend *be = e->be;
+    const zp_model_config *mc = &e->model->cfg;
+    const double util = c->gpu_memory_utilization > 0 ? c->gpu_memory_utilization : 0.9;
+    if (!(util <= 1.0))
+        return zp_fail(ZP_ERR_INVALID, "gpu_memory_utilization %g must be in (0, 1]", c->gpu_memory_utilization);
+    const int T = c->max_num_batched_tokens, n_out = c->max_num_seqs < T ? c->max_num_seqs : T;
+    ZP_TRY(warm_up(e->model, T, n_out, c->block_size));
+    size_t free_b = 0, total_b = 0;
+    ZP_TRY(be->mem_info(be, &free_b, &total_b));
+    const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
+    const int evicts = ops && ops->evicts, history = evicts && ops->needs_history;
+    const size_t es = (size_t)be->cache_elem_bytes, L = (size_t)mc->n_layers, bs = (size_t)c->block_size;
+    const size_t per_block = zp_model_kv_block_bytes(mc, c->block_size, (int)es) + (history ? L * bs * mc->n_kv_heads * es : 0);
+    const size_t reserve = evicts ? L * (size_t)c->max_num_seqs * (size_t)c->window * mc->n_heads * mc->head_dim * es + ZP_COMPRESS_DEVICE_BYTES : 0;
+    const double avail = util * (double)total_b - (double)(total_b - free_b) - (double)reserve;
+    const double need = (double)per_block * (evicts ? c->nmax + 1 : 1);
+    if (avail < need)
+        return zp_fail(ZP_ERR_CAPACITY, "not enough device memory for the KV pool: %.2f GiB in use after the warm-up, %.2f GiB total, "
+                       "gpu_memory_utilization %.2f leaves %.3f GiB, a request needs %.3f GiB (lower max_num_batched_tokens or "
+                       "max_num_seqs, or raise gpu_memory_utilization)", (double)(total_b - free_b) / (1 << 30), (double)total_b / (1 << 30),
+                       util, avail / (1 << 30), need / (1 << 30));
+    const double nb = avail / (double)per_block;
+    *num_blocks = nb > 2e9 ? 2000000000 : (int)nb;
+    return ZP_OK;
+}

@@ -69,6 +69,9 @@ typedef struct {
     uint64_t seed, request_id;
 } zp_sample_row;
 
+/* Kinds of device work that profiling (ZIPAGE_PROFILE=1, CUDA) times separately. */
+typedef enum { ZP_OP_GEMM, ZP_OP_ATTENTION, ZP_OP_ELEMENTWISE, ZP_OP_SAMPLING, ZP_OP_COUNT } zp_op_kind;
+
 typedef struct zp_backend zp_backend;
 struct zp_backend {
     const char *name;
@@ -151,6 +154,10 @@ struct zp_backend {
      * zp_sample_token's rule with zp_rng_uniform's numbers drawn on the device; -1 for a row
      * the device cannot finish (a candidate set too large to sort), to sample on the host. */
     zp_status (*sample)(zp_backend *be, const void *logits, int n, int V, const zp_sample_row *rows, int *ids);
+    /* Device seconds per zp_op_kind since creation (model stream only), measured with events
+     * around every op when the backend was created with ZIPAGE_PROFILE=1 set; zeros otherwise.
+     * seconds NULL: restart the counts (the engine does after its memory-sizing warm-up). */
+    zp_status (*op_seconds)(zp_backend *be, double *seconds /* [ZP_OP_COUNT] */);
 };
 
 /* The CPU reference backend (fp32, BLAS sgemm, OpenMP). n_threads <= 0: OpenMP default. */

@@ -89,6 +89,7 @@ zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
         else nb = default_num_blocks(&e->model->cfg, cfg);
         if (s == ZP_OK) s = zp_model_kv_alloc(e->model, nb, cfg->block_size, &e->kv);
     }
+    if (s == ZP_OK && e->be->op_seconds) s = e->be->op_seconds(e->be, NULL);
     if (s == ZP_OK) s = kv_pool_init(&e->pool, nb, cfg->block_size);
     if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, cfg->enable_prefix_cache);
     if (s == ZP_OK) s = init_compression(e, nb);
@@ -470,6 +471,8 @@ void zp_output_free(zp_output *o) {
 
 void zp_engine_get_stats(const zp_engine *e, zp_engine_stats *st) {
     *st = e->stats;
+    if (!e->be->op_seconds || e->be->op_seconds(e->be, st->op_seconds) != ZP_OK)
+        for (int k = 0; k < ZP_OP_COUNT; k++) st->op_seconds[k] = 0.0;
     st->prefix_hit_tokens = e->sched.prefix_hit_tokens;
     st->preemptions = e->sched.n_preemptions;
     st->peak_blocks = e->pool.peak_used;

@@ -69,6 +69,7 @@ typedef struct {
     int peak_request_tokens;   /* most physical tokens (K/V slots) one request held */
     double mean_retained;      /* tokens kept per request per compression (mean) */
     int64_t compress_wait_steps; /* request-steps spent waiting for (async) compression */
+    double op_seconds[ZP_OP_COUNT]; /* device seconds per op kind (CUDA with ZIPAGE_PROFILE=1; else 0) */
     int n_qslots;
 } zp_engine_stats;
 

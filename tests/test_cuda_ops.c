@@ -3,6 +3,7 @@
  * relative error up to 2^-8), so |cuda - cpu| <= 2e-2 * max|cpu| (+ 1e-3) for GEMM-fed and
  * cached values, 1e-5 for elementwise fp32 ops. fp32 storage: every op within 1e-4 relative
  * (only summation order differs). Exits 77 (skipped) without a GPU. */
+#include <math.h>
 #include <string.h>
 
 #include "backend.h"
@@ -142,6 +143,48 @@ static void test_attention_path(pair *p) {
     for (int k = 0; k < 2; k++) { void *bufs[8] = {QKV[k], Q[k], O[k], KC[k], VC[k], QC[k], QN[k], KN[k]}; for (int i = 0; i < 8; i++) be[k]->release(be[k], bufs[i]); }
 }
 
+/* Decode attention (one query per sequence) over paged KV: a few long sequences (the GPU splits
+ * them over partitions and merges) and many short ones (no split). */
+static void test_decode_attention(pair *p, int S, const int *len, const char *what) {
+    enum { Hq = 8, Hkv = 2, D = 128, BS = 16, L = 1 };
+    int total = 0, nb = 0, maxb = 0;
+    for (int s = 0; s < S; s++) { total += len[s]; nb += (len[s] + BS - 1) / BS; maxb = (len[s] + BS - 1) / BS > maxb ? (len[s] + BS - 1) / BS : maxb; }
+    const int NB = nb + 3;
+    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / sqrtf((float)D), 1e-6f, 0, 0};
+    int *tables = malloc(sizeof(int) * S * maxb), *slots = malloc(sizeof(int) * total), *pos = malloc(sizeof(int) * total);
+    int *ids = calloc((size_t)total, sizeof(int)), *q0 = malloc(sizeof(int) * S), *ql = malloc(sizeof(int) * S), next = 0, t = 0;
+    for (int s = 0; s < S; s++) {
+        for (int b = 0; b < maxb; b++) tables[s * maxb + b] = b < (len[s] + BS - 1) / BS ? (next++ * 37) % NB : -1;
+        for (int i = 0; i < len[s]; i++, t++) { slots[t] = tables[s * maxb + i / BS] * BS + i % BS; pos[t] = i; }
+        q0[s] = s;
+        ql[s] = 1;
+    }
+    float inv[D / 2], *qkv = malloc(sizeof(float) * (size_t)total * (Hq + 2 * Hkv) * D), *qd = malloc(sizeof(float) * S * Hq * D);
+    for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
+    for (size_t i = 0; i < (size_t)total * (Hq + 2 * Hkv) * D; i++) qkv[i] = rnd((uint32_t)i, 21);
+    for (int i = 0; i < S * Hq * D; i++) qd[i] = 2.0f * rnd((uint32_t)i, 22);
+    zp_batch fill = {total, 0, ids, pos, slots, NULL, NULL, NULL, NULL, 0, 0, NULL, 1, 0, NULL, NULL};
+    zp_batch dec = {S, S, ids, pos, slots, q0, ql, len, tables, maxb, 0, NULL, 0, 0, NULL, NULL};
+    zp_backend *be[2] = {p->cpu, p->gpu};
+    void *QKV[2], *QF[2], *Q[2], *O[2], *KC[2], *VC[2];
+    for (int k = 0; k < 2; k++) {
+        QKV[k] = up(be[k], qkv, (size_t)total * (Hq + 2 * Hkv) * D);
+        Q[k] = up(be[k], qd, (size_t)S * Hq * D);
+        CHECK_OK(be[k]->alloc(be[k], (size_t)total * Hq * D, &QF[k]));
+        CHECK_OK(be[k]->alloc(be[k], (size_t)S * Hq * D, &O[k]));
+        CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * NB * BS * Hkv * D, &KC[k]));
+        CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * NB * BS * Hkv * D, &VC[k]));
+        CHECK_OK(be[k]->rope_init(be[k], inv, D / 2));
+        CHECK_OK(be[k]->set_batch(be[k], &fill));
+        CHECK_OK(be[k]->qkv_rope_store(be[k], &d, QKV[k], QF[k], NULL, NULL, KC[k], VC[k], 0));
+        CHECK_OK(be[k]->set_batch(be[k], &dec));
+        CHECK_OK(be[k]->attn_decode(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
+    }
+    compare(what, p, O[0], O[1], (size_t)S * Hq * D, 2e-2, 1e-3);
+    for (int k = 0; k < 2; k++) { void *bufs[6] = {QKV[k], QF[k], Q[k], O[k], KC[k], VC[k]}; for (int i = 0; i < 6; i++) be[k]->release(be[k], bufs[i]); }
+    free(tables); free(slots); free(pos); free(ids); free(q0); free(ql); free(qkv); free(qd);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     pair p;
@@ -156,6 +199,11 @@ int main(void) {
         printf("CUDA storage %s:\n", fp32 ? "fp32" : "bf16");
         test_dense(&p);
         test_attention_path(&p);
+        const int long_len[3] = {3000, 17, 700};
+        test_decode_attention(&p, 3, long_len, "decode attn split");
+        int short_len[150];
+        for (int s = 0; s < 150; s++) short_len[s] = 1 + (s * 97) % 300;
+        test_decode_attention(&p, 150, short_len, "decode attn batch");
         p.gpu->destroy(p.gpu);
     }
     p.cpu->destroy(p.cpu);

@@ -165,6 +165,11 @@ static zp_status run_generate(const gen_args *g) {
     if (s == ZP_OK)
         printf("KV pool: %d blocks of %d tokens (%lld tokens), peak %d blocks in use, at most %d requests running\n", st.num_blocks,
                st.block_size, (long long)st.num_blocks * st.block_size, st.peak_blocks, st.peak_running);
+    if (s == ZP_OK && st.op_seconds[ZP_OP_GEMM] > 0)
+        printf("device time (ZIPAGE_PROFILE): GEMM %.3f s, attention %.3f s, elementwise %.3f s, sampling %.3f s; "
+               "prefill %.3f s and decode %.3f s of host-timed steps (%lld decode steps)\n",
+               st.op_seconds[ZP_OP_GEMM], st.op_seconds[ZP_OP_ATTENTION], st.op_seconds[ZP_OP_ELEMENTWISE], st.op_seconds[ZP_OP_SAMPLING],
+               st.prefill_seconds, st.decode_seconds, (long long)st.decode_steps);
     if (s == ZP_OK && st.compressions)
         printf("policy %s: %lld compressions, %lld tokens evicted (over layers and KV heads), %.0f tokens kept per request "
                "(peak %d held), gathers %.3f s, scoring %.3f s, compaction %.3f s, %lld request-steps waited on compression\n",

@@ -192,7 +192,8 @@ static zp_status cu_rope_init(zp_backend *be, const float *inv_freq, int half_di
     return ZP_OK;
 }
 
-/* Packs every batch array (and a row -> sequence map) into one upload. */
+/* Packs every batch array (and a row -> sequence map) into one upload from pinned staging,
+ * without waiting for it. */
 static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
     cuda_ctx *c = CUDA_CTX(be);
     c->b = *b;
@@ -201,8 +202,16 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
                               (size_t)b->n_out, (size_t)T, (size_t)b->n_qstore, (size_t)b->n_qstore};
     size_t total = 0;
     for (int i = 0; i < 11; i++) total += sizes[i];
-    int *host = (int *)malloc(sizeof(int) * (total + 1));
-    if (!host) return zp_fail(ZP_ERR_OOM, "cuda set_batch: no host memory");
+    ZP_TRY(cuda_prof_flush(c));
+    ZP_CUDA_CHECK(cudaEventSynchronize(c->ev_upload)); /* the previous upload has read the staging buffer */
+    if (total + 1 > c->hbatch_cap) {
+        cudaFreeHost(c->hbatch);
+        c->hbatch = NULL;
+        c->hbatch_cap = 0;
+        ZP_CUDA_CHECK(cudaMallocHost(&c->hbatch, sizeof(int) * 2 * (total + 1)));
+        c->hbatch_cap = 2 * (total + 1);
+    }
+    int *host = c->hbatch;
     const int *srcs[11] = {b->token_ids, b->positions, b->slot_mapping, b->seq_q_start, b->seq_q_len, b->seq_kv_len,
                            b->block_tables, b->out_rows, NULL, b->qstore_rows, b->qstore_slots};
     int **dsts[11] = {&c->d.ids, &c->d.positions, &c->d.slots, &c->d.q_start, &c->d.q_len, &c->d.kv_len, &c->d.tables,
@@ -211,7 +220,6 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
         cudaFree(c->packed);
         c->packed_cap = 2 * (total + 1);
         if (cudaMalloc(&c->packed, sizeof(int) * c->packed_cap) != cudaSuccess) {
-            free(host);
             c->packed_cap = 0;
             return zp_fail(ZP_ERR_OOM, "cuda set_batch: cudaMalloc of %zu ints failed", 2 * (total + 1));
         }
@@ -230,8 +238,7 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
         off += sizes[i];
     }
     cudaError_t e = cudaMemcpyAsync(c->packed, host, sizeof(int) * total, cudaMemcpyHostToDevice, c->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
-    free(host);
+    if (e == cudaSuccess) e = cudaEventRecord(c->ev_upload, c->stream); /* no wait: kernels follow in stream order */
     if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda set_batch: upload failed: %s", cudaGetErrorString(e));
     return ZP_OK;
 }
@@ -240,6 +247,7 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
 
 static zp_status cu_embed(zp_backend *be, void *out, const void *table, int H) {
     cuda_ctx *c = CUDA_CTX(be);
+    zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if (c->b.n_tokens == 0) return ZP_OK;
     ZP_DISPATCH_STORAGE(c->fp32, embed_kernel<T><<<c->b.n_tokens, 256, 0, c->stream>>>((float *)out, (const T *)table, c->d.ids, H));
     ZP_LAUNCH_CHECK("embed");
@@ -247,6 +255,7 @@ static zp_status cu_embed(zp_backend *be, void *out, const void *table, int H) {
 }
 
 static zp_status cu_rmsnorm(zp_backend *be, void *out, const void *x, const void *w, int rows, int H, float eps) {
+    zp_prof_scope prof(CUDA_CTX(be), ZP_OP_ELEMENTWISE);
     if (rows == 0) return ZP_OK;
     ZP_DISPATCH_STORAGE(CUDA_CTX(be)->fp32,
                         rmsnorm_kernel<T><<<rows, 256, 0, CUDA_CTX(be)->stream>>>((float *)out, (const float *)x, (const T *)w, H, eps));
@@ -255,6 +264,7 @@ static zp_status cu_rmsnorm(zp_backend *be, void *out, const void *x, const void
 }
 
 static zp_status cu_add(zp_backend *be, void *x, const void *y, size_t n) {
+    zp_prof_scope prof(CUDA_CTX(be), ZP_OP_ELEMENTWISE);
     if (n == 0) return ZP_OK;
     add_kernel<<<zp_ceil_div((long)n, 256), 256, 0, CUDA_CTX(be)->stream>>>((float *)x, (const float *)y, n);
     ZP_LAUNCH_CHECK("add");
@@ -263,6 +273,7 @@ static zp_status cu_add(zp_backend *be, void *x, const void *y, size_t n) {
 
 static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void *w, const void *bias, int M, int N, int K) {
     cuda_ctx *c = CUDA_CTX(be);
+    zp_prof_scope prof(c, ZP_OP_GEMM);
     const size_t nx = (size_t)M * K;
     const float alpha = 1.f, beta = 0.f;
     const void *xop = x;
@@ -290,6 +301,7 @@ static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void 
 static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const void *qkv, void *q_out, const void *q_norm,
                                    const void *k_norm, void *k_cache, void *v_cache, int layer) {
     cuda_ctx *c = CUDA_CTX(be);
+    zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if (d->head_dim > 512 || d->head_dim % 32 || d->head_dim / 2 != c->half_dim)
         return zp_fail(ZP_ERR_UNSUPPORTED, "cuda qkv_rope_store: head_dim %d (rope table %d) unsupported", d->head_dim, c->half_dim * 2);
     if (c->b.n_tokens == 0) return ZP_OK;
@@ -306,6 +318,7 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
 static zp_status cu_attention(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache,
                               const void *v_cache, int layer) {
     cuda_ctx *c = CUDA_CTX(be);
+    zp_prof_scope prof(c, ZP_OP_ATTENTION);
     if (d->head_dim > 256 || d->head_dim % 32)
         return zp_fail(ZP_ERR_UNSUPPORTED, "cuda attention: head_dim %d must be a multiple of 32 up to 256", d->head_dim);
     if (c->b.n_tokens == 0) return ZP_OK;
@@ -320,6 +333,7 @@ static zp_status cu_attention(zp_backend *be, const zp_attn_dims *d, void *out, 
 }
 
 static zp_status cu_silu_mul(zp_backend *be, void *out, const void *gu, int T, int I) {
+    zp_prof_scope prof(CUDA_CTX(be), ZP_OP_ELEMENTWISE);
     if ((size_t)T * I == 0) return ZP_OK;
     silu_mul_kernel<<<zp_ceil_div((long)T * I, 256), 256, 0, CUDA_CTX(be)->stream>>>((float *)out, (const float *)gu, T, I);
     ZP_LAUNCH_CHECK("silu_mul");
@@ -328,9 +342,33 @@ static zp_status cu_silu_mul(zp_backend *be, void *out, const void *gu, int T, i
 
 static zp_status cu_gather_rows(zp_backend *be, void *out, const void *x, int H) {
     cuda_ctx *c = CUDA_CTX(be);
+    zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if (c->b.n_out == 0) return ZP_OK;
     gather_rows_kernel<<<c->b.n_out, 256, 0, c->stream>>>((float *)out, (const float *)x, c->d.out_rows, H);
     ZP_LAUNCH_CHECK("gather_rows");
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- profiling */
+
+zp_status cuda_prof_flush(cuda_ctx *c) {
+    for (int i = 0; i < c->pn; i++) {
+        float ms = 0.f;
+        ZP_CUDA_CHECK(cudaEventSynchronize(c->pev[2 * i + 1]));
+        ZP_CUDA_CHECK(cudaEventElapsedTime(&ms, c->pev[2 * i], c->pev[2 * i + 1]));
+        c->psec[c->pcat[i]] += 1e-3 * ms;
+    }
+    c->pn = 0;
+    return ZP_OK;
+}
+
+static zp_status cu_op_seconds(zp_backend *be, double *seconds) {
+    cuda_ctx *c = CUDA_CTX(be);
+    ZP_TRY(cuda_prof_flush(c));
+    for (int k = 0; k < ZP_OP_COUNT; k++) {
+        if (seconds) seconds[k] = c->psec[k];
+        else c->psec[k] = 0.0;
+    }
     return ZP_OK;
 }
 
@@ -348,6 +386,12 @@ static void cu_destroy(zp_backend *be) {
     cudaFree(c->cpack);
     cudaFree(c->cwork);
     cudaFree(c->srows);
+    cudaFree(c->dec_part);
+    cudaFreeHost(c->hbatch);
+    if (c->ev_upload) cudaEventDestroy(c->ev_upload);
+    for (int i = 0; c->pev && i < 2 * ZP_PROF_MAX; i++) cudaEventDestroy(c->pev[i]);
+    free(c->pev);
+    free(c->pcat);
     free(c->hpack);
     if (c->ev_model) cudaEventDestroy(c->ev_model);
     if (c->ev_done) cudaEventDestroy(c->ev_done);
@@ -379,10 +423,19 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
         cublasSetStream(c->cublas, c->stream) != CUBLAS_STATUS_SUCCESS ||
         cudaStreamCreateWithFlags(&c->cstream, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreateWithFlags(&c->ev_model, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventCreateWithFlags(&c->ev_done, cudaEventDisableTiming) != cudaSuccess) {
+        cudaEventCreateWithFlags(&c->ev_done, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->ev_upload, cudaEventDisableTiming) != cudaSuccess) {
         free(c); free(be);
         return zp_fail(ZP_ERR_BACKEND, "cuda backend: cannot create the streams, events or the cuBLAS handle");
     }
+    const char *prof = getenv("ZIPAGE_PROFILE");
+    if (prof && *prof && strcmp(prof, "0")) {
+        c->pev = (cudaEvent_t *)calloc(2 * ZP_PROF_MAX, sizeof(cudaEvent_t));
+        c->pcat = (int *)calloc(ZP_PROF_MAX, sizeof(int));
+        c->prof = c->pev && c->pcat;
+        for (int i = 0; c->prof && i < 2 * ZP_PROF_MAX; i++) c->prof = cudaEventCreate(&c->pev[i]) == cudaSuccess;
+    }
+    if (cudaDeviceGetAttribute(&c->n_sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) c->n_sms = 1;
     cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH); /* no TF32: operands are bf16 anyway */
     be->alloc = cu_alloc;
     be->alloc_cache = cu_alloc_cache;
@@ -399,7 +452,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->matmul = cu_matmul;
     be->qkv_rope_store = cu_qkv_rope_store;
     be->attn_prefill = cu_attention;
-    be->attn_decode = cu_attention;
+    be->attn_decode = cuda_attn_decode;
     be->silu_mul = cu_silu_mul;
     be->gather_rows = cu_gather_rows;
     be->query_store = cuda_query_store;
@@ -410,6 +463,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->compress = cuda_compress;
     be->compress_wait = cuda_compress_wait;
     be->sample = cuda_sample;
+    be->op_seconds = cu_op_seconds;
     *out = be;
     return ZP_OK;
 }

@@ -121,9 +121,38 @@ typedef struct {
     size_t cwork_cap;
     void *srows;                /* sampling rows and their token ids */
     size_t srows_cap;
+    int prof;                   /* ZIPAGE_PROFILE=1: events around every op */
+    cudaEvent_t *pev;           /* [2 * ZP_PROF_MAX] begin/end events of this step's ops */
+    int *pcat;                  /* [ZP_PROF_MAX] their zp_op_kind */
+    int pn;
+    double psec[ZP_OP_COUNT];   /* accumulated device seconds */
+    cudaEvent_t ev_upload;      /* the last batch upload (its pinned source may be reused after it) */
+    int *hbatch;                /* pinned host staging of the batch arrays */
+    size_t hbatch_cap;
+    int n_sms;                  /* streaming multiprocessors (decode attention splits for them) */
+    void *dec_part;             /* split decode attention: partial outputs and softmax statistics */
+    size_t dec_part_cap;
 } cuda_ctx;
 
 #define CUDA_CTX(be) ((cuda_ctx *)(be)->ctx)
+
+#define ZP_PROF_MAX 8192
+/* Times one op on the model stream when profiling: events at construction and destruction. */
+struct zp_prof_scope {
+    cuda_ctx *c;
+    int i;
+    zp_prof_scope(cuda_ctx *ctx, int kind) : c(ctx), i(-1) {
+        if (!c->prof || c->pn >= ZP_PROF_MAX) return;
+        i = c->pn++;
+        c->pcat[i] = kind;
+        cudaEventRecord(c->pev[2 * i], c->stream);
+    }
+    ~zp_prof_scope() {
+        if (i >= 0) cudaEventRecord(c->pev[2 * i + 1], c->stream);
+    }
+};
+/* Adds the recorded ops' times to psec (waits for them). */
+zp_status cuda_prof_flush(cuda_ctx *c);
 
 /* compress_cuda.cu */
 zp_status cuda_query_store(zp_backend *be, const zp_attn_dims *d, const void *q, void *qcache, int layer);
@@ -137,6 +166,9 @@ zp_status cuda_grow(void **buf, size_t *cap, size_t bytes);
 zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
                         const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache);
 zp_status cuda_compress_wait(zp_backend *be);
+/* decode_attn_cuda.cu */
+zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
+                           int layer);
 /* sample_cuda.cu */
 zp_status cuda_sample(zp_backend *be, const void *logits, int n, int V, const zp_sample_row *rows, int *ids);
 

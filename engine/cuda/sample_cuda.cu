@@ -154,6 +154,7 @@ __global__ static void sample_kernel(const float *logits, int V, const zp_sample
 zp_status cuda_sample(zp_backend *be, const void *logits, int n, int V, const zp_sample_row *rows, int *ids) {
     cuda_ctx *c = CUDA_CTX(be);
     if (n <= 0) return ZP_OK;
+    zp_prof_scope prof(c, ZP_OP_SAMPLING);
     const size_t rbytes = sizeof(zp_sample_row) * (size_t)n;
     ZP_TRY(cuda_grow(&c->srows, &c->srows_cap, rbytes + sizeof(int) * (size_t)n));
     int *dids = (int *)((char *)c->srows + rbytes);

@@ -10,7 +10,7 @@ M=/tmp/q06
 [ -d $M ] || $B/zipage mkmodel --preset Qwen3-0.6B --out $M >/dev/null || exit 1
 run() { # n max_tokens policy
   local args="--device cuda --model $M --prompt-ids 1,2,3,4,5,6,7,8 --n $1 --temperature 0.6 --max-tokens $2 --ignore-eos
-              --policy $3 --nmax 8 --window 16 --block-size 256 --kv-pool-tokens 4194304"
+              --policy $3 --nmax 8 --window 16 --block-size 256 --kv-pool-tokens 262144"
   echo "-- $1 requests x $2 tokens, policy $3"
   $B/zipage generate $args | grep -E "tokens/s|policy"
   ZIPAGE_PROFILE=1 $B/zipage generate $args | grep -E "device time"

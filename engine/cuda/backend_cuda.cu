@@ -141,18 +141,24 @@ __global__ static void attention_kernel(float *out, const float *q, const T *kc,
 
 /* ---------------------------------------------------------------- memory */
 
+/* Every memory operation goes through the model stream: the legacy default stream is not
+ * ordered with our non-blocking streams (a pageable cudaMemcpy may return before its DMA is
+ * done, a cudaMemset may run after a kernel that already wrote the buffer). */
 static zp_status cu_alloc(zp_backend *be, size_t n, void **out) {
     ZP_CUDA_CHECK(cudaMalloc(out, (n ? n : 1) * sizeof(float)));
-    ZP_CUDA_CHECK(cudaMemset(*out, 0, (n ? n : 1) * sizeof(float)));
+    ZP_CUDA_CHECK(cudaMemsetAsync(*out, 0, (n ? n : 1) * sizeof(float), CUDA_CTX(be)->stream));
     return ZP_OK;
 }
 static zp_status cu_alloc_cache(zp_backend *be, size_t n, void **out) {
     const size_t es = CUDA_CTX(be)->elem;
     ZP_CUDA_CHECK(cudaMalloc(out, (n ? n : 1) * es));
-    ZP_CUDA_CHECK(cudaMemset(*out, 0, (n ? n : 1) * es));
+    ZP_CUDA_CHECK(cudaMemsetAsync(*out, 0, (n ? n : 1) * es, CUDA_CTX(be)->stream));
     return ZP_OK;
 }
-static void cu_release(zp_backend *be, void *buf) { cudaFree(buf); }
+static void cu_release(zp_backend *be, void *buf) {
+    cudaStreamSynchronize(CUDA_CTX(be)->stream); /* no kernel still reads it */
+    cudaFree(buf);
+}
 static zp_status cu_mem_info(zp_backend *be, size_t *free_bytes, size_t *total_bytes) {
     ZP_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
     return ZP_OK;
@@ -164,21 +170,25 @@ static zp_status cu_weight_upload(zp_backend *be, float *host, size_t n, void **
     if (!fp32 && !tmp) return zp_fail(ZP_ERR_OOM, "cuda weight upload: no host memory for %zu values", n);
     for (size_t i = 0; !fp32 && i < n; i++) tmp[i] = __float2bfloat16(host[i]);
     zp_status s = cu_alloc_cache(be, n, out);
-    if (s == ZP_OK && cudaMemcpy(*out, fp32 ? (const void *)host : (const void *)tmp, n * CUDA_CTX(be)->elem, cudaMemcpyHostToDevice) != cudaSuccess)
-        s = zp_fail(ZP_ERR_BACKEND, "cuda weight upload: cudaMemcpy of %zu values failed", n);
+    cudaStream_t st = CUDA_CTX(be)->stream;
+    if (s == ZP_OK && (cudaMemcpyAsync(*out, fp32 ? (const void *)host : (const void *)tmp, n * CUDA_CTX(be)->elem, cudaMemcpyHostToDevice,
+                                       st) != cudaSuccess || cudaStreamSynchronize(st) != cudaSuccess))
+        s = zp_fail(ZP_ERR_BACKEND, "cuda weight upload: copy of %zu values failed", n);
     free(tmp);
     if (s == ZP_OK) free(host); /* ownership taken */
     return s;
 }
 
 static zp_status cu_to_host(zp_backend *be, float *dst, const void *src, size_t off, size_t n) {
-    ZP_CUDA_CHECK(cudaStreamSynchronize(CUDA_CTX(be)->stream));
-    ZP_CUDA_CHECK(cudaMemcpy(dst, (const float *)src + off, n * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaStream_t st = CUDA_CTX(be)->stream;
+    ZP_CUDA_CHECK(cudaMemcpyAsync(dst, (const float *)src + off, n * sizeof(float), cudaMemcpyDeviceToHost, st));
+    ZP_CUDA_CHECK(cudaStreamSynchronize(st));
     return ZP_OK;
 }
 static zp_status cu_from_host(zp_backend *be, void *dst, const float *src, size_t off, size_t n) {
-    ZP_CUDA_CHECK(cudaStreamSynchronize(CUDA_CTX(be)->stream));
-    ZP_CUDA_CHECK(cudaMemcpy((float *)dst + off, src, n * sizeof(float), cudaMemcpyHostToDevice));
+    cudaStream_t st = CUDA_CTX(be)->stream;
+    ZP_CUDA_CHECK(cudaMemcpyAsync((float *)dst + off, src, n * sizeof(float), cudaMemcpyHostToDevice, st));
+    ZP_CUDA_CHECK(cudaStreamSynchronize(st)); /* the caller may reuse src */
     return ZP_OK;
 }
 
@@ -187,7 +197,8 @@ static zp_status cu_rope_init(zp_backend *be, const float *inv_freq, int half_di
     if (half_dim * 2 > 512) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda backend: head_dim %d > 512 is not supported", half_dim * 2);
     cudaFree(c->inv_freq);
     ZP_CUDA_CHECK(cudaMalloc(&c->inv_freq, sizeof(float) * half_dim));
-    ZP_CUDA_CHECK(cudaMemcpy(c->inv_freq, inv_freq, sizeof(float) * half_dim, cudaMemcpyHostToDevice));
+    ZP_CUDA_CHECK(cudaMemcpyAsync(c->inv_freq, inv_freq, sizeof(float) * half_dim, cudaMemcpyHostToDevice, c->stream));
+    ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     c->half_dim = half_dim;
     return ZP_OK;
 }
@@ -217,6 +228,7 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
     int **dsts[11] = {&c->d.ids, &c->d.positions, &c->d.slots, &c->d.q_start, &c->d.q_len, &c->d.kv_len, &c->d.tables,
                       &c->d.out_rows, &c->d.row_seq, &c->d.qstore_rows, &c->d.qstore_slots};
     if (total + 1 > c->packed_cap) {
+        ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
         cudaFree(c->packed);
         c->packed_cap = 2 * (total + 1);
         if (cudaMalloc(&c->packed, sizeof(int) * c->packed_cap) != cudaSuccess) {
@@ -239,6 +251,7 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
     }
     cudaError_t e = cudaMemcpyAsync(c->packed, host, sizeof(int) * total, cudaMemcpyHostToDevice, c->stream);
     if (e == cudaSuccess) e = cudaEventRecord(c->ev_upload, c->stream); /* no wait: kernels follow in stream order */
+    if (e == cudaSuccess && getenv("ZIPAGE_SYNC_UPLOAD")) e = cudaStreamSynchronize(c->stream); /* A/B check of the above */
     if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda set_batch: upload failed: %s", cudaGetErrorString(e));
     return ZP_OK;
 }
@@ -279,6 +292,7 @@ static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void 
     const void *xop = x;
     if (!c->fp32) { /* bf16 operands, fp32 accumulation */
         if (nx > c->xbf_cap) {
+            ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
             cudaFree(c->xbf);
             c->xbf_cap = 2 * nx;
             ZP_CUDA_CHECK(cudaMalloc(&c->xbf, c->xbf_cap * sizeof(bf16)));

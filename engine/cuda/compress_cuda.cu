@@ -86,9 +86,11 @@ zp_status cuda_query_read(zp_backend *be, const zp_attn_dims *d, const void *qca
     return ZP_OK;
 }
 
-/* Grows a device buffer to at least `bytes` (by half again; the old contents are dropped). */
+/* Grows a device buffer to at least `bytes` (by half again; the old contents are dropped).
+ * Waits for the whole device first: the old buffer may be read by work on either stream. */
 zp_status cuda_grow(void **buf, size_t *cap, size_t bytes) {
     if (bytes <= *cap) return ZP_OK;
+    ZP_CUDA_CHECK(cudaDeviceSynchronize());
     cudaFree(*buf);
     *buf = NULL;
     *cap = 0;

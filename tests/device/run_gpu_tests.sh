@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_gpu_tests.sh - builds the project with CUDA on the GPU machine and runs the gpu-labelled
 # CTest suites (CUDA ops vs the CPU reference, device vs host compression, CUDA engine vs CPU
-# engine), compute-sanitizer memcheck and racecheck on the op and scoring suites, and `zipage generate --device cuda` on a Qwen3-0.6B
+# engine, CUDA engine in fp32 vs transformers), compute-sanitizer memcheck and racecheck on the
+# op and scoring suites, and `zipage generate --device cuda` on a Qwen3-0.6B
 # shape with --policy full and --policy zipage. One call of the device tool, about 5 minutes.
 #
 # The GPU machine has no Debian -dev packages: carry the .debs that `make devdeps` downloads

@@ -41,6 +41,15 @@ __device__ static void softmax_rows(float *x, int m, float *red) {
     for (int t = threadIdx.x; t < m; t += blockDim.x) x[t] /= z;
 }
 
+/* x[0, n) /= max(x) when the maximum is positive (scorer_max_normalize). */
+__device__ static void max_normalize(float *x, int n, float *red) {
+    float mx = 0.f;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) mx = fmaxf(mx, x[t]);
+    mx = zp_block_max(mx, red);
+    if (mx > 0.f)
+        for (int t = threadIdx.x; t < n; t += blockDim.x) x[t] /= mx;
+}
+
 /* A[n] += one window row j (group-reduced probabilities over the visible keys). */
 template <typename T>
 __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims &d, const T *kl, const int *table, int g, int n,
@@ -95,13 +104,7 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
         if (P.attn.qred == ZP_QRED_MEAN)
             for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= (float)w;
     }
-    if (P.max_norm) {
-        float mx = 0.f;
-        for (int t = threadIdx.x; t < n; t += blockDim.x) mx = fmaxf(mx, A[t]);
-        mx = zp_block_max(mx, red);
-        if (mx > 0.f)
-            for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= mx;
-    }
+    if (P.max_norm) max_normalize(A, n, red);
     const size_t off = (size_t)jb.w;
     const T *sl = sc ? sc + (size_t)layer * d.num_blocks * bs * Hkv : NULL;
     for (int t = threadIdx.x; t < n; t += blockDim.x) { /* S into row[] and J.S */
@@ -208,13 +211,7 @@ __global__ static void plan_finish_kernel(zp_plan_jobs J, zp_score_plan P, int b
             R[x] = r / div;
         }
         softmax_rows(R, n, red);
-        if (P.max_norm) {
-            float mx = 0.f;
-            for (int t = threadIdx.x; t < n; t += blockDim.x) mx = fmaxf(mx, R[t]);
-            mx = zp_block_max(mx, red);
-            if (mx > 0.f)
-                for (int t = threadIdx.x; t < n; t += blockDim.x) R[t] /= mx;
-        }
+        if (P.max_norm) max_normalize(R, n, red);
         for (int t = threadIdx.x; t < n; t += blockDim.x) C[t] = P.lambda * C[t] - (1.0f - P.lambda) * R[t];
     }
     for (int t = threadIdx.x; t < n; t += blockDim.x) {

@@ -81,7 +81,9 @@ zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
     zp_status s = zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &e->be);
-    if (s == ZP_OK) s = zp_model_load(cfg->model_dir, e->be, &e->model);
+    if (s == ZP_OK)
+        s = cfg->random_weights ? zp_model_load_random(cfg->model_dir, cfg->weight_seed, e->be, &e->model)
+                                : zp_model_load(cfg->model_dir, e->be, &e->model);
     int nb = 0;
     if (s == ZP_OK) {
         if (cfg->num_blocks > 0) nb = cfg->num_blocks;

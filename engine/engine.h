@@ -15,7 +15,9 @@
 #include "scheduler.h"
 
 typedef struct {
-    const char *model_dir;
+    const char *model_dir;     /* checkpoint folder; with random_weights a preset name or config */
+    int random_weights;        /* 1: mkmodel's seeded weights built in memory (benchmarks) */
+    uint64_t weight_seed;
     const char *device;        /* "cpu" (default), "cuda", "cuda:N" */
     const char *precision;     /* CUDA storage: "bf16" (default) or "fp32" (parity mode) */
     int n_threads;             /* <= 0: OpenMP default */

@@ -107,6 +107,32 @@ static float normal_at(uint64_t seed, uint32_t t, uint64_t i) {
     return (i & 1) ? r * sinf(a) : r * cosf(a);
 }
 
+/* Value j of spec s (tensor index t): what mkmodel writes before rounding to the file dtype. */
+static inline float spec_value(const tensor_spec *s, uint32_t t, uint64_t seed, size_t j) {
+    float x = normal_at(seed, t, j) * s->std;
+    return s->kind == INIT_NORM ? x + 1.0f : x;
+}
+
+zp_status zp_mkmodel_tensor(const zp_model_config *c, const char *name, uint64_t seed, float *dst, size_t n) {
+    tensor_spec *specs = calloc((size_t)(3 + c->n_layers * 14), sizeof *specs);
+    ZP_CHECK_ALLOC(specs);
+    const int ns = build_specs(c, specs);
+    int t = 0;
+    while (t < ns && strcmp(specs[t].name, name)) t++;
+    zp_status s = ZP_OK;
+    if (t == ns) s = zp_fail(ZP_ERR_INVALID, "random weights: no tensor %s in this config", name);
+    else if ((size_t)specs[t].rows * (size_t)(specs[t].cols ? specs[t].cols : 1) != n)
+        s = zp_fail(ZP_ERR_INVALID, "random weights: tensor %s has %lld x %lld values, asked for %zu", name, (long long)specs[t].rows,
+                    (long long)specs[t].cols, n);
+    if (s == ZP_OK) {
+        const tensor_spec sp = specs[t];
+#pragma omp parallel for schedule(static)
+        for (size_t j = 0; j < n; j++) dst[j] = spec_value(&sp, (uint32_t)t, seed, j);
+    }
+    free(specs);
+    return s;
+}
+
 static zp_status write_tensor(FILE *f, const tensor_spec *s, uint32_t t, uint64_t seed, zp_dtype dtype, const char *path) {
     const size_t n = (size_t)s->rows * (size_t)(s->cols ? s->cols : 1), es = (size_t)zp_dtype_size(dtype);
     const size_t chunk = 1 << 20;
@@ -116,8 +142,7 @@ static zp_status write_tensor(FILE *f, const tensor_spec *s, uint32_t t, uint64_
         size_t m = n - base < chunk ? n - base : chunk;
 #pragma omp parallel for schedule(static)
         for (size_t j = 0; j < m; j++) {
-            float x = normal_at(seed, t, base + j) * s->std;
-            if (s->kind == INIT_NORM) x += 1.0f;
+            const float x = spec_value(s, t, seed, base + j);
             if (dtype == ZP_DTYPE_F32) memcpy(buf + j * 4, &x, 4);
             else {
                 uint16_t h = dtype == ZP_DTYPE_BF16 ? zp_f32_to_bf16(x) : zp_f32_to_f16(x);

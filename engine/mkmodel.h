@@ -12,11 +12,15 @@
 
 #include <stdint.h>
 
+#include "config.h"
 #include "dtype.h"
 #include "status.h"
 
 /* Resolves a preset name or a path to a config.json (or a folder holding one). */
 zp_status zp_preset_config_path(const char *name_or_path, char *out, size_t out_len);
 zp_status zp_mkmodel(const char *preset_or_config, const char *out_dir, uint64_t seed, zp_dtype dtype);
+/* dst[n]: the fp32 values mkmodel draws for tensor `name` of config c with this seed (what
+ * `--dtype f32` writes), so a model can be built in memory without a checkpoint file. */
+zp_status zp_mkmodel_tensor(const zp_model_config *c, const char *name, uint64_t seed, float *dst, size_t n);
 
 #endif

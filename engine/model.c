@@ -10,6 +10,7 @@
 #include <dirent.h>
 
 #include "gguf.h"        /* zp_gguf_open, zp_gguf_find, zp_gguf_dequantize */
+#include "mkmodel.h"     /* zp_mkmodel_tensor, zp_preset_config_path */
 #include "safetensors.h" /* zp_st_open_dir, zp_st_find, zp_st_close */
 
 /* ---------------------------------------------------------------- rope */
@@ -41,6 +42,8 @@ typedef struct {
     int gg_permuted;          /* llama.cpp permuted q/k rows for its interleaved RoPE */
     const char *dir;
     zp_model *m;
+    int random;               /* 1: mkmodel's seeded values instead of a file */
+    uint64_t seed;
 } loader;
 
 /* Hugging Face tensor name -> llama.cpp GGUF name; *heads > 0 when the rows must be
@@ -103,6 +106,11 @@ static zp_status load_from_gguf(loader *ld, const char *name, int64_t rows, int6
 /* Converts tensor `name` of shape [rows, cols] (cols 0: 1-D [rows]) into dst (fp32). */
 static zp_status load_into(loader *ld, const char *name, int64_t rows, int64_t cols, float *dst) {
     if (ld->gg) return load_from_gguf(ld, name, rows, cols, dst);
+    if (ld->random) {
+        const size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
+        ld->m->n_params += n;
+        return zp_mkmodel_tensor(&ld->m->cfg, name, ld->seed, dst, n);
+    }
     const zp_st_tensor *t = zp_st_find(ld->st, name);
     if (!t) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s is missing from the checkpoint", ld->dir, name);
     int want_nd = cols ? 2 : 1;
@@ -212,7 +220,7 @@ static zp_status load_weights(zp_model *m, const char *dir) {
     zp_gguf gg;
     char gpath[4200], sp[4200];
     struct stat sb;
-    loader ld = {NULL, NULL, 0, dir, m};
+    loader ld = {NULL, NULL, 0, dir, m, 0, 0};
     snprintf(sp, sizeof sp, "%s/model.safetensors", dir);
     int has_st = stat(sp, &sb) == 0 || (snprintf(sp, sizeof sp, "%s/model.safetensors.index.json", dir), stat(sp, &sb) == 0);
     if (!has_st && find_gguf(dir, gpath, sizeof gpath) == 1) {
@@ -246,25 +254,45 @@ static zp_status load_all(loader *ld) {
     return s;
 }
 
+/* Shared tail of both loads: config already parsed into m->cfg; weights, then the rope table. */
+static zp_status model_finish_load(zp_model *m, const char *dir, int random, uint64_t seed) {
+    m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
+    if (!m->layers) return zp_fail(ZP_ERR_OOM, "no memory for %d layers", m->cfg.n_layers);
+    if (random) {
+        loader ld = {NULL, NULL, 0, dir, m, 1, seed};
+        ZP_TRY(load_all(&ld));
+    } else {
+        ZP_TRY(load_weights(m, dir));
+    }
+    float *inv = malloc(sizeof(float) * (size_t)(m->cfg.head_dim / 2));
+    ZP_CHECK_ALLOC(inv);
+    zp_rope_inv_freq(&m->cfg, inv);
+    zp_status s = m->be->rope_init(m->be, inv, m->cfg.head_dim / 2);
+    free(inv);
+    return s;
+}
+
 zp_status zp_model_load(const char *dir, zp_backend *be, zp_model **out) {
     zp_model *m = calloc(1, sizeof *m);
     ZP_CHECK_ALLOC(m);
     m->be = be;
     zp_status s = zp_config_load(dir, &m->cfg);
-    if (s == ZP_OK) {
-        m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
-        if (!m->layers) s = zp_fail(ZP_ERR_OOM, "no memory for %d layers", m->cfg.n_layers);
-    }
-    if (s == ZP_OK) s = load_weights(m, dir);
-    if (s == ZP_OK) {
-        float *inv = malloc(sizeof(float) * (size_t)(m->cfg.head_dim / 2));
-        if (!inv) s = zp_fail(ZP_ERR_OOM, "no memory for rope table");
-        else {
-            zp_rope_inv_freq(&m->cfg, inv);
-            s = be->rope_init(be, inv, m->cfg.head_dim / 2);
-            free(inv);
-        }
-    }
+    if (s == ZP_OK) s = model_finish_load(m, dir, 0, 0);
+    if (s != ZP_OK) { zp_model_free(m); return s; }
+    *out = m;
+    return ZP_OK;
+}
+
+zp_status zp_model_load_random(const char *preset_or_config, uint64_t seed, zp_backend *be, zp_model **out) {
+    char path[4096];
+    ZP_TRY(zp_preset_config_path(preset_or_config, path, sizeof path));
+    char *slash = strrchr(path, '/');
+    if (slash) *slash = 0; else snprintf(path, sizeof path, ".");
+    zp_model *m = calloc(1, sizeof *m);
+    ZP_CHECK_ALLOC(m);
+    m->be = be;
+    zp_status s = zp_config_load(path, &m->cfg);
+    if (s == ZP_OK) s = model_finish_load(m, path, 1, seed);
     if (s != ZP_OK) { zp_model_free(m); return s; }
     *out = m;
     return ZP_OK;

@@ -45,6 +45,9 @@ typedef struct {
 
 /* Loads DIR (config.json, generation_config.json, safetensors) onto backend be. */
 zp_status zp_model_load(const char *dir, zp_backend *be, zp_model **out);
+/* A model of a preset name or config (file or folder) with mkmodel's seeded random weights
+ * built in memory, tensor by tensor (no checkpoint file; for benchmarks of large shapes). */
+zp_status zp_model_load_random(const char *preset_or_config, uint64_t seed, zp_backend *be, zp_model **out);
 void zp_model_free(zp_model *m);
 
 /* RoPE inverse frequencies [D/2] of a config, llama3 scaling applied (fp32, as HF computes). */

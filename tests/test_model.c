@@ -1,10 +1,14 @@
 /* test_model.c - the model forward on mkmodel checkpoints of each tiny architecture:
  * prefill logits == token-by-token decode logits, a ragged multi-request batch == each
  * request alone, and golden outputs (tests/data/golden_<preset>.txt) that pin the CPU
- * engine's numbers. Regenerate goldens with ZP_REGEN_GOLDEN=1 after an intended change. */
+ * engine's numbers. Regenerate goldens with ZP_REGEN_GOLDEN=1 after an intended change.
+ * Random weights built in memory (zp_model_load_random) equal an f32 mkmodel checkpoint of the
+ * same seed: identical logits. */
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
+#include "mkmodel.h"
 #include "model.h"
 #include "test_util.h"
 
@@ -156,12 +160,46 @@ static void test_golden(const char *preset) {
     fx_close(&f);
 }
 
+/* In-memory random weights == the f32 checkpoint mkmodel writes with the same seed. */
+static void test_random_weights(const char *preset) {
+    enum { N = 20 };
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/model-%s-f32-%ld", ZP_TEST_TMP, preset, (long)getpid());
+    CHECK_OK(zp_mkmodel(preset, dir, 7, ZP_DTYPE_F32));
+    zp_backend *be;
+    CHECK_OK(zp_backend_cpu_create(2, &be));
+    zp_model *m[2] = {NULL, NULL};
+    zp_kv_storage kv[2];
+    CHECK_OK(zp_model_load(dir, be, &m[0]));
+    CHECK_OK(zp_model_load_random(preset, 7, be, &m[1]));
+    CHECK(m[0]->n_params == m[1]->n_params);
+    const int V = m[0]->cfg.vocab;
+    int ids[N], pos[N], slots[N], bt[2] = {0, 1}, q0 = 0, ql = N, kvl = N, last = N - 1;
+    prompt_of(ids, N, V, 9);
+    for (int t = 0; t < N; t++) { pos[t] = t; slots[t] = t; }
+    float *lg[2];
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(zp_model_kv_alloc(m[k], 2, 16, &kv[k]));
+        lg[k] = malloc(sizeof(float) * V);
+        zp_batch b = {N, 1, ids, pos, slots, &q0, &ql, &kvl, bt, 2, 1, &last, 1, 0, NULL, NULL};
+        CHECK_OK(zp_model_forward(m[k], &b, &kv[k], lg[k]));
+    }
+    CHECK(memcmp(lg[0], lg[1], sizeof(float) * V) == 0);
+    CHECK_FAILS(zp_model_load_random("no-such-preset", 7, be, &m[0]), ZP_ERR_INVALID, "neither a config file nor a preset");
+    for (int k = 0; k < 2; k++) { free(lg[k]); zp_model_kv_free(m[k], &kv[k]); zp_model_free(m[k]); }
+    be->destroy(be);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void) {
     const char *presets[] = {"tiny-qwen3", "tiny-qwen2", "tiny-llama"};
     for (int i = 0; i < 3; i++) {
         test_prefill_equals_decode(presets[i]);
         test_ragged_batch(presets[i]);
         test_golden(presets[i]);
+        test_random_weights(presets[i]);
     }
     return zp_test_finish("test_model");
 }

@@ -6,6 +6,7 @@
 
 #include "chat.h"       /* zp_chat_detect, zp_chat_render */
 #include "cli_common.h" /* flag parsing, cli_report, cli_now */
+#include "cli_engine.h" /* engine flags shared with bench */
 #include "engine.h"     /* zp_engine_* */
 #include "tokenizer.h"  /* text prompts and decoded outputs */
 
@@ -39,21 +40,8 @@ static void usage(FILE *f, const char *cmd) {
                "  --top-k K              top-k sampling (default 0 = off)\n"
                "  --seed S               sampling seed (default 0)\n"
                "  --n N                  samples of the prompt (default 1)\n"
-               "  --ignore-eos           do not stop at EOS\n"
-               "  --block-size B         KV block size (default 256)\n"
-               "  --kv-pool-tokens N     KV pool size in tokens (default: CPU 32768, at most 2 GiB; CUDA from free memory)\n"
-               "  --gpu-memory-utilization F  CUDA: share of device memory for weights, activations and KV (default 0.9)\n"
-               "  --max-num-seqs N       running requests at most (default 256)\n"
-               "  --no-prefix-cache      disable prefix caching\n"
-               "  --threads N            CPU threads (default: all)\n"
-               "  --policy NAME          eviction policy: full (default), streaming, h2o, snapkv, rkv, morphkv, zipage\n"
-               "  --policy-params JSON   policy parameters, e.g. '{\"lambda\": 0.3}'\n"
-               "  --nmax N               blocks kept per request after compression (default 8)\n"
-               "  --window W             window queries per request (default 16)\n"
-               "  --max-concurrency M    query slots (default: pool blocks / (nmax + 1))\n"
-               "  --scheduler S          hybrid (default with a policy), strict, full\n"
-               "  --layer-stride N       layers compressed together (default 8)\n"
-               "  --async                compress on a worker thread while others decode\n");
+               "  --ignore-eos           do not stop at EOS\n");
+    fputs(CLI_ENGINE_USAGE, f);
 }
 
 /* --prompt: chat template (unless --raw) and the model folder's tokenizer. */
@@ -78,13 +66,11 @@ static zp_status parse(int argc, char **argv, gen_args *g, const char *cmd) {
     g->n_samples = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
-        int is_flag = !strcmp(a, "--greedy") || !strcmp(a, "--ignore-eos") || !strcmp(a, "--no-prefix-cache") || !strcmp(a, "--all") ||
-                      !strcmp(a, "--async") || !strcmp(a, "--raw") || !strcmp(a, "--no-thinking");
+        int is_flag = !strcmp(a, "--greedy") || !strcmp(a, "--ignore-eos") || cli_engine_switch(a) || !strcmp(a, "--all") ||
+                      !strcmp(a, "--raw") || !strcmp(a, "--no-thinking");
         if (!strcmp(a, "--help")) { usage(stdout, cmd); exit(0); }
         if (!is_flag && !(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
         if (!strcmp(a, "--model")) g->ec.model_dir = v;
-        else if (!strcmp(a, "--device")) g->ec.device = v;
-        else if (!strcmp(a, "--precision")) g->ec.precision = v;
         else if (!strcmp(a, "--prompt-ids")) ZP_TRY(cli_ids(a, v, &g->prompt, &g->n_prompt));
         else if (!strcmp(a, "--prompt")) g->text = v;
         else if (!strcmp(a, "--system")) g->system = v;
@@ -100,21 +86,11 @@ static zp_status parse(int argc, char **argv, gen_args *g, const char *cmd) {
         else if (!strcmp(a, "--seed")) ZP_TRY(cli_i64(a, v, 0, INT64_MAX, &g->seed));
         else if (!strcmp(a, "--n")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &g->n_samples));
         else if (!strcmp(a, "--ignore-eos")) g->sp.ignore_eos = 1;
-        else if (!strcmp(a, "--block-size")) ZP_TRY(cli_int(a, v, 1, 65536, &g->ec.block_size));
-        else if (!strcmp(a, "--kv-pool-tokens")) ZP_TRY(cli_i64(a, v, 1, INT64_MAX, &g->ec.kv_pool_tokens));
-        else if (!strcmp(a, "--gpu-memory-utilization")) ZP_TRY(cli_float(a, v, 0.01f, 1.0f, &g->ec.gpu_memory_utilization));
-        else if (!strcmp(a, "--max-num-seqs")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &g->ec.max_num_seqs));
-        else if (!strcmp(a, "--no-prefix-cache")) g->ec.enable_prefix_cache = 0;
-        else if (!strcmp(a, "--threads")) ZP_TRY(cli_int(a, v, 0, 4096, &g->ec.n_threads));
-        else if (!strcmp(a, "--policy")) g->ec.policy = v;
-        else if (!strcmp(a, "--policy-params")) g->ec.policy_params = v;
-        else if (!strcmp(a, "--nmax")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &g->ec.nmax));
-        else if (!strcmp(a, "--window")) ZP_TRY(cli_int(a, v, 1, 65536, &g->ec.window));
-        else if (!strcmp(a, "--max-concurrency")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &g->ec.max_concurrency));
-        else if (!strcmp(a, "--scheduler")) g->ec.scheduler = v;
-        else if (!strcmp(a, "--layer-stride")) ZP_TRY(cli_int(a, v, 1, 4096, &g->ec.layer_stride));
-        else if (!strcmp(a, "--async")) g->ec.async_compress = 1;
-        else { usage(stderr, cmd); return zp_fail(ZP_ERR_INVALID, "unknown flag %s", a); }
+        else {
+            int matched;
+            ZP_TRY(cli_engine_flag(a, v, &g->ec, &matched));
+            if (!matched) { usage(stderr, cmd); return zp_fail(ZP_ERR_INVALID, "unknown flag %s", a); }
+        }
     }
     if (!g->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR is required (make one with `zipage mkmodel`)");
     if (!g->prompt && !g->text) return zp_fail(ZP_ERR_INVALID, "--prompt TEXT or --prompt-ids LIST is required");

@@ -1,0 +1,47 @@
+/* cli_engine.c - parser of the engine flags shared by generate and bench (cli_engine.h). */
+#include "cli_engine.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "cli_common.h"
+
+const char CLI_ENGINE_USAGE[] =
+    "  --block-size B         KV block size (default 256)\n"
+    "  --kv-pool-tokens N     KV pool size in tokens (default: CPU 32768, at most 2 GiB; CUDA from free memory)\n"
+    "  --gpu-memory-utilization F  CUDA: share of device memory for weights, activations and KV (default 0.9)\n"
+    "  --max-num-seqs N       running requests at most (default 256)\n"
+    "  --no-prefix-cache      disable prefix caching\n"
+    "  --threads N            CPU threads (default: all)\n"
+    "  --policy NAME          eviction policy: full (default), streaming, h2o, snapkv, rkv, morphkv, zipage\n"
+    "  --policy-params JSON   policy parameters, e.g. '{\"lambda\": 0.3}'\n"
+    "  --nmax N               blocks kept per request after compression (default 8)\n"
+    "  --window W             window queries per request (default 16)\n"
+    "  --max-concurrency M    query slots (default: pool blocks / (nmax + 1))\n"
+    "  --scheduler S          hybrid (default with a policy), strict, full\n"
+    "  --layer-stride N       layers compressed together (default 8)\n"
+    "  --async                compress on a worker thread while others decode\n";
+
+int cli_engine_switch(const char *flag) { return !strcmp(flag, "--no-prefix-cache") || !strcmp(flag, "--async"); }
+
+zp_status cli_engine_flag(const char *a, const char *v, zp_engine_config *ec, int *matched) {
+    *matched = 1;
+    if (!strcmp(a, "--device")) ec->device = v;
+    else if (!strcmp(a, "--precision")) ec->precision = v;
+    else if (!strcmp(a, "--block-size")) return cli_int(a, v, 1, 65536, &ec->block_size);
+    else if (!strcmp(a, "--kv-pool-tokens")) return cli_i64(a, v, 1, INT64_MAX, &ec->kv_pool_tokens);
+    else if (!strcmp(a, "--gpu-memory-utilization")) return cli_float(a, v, 0.01, 1.0, &ec->gpu_memory_utilization);
+    else if (!strcmp(a, "--max-num-seqs")) return cli_int(a, v, 1, 1 << 20, &ec->max_num_seqs);
+    else if (!strcmp(a, "--no-prefix-cache")) ec->enable_prefix_cache = 0;
+    else if (!strcmp(a, "--threads")) return cli_int(a, v, 0, 4096, &ec->n_threads);
+    else if (!strcmp(a, "--policy")) ec->policy = v;
+    else if (!strcmp(a, "--policy-params")) ec->policy_params = v;
+    else if (!strcmp(a, "--nmax")) return cli_int(a, v, 1, 1 << 20, &ec->nmax);
+    else if (!strcmp(a, "--window")) return cli_int(a, v, 1, 65536, &ec->window);
+    else if (!strcmp(a, "--max-concurrency")) return cli_int(a, v, 1, 1 << 20, &ec->max_concurrency);
+    else if (!strcmp(a, "--scheduler")) ec->scheduler = v;
+    else if (!strcmp(a, "--layer-stride")) return cli_int(a, v, 1, 4096, &ec->layer_stride);
+    else if (!strcmp(a, "--async")) ec->async_compress = 1;
+    else *matched = 0;
+    return ZP_OK;
+}

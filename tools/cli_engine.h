@@ -1,0 +1,16 @@
+/* cli_engine.h - the engine flags shared by `zipage generate` and `zipage bench` (device,
+ * precision, KV pool, scheduler, policy and compression settings): one parser, one usage
+ * text. Flags of a single command stay in its file. */
+#ifndef ZP_CLI_ENGINE_H
+#define ZP_CLI_ENGINE_H
+
+#include "engine.h"
+
+/* Usage lines of the shared flags. */
+extern const char CLI_ENGINE_USAGE[];
+/* 1 for a shared flag that takes no value (--no-prefix-cache, --async). */
+int cli_engine_switch(const char *flag);
+/* Applies flag a (value v, NULL for a switch) to ec; *matched = 0 when a is not a shared flag. */
+zp_status cli_engine_flag(const char *a, const char *v, zp_engine_config *ec, int *matched);
+
+#endif

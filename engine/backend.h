@@ -158,6 +158,9 @@ struct zp_backend {
      * around every op when the backend was created with ZIPAGE_PROFILE=1 set; zeros otherwise.
      * seconds NULL: restart the counts (the engine does after its memory-sizing warm-up). */
     zp_status (*op_seconds)(zp_backend *be, double *seconds /* [ZP_OP_COUNT] */);
+    /* Memory bandwidth of a large buffer copy on this device (bytes read + bytes written per
+     * second, median of several copies): the roofline's denominator in benchmarks. */
+    zp_status (*copy_bandwidth)(zp_backend *be, double *bytes_per_s);
 };
 
 /* The CPU reference backend (fp32, BLAS sgemm, OpenMP). n_threads <= 0: OpenMP default. */

@@ -137,6 +137,8 @@ void zp_engine_free(zp_engine *e) {
 }
 
 const zp_model_config *zp_engine_model_config(const zp_engine *e) { return &e->model->cfg; }
+zp_backend *zp_engine_backend(zp_engine *e) { return e->be; }
+size_t zp_engine_weight_bytes(const zp_engine *e) { return e->model->n_params * (size_t)e->be->cache_elem_bytes; }
 size_t zp_engine_block_bytes(const zp_engine *e) {
     int elem = strcmp(e->be->name, "cpu") ? (e->cfg.precision && !strcmp(e->cfg.precision, "fp32") ? 4 : 2) : 4;
     return zp_model_kv_block_bytes(&e->model->cfg, e->cfg.block_size, elem);
@@ -440,7 +442,12 @@ zp_status zp_engine_step(zp_engine *e) {
     }
     double t1 = now_s(); /* device work is asynchronous: the forward's time includes the sampling kernel */
     if (b.is_prefill) { e->stats.prefill_seconds += t1 - t0; e->stats.prefill_steps++; e->stats.prefill_tokens += b.n_tokens; }
-    else { e->stats.decode_seconds += t1 - t0; e->stats.decode_steps++; e->stats.decode_tokens += b.n_tokens; }
+    else {
+        e->stats.decode_seconds += t1 - t0;
+        e->stats.decode_steps++;
+        e->stats.decode_tokens += b.n_tokens;
+        for (int s = 0; s < b.n_seqs; s++) e->stats.decode_kv_tokens += b.seq_kv_len[s];
+    }
     zp_status s = sample_and_append(e, e->batch.seqs, n_run, used ? e->sids : NULL);
     e->stats.sample_seconds += now_s() - t1;
     return s;

@@ -72,6 +72,7 @@ typedef struct {
     double mean_retained;      /* tokens kept per request per compression (mean) */
     int64_t compress_wait_steps; /* request-steps spent waiting for (async) compression */
     double op_seconds[ZP_OP_COUNT]; /* device seconds per op kind (CUDA with ZIPAGE_PROFILE=1; else 0) */
+    int64_t decode_kv_tokens;  /* K/V tokens attended, summed over the sequences of every decode step */
     int n_qslots;
 } zp_engine_stats;
 
@@ -83,6 +84,9 @@ size_t zp_engine_block_bytes(const zp_engine *e);
 zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out);
 void zp_engine_free(zp_engine *e);
 const zp_model_config *zp_engine_model_config(const zp_engine *e);
+/* The engine's backend (benchmarks: memory, bandwidth) and its model's weight bytes as stored. */
+zp_backend *zp_engine_backend(zp_engine *e);
+size_t zp_engine_weight_bytes(const zp_engine *e);
 
 /* Queues one sample of a prompt. (request_id, sample_index, seed) key its random numbers. */
 zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, const zp_sampling_params *sp,

@@ -18,7 +18,13 @@ ok "$Z" logits --model "$T/m" --prompt-ids 1,2,3,4 --all --out "$T/l.json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['logits'])==4 and len(d['logits'][0])==1024" "$T/l.json" \
   || { echo "FAIL: logits JSON"; fails=$((fails+1)); }
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16
-grep -q '^cpu,2,8,4,' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
+grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
+ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-tokens 256 --block-size 16 --policy zipage \
+  --nmax 2 --window 8 --csv "$T/b.csv" --label r
+[ "$(grep -c '' "$T/b.csv")" = 2 ] && grep -q '^r,cpu,tiny-qwen3-vocab,reasoning,2,[0-9.]*,256.0,zipage,2,8,16,' "$T/b.csv" \
+  || { echo "FAIL: bench reasoning CSV"; cat "$T/out" "$T/b.csv"; fails=$((fails+1)); }
+bad "neither fixed nor reasoning" "$Z" bench --preset tiny-qwen3 --workload chat
+bad "neither a config file nor a preset" "$Z" bench --preset no-such-model
 
 ok "$Z" generate --model "$T/m" --prompt-ids 1,2,3,4,5 --policy zipage --nmax 2 --window 8 --block-size 16 --max-tokens 2000 --ignore-eos
 grep -q "^2000 tokens" "$T/out" && grep -q "policy zipage: 123 compressions" "$T/out" \

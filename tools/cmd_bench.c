@@ -1,88 +1,192 @@
-/* cmd_bench.c - `zipage bench --model DIR --batch B --prompt P --gen T`: a fixed workload of B
- * requests with P random prompt tokens each, T greedy tokens each (EOS ignored), through the
- * engine. Prints the resolved configuration, then one CSV header and row: prefill and decode
- * tokens/s, overall tokens/s, peak KV blocks and peak resident memory. A benchmark, not a test:
- * compare ratios measured in one run. The reasoning workload and GPU columns come later. */
+/* cmd_bench.c - `zipage bench`: throughput of one engine configuration on a fixed or a
+ * reasoning workload (bench_workload.h), as one CSV row: tokens/s, requests/s, running
+ * requests, decode step time, time shares of the step (GEMM, attention, elementwise,
+ * sampling, compression, host; device shares need --profile, CUDA), device memory, and the
+ * ratio to the memory-bandwidth roofline (weights + K/V attended per decode step, over the
+ * copy bandwidth measured at the start of the same run). --preset builds a real shape with
+ * random weights in memory (no checkpoint file). A benchmark, not a test: compare ratios
+ * measured in one run. The transformers peer writes the same columns (bench/peer_hf.py). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "bench_workload.h"
 #include "cli_common.h" /* flag parsing, cli_now, cli_peak_rss_mib */
-#include "engine.h"     /* zp_engine_* */
+#include "cli_engine.h" /* engine flags shared with generate */
+#include "mkmodel.h"    /* zp_preset_config_path */
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: zipage bench --model DIR [--device cpu|cuda] [--batch 8] [--prompt 128] [--gen 32] [--block-size 256]\n"
-               "                    [--kv-pool-tokens N] [--threads N] [--seed 0]\n");
+    fprintf(f, "usage: zipage bench (--model DIR | --preset NAME) [--device cpu|cuda] [--workload fixed|reasoning] [flags]\n"
+               "  --model DIR            checkpoint folder;  --preset NAME: a preset (models/) or config.json with random weights\n"
+               "  --weight-seed S        seed of the random weights (default 1);  --precision P: CUDA bf16 (default) or fp32\n"
+               "  --workload W           fixed (default): --batch B --prompt P --gen T (defaults 8, 128, 32)\n"
+               "                         reasoning: --requests N (default 64) --datasets aime24,amc23 --max-tokens 32768\n"
+               "  --temperature T        sampling (default: fixed 0 = greedy; reasoning 0.6 with top-p 0.95, top-k 20)\n"
+               "  --seed S               prompt, length and sampling seed (default 0)\n"
+               "  --profile              device time per op kind (CUDA; sets ZIPAGE_PROFILE=1, slows the run)\n"
+               "  --csv FILE             append the row to FILE (header when new);  --label TEXT: first column\n");
+    fputs(CLI_ENGINE_USAGE, f);
 }
 
 typedef struct {
     zp_engine_config ec;
-    int batch, prompt, gen;
-    int64_t seed;
+    const char *workload, *datasets, *csv, *label, *model_name;
+    int batch, prompt, gen, requests, max_tokens, profile;
+    float temperature;
+    int64_t seed, weight_seed;
 } bench_args;
 
 static zp_status parse(int argc, char **argv, bench_args *b) {
     memset(b, 0, sizeof *b);
     b->ec = zp_engine_config_default();
-    b->batch = 8; b->prompt = 128; b->gen = 32;
+    b->workload = "fixed";
+    b->datasets = "aime24,amc23";
+    b->label = "zipage";
+    b->batch = 8; b->prompt = 128; b->gen = 32; b->requests = 64; b->max_tokens = 32768;
+    b->temperature = -1.f;
+    b->weight_seed = 1;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
+        const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "--help")) { usage(stdout); exit(0); }
-        if (!(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
+        const int sw = cli_engine_switch(a) || !strcmp(a, "--profile");
+        if (!sw && !(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
         if (!strcmp(a, "--model")) b->ec.model_dir = v;
-        else if (!strcmp(a, "--device")) b->ec.device = v;
+        else if (!strcmp(a, "--preset")) { b->ec.model_dir = v; b->ec.random_weights = 1; }
+        else if (!strcmp(a, "--weight-seed")) ZP_TRY(cli_i64(a, v, 0, INT64_MAX, &b->weight_seed));
+        else if (!strcmp(a, "--workload")) b->workload = v;
         else if (!strcmp(a, "--batch")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &b->batch));
         else if (!strcmp(a, "--prompt")) ZP_TRY(cli_int(a, v, 1, 1 << 24, &b->prompt));
         else if (!strcmp(a, "--gen")) ZP_TRY(cli_int(a, v, 1, 1 << 24, &b->gen));
-        else if (!strcmp(a, "--block-size")) ZP_TRY(cli_int(a, v, 1, 65536, &b->ec.block_size));
-        else if (!strcmp(a, "--kv-pool-tokens")) ZP_TRY(cli_i64(a, v, 1, INT64_MAX, &b->ec.kv_pool_tokens));
-        else if (!strcmp(a, "--threads")) ZP_TRY(cli_int(a, v, 0, 4096, &b->ec.n_threads));
+        else if (!strcmp(a, "--requests")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &b->requests));
+        else if (!strcmp(a, "--datasets")) b->datasets = v;
+        else if (!strcmp(a, "--max-tokens")) ZP_TRY(cli_int(a, v, 256, 1 << 24, &b->max_tokens));
+        else if (!strcmp(a, "--temperature")) ZP_TRY(cli_float(a, v, 0, 100, &b->temperature));
         else if (!strcmp(a, "--seed")) ZP_TRY(cli_i64(a, v, 0, INT64_MAX, &b->seed));
-        else { usage(stderr); return zp_fail(ZP_ERR_INVALID, "unknown flag %s", a); }
+        else if (!strcmp(a, "--profile")) b->profile = 1;
+        else if (!strcmp(a, "--csv")) b->csv = v;
+        else if (!strcmp(a, "--label")) b->label = v;
+        else {
+            int matched;
+            ZP_TRY(cli_engine_flag(a, v, &b->ec, &matched));
+            if (!matched) { usage(stderr); return zp_fail(ZP_ERR_INVALID, "unknown flag %s", a); }
+        }
     }
-    if (!b->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR is required");
-    if (!b->ec.kv_pool_tokens) b->ec.kv_pool_tokens = (int64_t)b->batch * (b->prompt + b->gen + b->ec.block_size);
-    b->ec.max_num_seqs = b->batch;
-    b->ec.max_num_batched_tokens = b->batch * b->prompt > 8192 ? b->batch * b->prompt : 8192;
-    b->ec.enable_prefix_cache = 0; /* random prompts share nothing; measure plain prefill */
+    if (!b->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR or --preset NAME is required");
+    if (strcmp(b->workload, "fixed") && strcmp(b->workload, "reasoning"))
+        return zp_fail(ZP_ERR_INVALID, "--workload: \"%s\" is neither fixed nor reasoning", b->workload);
+    b->ec.weight_seed = (uint64_t)b->weight_seed;
+    const char *slash = strrchr(b->ec.model_dir, '/');
+    b->model_name = slash && slash[1] ? slash + 1 : b->ec.model_dir;
+    if (!strcmp(b->workload, "fixed")) {
+        if (!b->ec.kv_pool_tokens && (!b->ec.device || !strcmp(b->ec.device, "cpu")))
+            b->ec.kv_pool_tokens = (int64_t)b->batch * (b->prompt + b->gen + b->ec.block_size);
+        b->ec.max_num_seqs = b->batch;
+        b->ec.max_num_batched_tokens = b->batch * b->prompt > 8192 ? b->batch * b->prompt : 8192;
+        b->ec.enable_prefix_cache = 0; /* random prompts share nothing; measure plain prefill */
+    }
+    if (b->profile) setenv("ZIPAGE_PROFILE", "1", 1);
     return ZP_OK;
 }
 
-static zp_status run(const bench_args *b) {
-    double t_load = cli_now();
-    zp_engine *e;
-    ZP_TRY(zp_engine_init(&b->ec, &e));
-    t_load = cli_now() - t_load;
-    const zp_model_config *mc = zp_engine_model_config(e);
+/* The folder holding the tokenizer: the checkpoint, or the preset's folder. */
+static zp_status tokenizer_dir(const bench_args *b, char *out, size_t n) {
+    if (!b->ec.random_weights) { snprintf(out, n, "%s", b->ec.model_dir); return ZP_OK; }
+    ZP_TRY(zp_preset_config_path(b->ec.model_dir, out, n));
+    char *slash = strrchr(out, '/');
+    if (slash) *slash = 0;
+    return ZP_OK;
+}
+
+typedef struct {
+    double wall, copy_bw, mem_gib;
+    zp_engine_stats st;
+    size_t weight_bytes, kv_token_bytes;
+    int64_t gen_tokens;
+} bench_result;
+
+static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_workload *w, bench_result *res) {
     zp_sampling_params sp = zp_sampling_default();
-    sp.max_tokens = b->gen;
+    const int reasoning = !strcmp(b->workload, "reasoning");
+    sp.temperature = b->temperature >= 0 ? b->temperature : reasoning ? 0.6f : 0.f;
+    if (reasoning && b->temperature < 0) { sp.top_p = 0.95f; sp.top_k = 20; }
     sp.ignore_eos = 1;
-    int *prompt = malloc(sizeof(int) * (size_t)b->prompt);
-    ZP_CHECK_ALLOC(prompt);
     zp_status s = ZP_OK;
-    for (int r = 0; s == ZP_OK && r < b->batch; r++) {
-        for (int i = 0; i < b->prompt; i++)
-            prompt[i] = (int)(zp_rng_uniform((uint64_t)b->seed, (uint64_t)r, 7, (uint32_t)i) * (float)mc->vocab) % mc->vocab;
-        s = zp_engine_add_request(e, prompt, b->prompt, &sp, r, 0, (uint64_t)b->seed);
+    for (int r = 0; s == ZP_OK && r < w->n; r++) {
+        sp.max_tokens = w->gen[r];
+        res->gen_tokens += w->gen[r];
+        s = zp_engine_add_request(e, w->prompt[r], w->prompt_len[r], &sp, r, 0, (uint64_t)b->seed);
     }
-    free(prompt);
-    double t0 = cli_now();
+    const double t0 = cli_now();
     while (s == ZP_OK && zp_engine_has_unfinished(e)) s = zp_engine_step(e);
-    double wall = cli_now() - t0;
+    res->wall = cli_now() - t0;
     zp_output o[64];
     for (int n; (n = zp_engine_poll(e, o, 64)) > 0;)
         for (int i = 0; i < n; i++) zp_output_free(&o[i]);
+    return s;
+}
+
+static void print_row(FILE *f, const bench_args *b, const bench_workload *w, const bench_result *r, int header) {
+    const zp_engine_stats *st = &r->st;
+    if (header)
+        fprintf(f, "label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
+                   "wall_s,tokens,tps,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
+                   "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
+                   "step_gbytes_mean,roofline_ratio,compressions\n");
+    double pl = 0, gl = 0, dev = 0;
+    for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
+    for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->op_seconds[k];
+    const double W = r->wall > 0 ? r->wall : 1, comp = st->compress_gather_seconds + st->compress_score_seconds + st->compress_compact_seconds;
+    const double steps = st->decode_steps > 0 ? (double)st->decode_steps : 1;
+    const double step_bytes = ((double)r->weight_bytes * steps + (double)st->decode_kv_tokens * (double)r->kv_token_bytes) / steps;
+    const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
+    const int all = st->prefill_steps + st->decode_steps > 0;
+    fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
+               "%.3f,%.3f,%lld\n",
+            b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
+            b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
+            b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
+            (double)st->generated_tokens / W, w->n / W, all ? (double)st->running_sum / (double)(st->prefill_steps + st->decode_steps) : 0.0,
+            st->peak_running, (long long)st->decode_steps, 1e3 * st->decode_seconds / steps, st->op_seconds[ZP_OP_GEMM] / W,
+            st->op_seconds[ZP_OP_ATTENTION] / W, st->op_seconds[ZP_OP_ELEMENTWISE] / W, st->op_seconds[ZP_OP_SAMPLING] / W, comp / W,
+            dev > 0 ? (W - dev) / W : 0.0, r->mem_gib, cli_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
+            (long long)st->compressions);
+}
+
+static zp_status run(const bench_args *b) {
+    bench_workload w;
+    char tdir[4096];
+    zp_engine *e;
+    ZP_TRY(zp_engine_init(&b->ec, &e));
+    const zp_model_config *mc = zp_engine_model_config(e);
+    zp_status s = ZP_OK;
+    if (!strcmp(b->workload, "fixed")) s = bench_workload_fixed(b->batch, b->prompt, b->gen, mc->vocab, (uint64_t)b->seed, &w);
+    else if ((s = tokenizer_dir(b, tdir, sizeof tdir)) == ZP_OK)
+        s = bench_workload_reasoning(tdir, b->datasets, b->requests, b->max_tokens, (uint64_t)b->seed, &w);
+    if (s != ZP_OK) { zp_engine_free(e); return s; }
+    bench_result r;
+    memset(&r, 0, sizeof r);
+    zp_backend *be = zp_engine_backend(e);
+    if (be->copy_bandwidth) s = be->copy_bandwidth(be, &r.copy_bw);
+    r.weight_bytes = zp_engine_weight_bytes(e);
+    r.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)be->cache_elem_bytes;
+    if (s == ZP_OK) s = run_workload(b, e, &w, &r);
     if (s == ZP_OK) {
-        zp_engine_stats st;
-        zp_engine_get_stats(e, &st);
-        printf("# zipage bench --model %s --batch %d --prompt %d --gen %d --block-size %d (arch %s, %d layers, hidden %d; load %.2f s)\n",
-               b->ec.model_dir, b->batch, b->prompt, b->gen, b->ec.block_size, mc->arch_name, mc->n_layers, mc->hidden, t_load);
-        printf("device,batch,prompt,gen,prefill_tok_s,decode_tok_s,total_tok_s,wall_s,peak_kv_blocks,kv_blocks,peak_rss_mib\n");
-        printf("%s,%d,%d,%d,%.1f,%.1f,%.1f,%.3f,%d,%d,%.0f\n", b->ec.device ? b->ec.device : "cpu", b->batch, b->prompt, b->gen,
-               st.prefill_seconds > 0 ? st.prefill_tokens / st.prefill_seconds : 0.0,
-               st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0,
-               wall > 0 ? (st.prefill_tokens + st.decode_tokens) / wall : 0.0, wall, st.peak_blocks, st.num_blocks, cli_peak_rss_mib());
+        zp_engine_get_stats(e, &r.st);
+        size_t fr = 0, tot = 0;
+        if (be->mem_info && be->mem_info(be, &fr, &tot) == ZP_OK) r.mem_gib = (double)(tot - fr) / (1 << 30);
+        printf("# zipage bench %s on %s (%s, %d layers, hidden %d, %.2f B parameters)\n", b->workload, b->model_name, mc->arch_name,
+               mc->n_layers, mc->hidden, (double)r.weight_bytes / be->cache_elem_bytes / 1e9);
+        print_row(stdout, b, &w, &r, 1);
+        if (b->csv) {
+            struct stat sb;
+            const int header = stat(b->csv, &sb) != 0 || sb.st_size == 0;
+            FILE *f = fopen(b->csv, "a");
+            if (!f) s = zp_fail(ZP_ERR_IO, "%s: cannot append the result row", b->csv);
+            else { print_row(f, b, &w, &r, header); fclose(f); }
+        }
     }
+    bench_workload_free(&w);
     zp_engine_free(e);
     return s;
 }

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""peer_hf.py - the Hugging Face transformers peer of `zipage bench --workload fixed`.
+
+Same shape (a preset's config.json from models/, random bf16 weights made on the GPU), same
+fixed workload (batch B, P random prompt tokens, exactly T new tokens: EOS ignored through
+min_new_tokens), greedy, with transformers' static KV cache (generate compiles the forward
+with torch.compile when the cache is static, unless --no-compile). Writes the CSV columns of
+`zipage bench` (those transformers cannot report are 0), so the two rows sit side by side in
+one file. Run on the GPU machine (torch + transformers there), in the same call as zipage
+bench, and compare ratios only:
+
+    python3 bench/peer_hf.py --preset Qwen3-8B --batch 256 --prompt 256 --gen 256 --csv bench.csv
+"""
+import argparse
+import csv
+import os
+import sys
+import time
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
+COLUMNS = ("label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
+           "wall_s,tokens,tps,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
+           "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
+           "step_gbytes_mean,roofline_ratio,compressions").split(",")
+
+
+def copy_bandwidth():
+    """Bytes read + written per second of a 1 GiB device copy, median of 9 (as zipage bench)."""
+    a = torch.ones(1 << 30, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    b.copy_(a)
+    times = []
+    for i in range(9):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        (a if i % 2 else b).copy_(b if i % 2 else a)
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) * 1e-3)
+    return 2.0 * a.numel() / sorted(times)[4]
+
+
+def timed_generate(model, ids, mask, new_tokens, compile_):
+    kw = dict(attention_mask=mask, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+              cache_implementation="static", pad_token_id=0)
+    if not compile_:
+        kw["disable_compile"] = True
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    out = model.generate(ids, **kw)
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0, out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", required=True, help="a folder of models/ (or any folder with config.json)")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--prompt", type=int, default=128)
+    ap.add_argument("--gen", type=int, default=32)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--csv", help="append the row to this file (header when new)")
+    ap.add_argument("--label", default="hf-static")
+    a = ap.parse_args()
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")
+    folder = a.preset if os.path.isdir(a.preset) else os.path.join(root, a.preset)
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+        sys.exit(f"peer_hf: {folder}/config.json not found")
+    torch.manual_seed(a.seed)
+    cfg = AutoConfig.from_pretrained(folder)
+    with torch.device("cuda"):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16).eval()
+    params = sum(p.numel() for p in model.parameters())
+    ids = torch.randint(3, cfg.vocab_size, (a.batch, a.prompt), device="cuda")
+    mask = torch.ones_like(ids)
+    bw = copy_bandwidth()
+    compile_ = not a.no_compile
+    with torch.inference_mode():
+        timed_generate(model, ids, mask, min(8, a.gen), compile_)          # warm-up (and compilation)
+        timed_generate(model, ids, mask, a.gen, compile_)                  # warm-up of the full length
+        prefill, _ = timed_generate(model, ids, mask, 1, compile_)
+        torch.cuda.reset_peak_memory_stats()
+        wall, out = timed_generate(model, ids, mask, a.gen, compile_)
+    assert out.shape[1] == a.prompt + a.gen, out.shape
+    decode = max(wall - prefill, 1e-9)
+    steps = max(a.gen - 1, 1)
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    kv_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * 2
+    kv_attended = sum(a.batch * (a.prompt + t + 1) for t in range(1, a.gen))
+    step_bytes = (2 * params * steps + kv_token * kv_attended) / steps
+    row = dict.fromkeys(COLUMNS, 0)
+    row.update(label=a.label, device="cuda", model=os.path.basename(os.path.normpath(folder)), workload="fixed", requests=a.batch,
+               prompt_mean=f"{a.prompt:.1f}", gen_mean=f"{a.gen:.1f}", policy="full", wall_s=f"{wall:.3f}",
+               tokens=a.batch * (a.prompt + a.gen), tps=f"{a.batch * a.gen / wall:.1f}", req_per_s=f"{a.batch / wall:.3f}",
+               mean_running=a.batch, peak_running=a.batch, decode_steps=steps, decode_step_ms=f"{1e3 * decode / steps:.3f}",
+               device_mem_gib=f"{torch.cuda.max_memory_allocated() / 2**30:.2f}", copy_gbps=f"{bw / 1e9:.1f}",
+               step_gbytes_mean=f"{step_bytes / 1e9:.3f}", roofline_ratio=f"{step_bytes * steps / bw / decode:.3f}")
+    w = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
+    print(f"# peer_hf: transformers generate, static cache, {'compiled' if compile_ else 'eager'}, bf16, "
+          f"{params / 1e9:.2f} B parameters (torch {torch.__version__})")
+    w.writeheader()
+    w.writerow(row)
+    if a.csv:
+        new = not os.path.exists(a.csv) or os.path.getsize(a.csv) == 0
+        with open(a.csv, "a", newline="") as f:
+            cw = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+            if new:
+                cw.writeheader()
+            cw.writerow(row)
+
+
+if __name__ == "__main__":
+    main()

@@ -44,3 +44,4 @@ echo "== 4. redundancy kernels"
 $B/bench_redundancy 16
 echo "== rows"
 cat $CSV
+bash bench/plot_pool.sh $CSV $O/bench_pool.png "$P, $REQ reasoning requests"

@@ -21,6 +21,9 @@ pools = sorted(set(full) & set(zip_))
 for p in pools:
     print(f"pool {p:>9} tokens: full {full[p]:9.1f} tok/s, zipage {zip_[p]:9.1f} tok/s, ratio {zip_[p] / full[p]:.2f}")
 cross = next((p for p in pools if zip_[p] >= full[p]), None)
-print("zipage >= full KV from a pool of %s tokens" % cross if cross else "zipage stays below full KV at every pool measured")
+if not pools:
+    print("no pool size has both a full KV and a zipage row")
+else:
+    print("zipage >= full KV from a pool of %s tokens" % cross if cross else "zipage stays below full KV at every pool measured")
 PY
 echo "plot: $PNG"

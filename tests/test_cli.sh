@@ -23,6 +23,10 @@ ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-
   --nmax 2 --window 8 --csv "$T/b.csv" --label r
 [ "$(grep -c '' "$T/b.csv")" = 2 ] && grep -q '^r,cpu,tiny-qwen3-vocab,reasoning,2,[0-9.]*,256.0,zipage,2,8,16,' "$T/b.csv" \
   || { echo "FAIL: bench reasoning CSV"; cat "$T/out" "$T/b.csv"; fails=$((fails+1)); }
+if command -v gnuplot >/dev/null; then
+  ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/b.csv" "$T/pool.png" test
+  [ -s "$T/pool.png" ] && grep -q "no pool size has both" "$T/out" || { echo "FAIL: plot_pool"; cat "$T/out"; fails=$((fails+1)); }
+fi
 bad "neither fixed nor reasoning" "$Z" bench --preset tiny-qwen3 --workload chat
 bad "neither a config file nor a preset" "$Z" bench --preset no-such-model
 

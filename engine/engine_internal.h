@@ -43,6 +43,9 @@ struct zp_engine {
     char worker_error[512];
 };
 
+/* One prefill step of T rows (sequences of up to 1,024 tokens) with n_out logits rows on a
+ * temporary pool: grows activations and workspaces to their peak (engine_memory.c). */
+zp_status engine_warm_up(zp_model *m, int T, int n_out, int bs);
 /* KV blocks that fit a device backend's free memory (engine_memory.c). */
 zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks);
 

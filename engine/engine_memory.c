@@ -1,6 +1,7 @@
 /* engine_memory.c - sizes the KV pool of a device backend from its free memory, as vLLM's
  * gpu_memory_utilization: a warm-up forward at the largest step the scheduler can build
- * (max_num_batched_tokens rows, max_num_seqs logits rows) grows every activation and library
+ * (max_num_batched_tokens rows, in sequences of 1,024 tokens so attention stays cheap;
+ * max_num_seqs logits rows) grows every activation and library
  * workspace to its peak; what is then in use, plus the compression state (query cache for
  * max_num_seqs slots, per-block score cache, the device compression work area), is subtracted
  * from gpu_memory_utilization x total, and the rest becomes KV blocks. The CPU pool is sized
@@ -11,24 +12,33 @@
 #include "compress.h"
 #include "engine_internal.h"
 
-/* One prefill of T tokens of one sequence, n_out logits rows, on a temporary pool. */
-static zp_status warm_up(zp_model *m, int T, int n_out, int bs) {
-    const int nbw = T / bs + 2;
+#define WARM_SEQ 1024 /* tokens per warm-up sequence: T rows, attention cost bounded */
+
+zp_status engine_warm_up(zp_model *m, int T, int n_out, int bs) {
+    const int S = (T + WARM_SEQ - 1) / WARM_SEQ, maxb = (WARM_SEQ + bs - 1) / bs, nbw = S * maxb;
     zp_kv_storage kv;
     ZP_TRY(zp_model_kv_alloc(m, nbw, bs, &kv));
-    int *ids = calloc((size_t)T, sizeof(int)), *pos = malloc(sizeof(int) * (size_t)T), *slots = malloc(sizeof(int) * (size_t)T);
-    int *bt = malloc(sizeof(int) * (size_t)nbw), *out_rows = malloc(sizeof(int) * (size_t)n_out);
+    int *ids = calloc((size_t)T, sizeof(int)), *pos = malloc(sizeof(int) * (size_t)T * 2), *slots = pos + T;
+    int *seq = malloc(sizeof(int) * (size_t)S * 3), *bt = malloc(sizeof(int) * (size_t)nbw), *out_rows = malloc(sizeof(int) * (size_t)n_out);
     zp_status s = ZP_OK;
-    if (!ids || !pos || !slots || !bt || !out_rows) s = zp_fail(ZP_ERR_OOM, "memory sizing: no host memory for a %d-token warm-up", T);
+    if (!ids || !pos || !seq || !bt || !out_rows) s = zp_fail(ZP_ERR_OOM, "memory sizing: no host memory for a %d-token warm-up", T);
     if (s == ZP_OK) {
-        for (int b = 0; b < nbw; b++) bt[b] = b;
-        for (int t = 0; t < T; t++) { pos[t] = t % m->cfg.max_pos; slots[t] = t; }
-        for (int i = 0; i < n_out; i++) out_rows[i] = T - n_out + i;
-        int z = 0, len = T;
-        zp_batch b = {T, 1, ids, pos, slots, &z, &len, &len, bt, nbw, n_out, out_rows, 1, 0, NULL, NULL};
+        int *q0 = seq, *len = seq + S, *kvl = seq + 2 * S;
+        for (int b = 0; b < nbw; b++) bt[b] = b; /* sequence k owns blocks [k*maxb, (k+1)*maxb) */
+        for (int k = 0; k < S; k++) {
+            q0[k] = k * WARM_SEQ;
+            len[k] = kvl[k] = T - q0[k] < WARM_SEQ ? T - q0[k] : WARM_SEQ;
+        }
+        for (int t = 0; t < T; t++) {
+            const int k = t / WARM_SEQ, i = t % WARM_SEQ;
+            pos[t] = i;
+            slots[t] = bt[k * maxb + i / bs] * bs + i % bs;
+        }
+        for (int i = 0; i < n_out; i++) out_rows[i] = (int)((int64_t)i * T / n_out);
+        zp_batch b = {T, S, ids, pos, slots, q0, len, kvl, bt, maxb, n_out, out_rows, 1, 0, NULL, NULL};
         s = zp_model_forward(m, &b, &kv, NULL);
     }
-    free(ids); free(pos); free(slots); free(bt); free(out_rows);
+    free(ids); free(pos); free(seq); free(bt); free(out_rows);
     zp_model_kv_free(m, &kv);
     return s;
 }
@@ -41,7 +51,7 @@ zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks) {
     if (!(util <= 1.0))
         return zp_fail(ZP_ERR_INVALID, "gpu_memory_utilization %g must be in (0, 1]", c->gpu_memory_utilization);
     const int T = c->max_num_batched_tokens, n_out = c->max_num_seqs < T ? c->max_num_seqs : T;
-    ZP_TRY(warm_up(e->model, T, n_out, c->block_size));
+    ZP_TRY(engine_warm_up(e->model, T, n_out, c->block_size));
     size_t free_b = 0, total_b = 0;
     ZP_TRY(be->mem_info(be, &free_b, &total_b));
     const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");

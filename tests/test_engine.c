@@ -4,6 +4,8 @@
  * pool size, arrival order, block size), stop tokens, and bad requests are refused clearly. */
 #include <string.h>
 
+#include "engine_internal.h"
+#include "model.h"
 #include "test_runner.h"
 #include "test_util.h"
 
@@ -104,7 +106,22 @@ static void test_stop_and_errors(void) {
     CHECK_FAILS(zp_engine_init(&ec, &e), ZP_ERR_UNSUPPORTED, "tpu");
 }
 
+/* The memory-sizing warm-up builds a consistent multi-sequence prefill of T rows (here on the
+ * CPU reference, where the forward checks every row against its sequence). */
+static void test_warm_up(void) {
+    zp_backend *be;
+    zp_model *m;
+    CHECK_OK(zp_backend_cpu_create(2, &be));
+    CHECK_OK(zp_model_load(zp_test_model("tiny-qwen3"), be, &m));
+    CHECK_OK(engine_warm_up(m, 2500, 7, 16)); /* 3 sequences: 1024 + 1024 + 452 */
+    CHECK(m->act_rows >= 2500 && m->out_rows_cap >= 7);
+    CHECK_OK(engine_warm_up(m, 100, 100, 256));
+    zp_model_free(m);
+    be->destroy(be);
+}
+
 int main(void) {
+    test_warm_up();
     test_prefix_cache();
     test_preemption();
     test_schedule_independent_sampling();

@@ -42,6 +42,15 @@ def copy_bandwidth():
     return 2.0 * a.numel() / sorted(times)[4]
 
 
+def compiled_graphs():
+    """Graphs torch.compile has produced so far (0: generate ran eagerly), or -1 if unknown."""
+    try:
+        from torch._dynamo.utils import counters
+        return int(counters["stats"]["unique_graphs"])
+    except Exception:  # the counters are internal; their absence must not stop the benchmark
+        return -1
+
+
 def timed_generate(model, ids, mask, new_tokens, compile_):
     kw = dict(attention_mask=mask, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
               cache_implementation="static", pad_token_id=0)
@@ -99,8 +108,9 @@ def main():
                device_mem_gib=f"{torch.cuda.max_memory_allocated() / 2**30:.2f}", copy_gbps=f"{bw / 1e9:.1f}",
                step_gbytes_mean=f"{step_bytes / 1e9:.3f}", roofline_ratio=f"{step_bytes * steps / bw / decode:.3f}")
     w = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
-    print(f"# peer_hf: transformers generate, static cache, {'compiled' if compile_ else 'eager'}, bf16, "
-          f"{params / 1e9:.2f} B parameters (torch {torch.__version__})")
+    graphs = compiled_graphs()
+    print(f"# peer_hf: transformers generate, static cache, {'compile requested' if compile_ else 'eager'} "
+          f"({graphs} torch.compile graphs were built), bf16, {params / 1e9:.2f} B parameters (torch {torch.__version__})")
     w.writeheader()
     w.writerow(row)
     if a.csv:

@@ -11,7 +11,7 @@
 
 static const char *const KNOWN[] = {"model", "device", "precision", "dataset", "ids", "limit", "samples", "temperature", "top_p",
                                     "top_k", "max_tokens", "thinking", "system", "seed", "block_size", "max_num_seqs",
-                                    "max_num_batched_tokens", "prefix_cache", "async", "kv_pool_tokens", "scheduler", "policy",
+                                    "max_num_batched_tokens", "prefix_cache", "async", "kv_pool_tokens", "gpu_memory_utilization", "scheduler", "policy",
                                     "policy_params", "nmax", "window", "max_concurrency", "baseline", "description", "kind", "gen",
                                     "kl_window", NULL};
 
@@ -73,6 +73,7 @@ static zp_status parse_base(const cJSON *r, const char *src, exp_run *b) {
     v = 256; ZP_TRY(get_num(r, "block_size", src, 1, 65536, &v)); b->block_size = (int)v;
     v = 256; ZP_TRY(get_num(r, "max_num_seqs", src, 1, 1e6, &v)); b->max_num_seqs = (int)v;
     v = 8192; ZP_TRY(get_num(r, "max_num_batched_tokens", src, 1, 1e8, &v)); b->max_num_batched_tokens = (int)v;
+    v = 0.9; ZP_TRY(get_num(r, "gpu_memory_utilization", src, 0.01, 1, &v)); b->gpu_memory_utilization = (float)v;
     char kind[32] = "generate";
     ZP_TRY(get_str(r, "kind", src, kind, sizeof kind));
     if (strcmp(kind, "generate") && strcmp(kind, "fidelity"))
@@ -117,6 +118,10 @@ static void resolve_json(exp_run *r) {
              r->async ? "true" : "false", (long long)r->kv_pool_tokens, r->scheduler, r->policy,
              r->policy_params[0] ? r->policy_params : "{}", r->nmax, r->window, r->max_concurrency, r->fidelity ? "fidelity" : "generate",
              r->fidelity ? r->gen : 0, r->fidelity ? r->kl_window : 0);
+    if (r->gpu_memory_utilization != 0.9f) { /* only when set: older run ids stay valid */
+        size_t n = strlen(r->resolved);
+        snprintf(r->resolved + n - 1, sizeof r->resolved - (n - 1), ",\"gpu_memory_utilization\":%g}", r->gpu_memory_utilization);
+    }
 }
 
 /* Expands policy_params (values may be lists) for one policy into params JSON strings. */

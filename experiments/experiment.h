@@ -23,6 +23,7 @@ typedef struct {
     uint64_t seed;
     int block_size, max_num_seqs, max_num_batched_tokens, prefix_cache, async;
     int64_t kv_pool_tokens;
+    float gpu_memory_utilization; /* CUDA pool sizing when kv_pool_tokens is 0 (default 0.9) */
     char scheduler[16], policy[32], policy_params[1024];
     int nmax, window, max_concurrency;
     int fidelity, gen, kl_window; /* kind "fidelity": teacher-forced comparison with full KV */

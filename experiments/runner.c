@@ -280,6 +280,7 @@ static zp_status open_run(run_ctx *c, const exp_run *r, const char *model_dir, c
     ec.precision = r->precision;
     ec.block_size = r->block_size;
     ec.kv_pool_tokens = r->kv_pool_tokens;
+    ec.gpu_memory_utilization = r->gpu_memory_utilization;
     ec.max_num_seqs = r->max_num_seqs;
     ec.max_num_batched_tokens = r->max_num_batched_tokens;
     ec.enable_prefix_cache = r->prefix_cache;

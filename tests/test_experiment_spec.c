@@ -53,6 +53,7 @@ int main(void) {
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":[1]}", "\"policy_params\" must be an object"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"system\":\"pirate\"}", "\"system\" must be \"math\" or null"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"kind\":\"bench\"}", "\"kind\" must be"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"gpu_memory_utilization\":1.5}", "\"gpu_memory_utilization\" must be a number in"},
                             {"[1,2]", "not a JSON object"}};
     char path[512];
     snprintf(path, sizeof path, "%s/bad_experiment.json", ZP_TEST_TMP);
@@ -66,5 +67,16 @@ int main(void) {
         if (s == ZP_OK || !strstr(zp_last_error(), bad[i][1])) fprintf(stderr, "case %zu: \"%s\" lacks \"%s\"\n", i, zp_last_error(), bad[i][1]);
         CHECK(strstr(zp_last_error(), bad[i][1]) != NULL);
     }
+    /* gpu_memory_utilization reaches the runs and their resolved configuration only when set */
+    FILE *f = fopen(path, "w");
+    fputs("{\"model\":\"m\",\"dataset\":\"d\",\"device\":\"cuda\",\"gpu_memory_utilization\":0.8}", f);
+    fclose(f);
+    experiment g;
+    CHECK_OK(exp_load(path, NULL, &g));
+    CHECK(g.n_runs == 1 && g.runs[0].gpu_memory_utilization == 0.8f && strstr(g.runs[0].resolved, "\"gpu_memory_utilization\":0.8}"));
+    exp_free(&g);
+    CHECK_OK(exp_load("smoke", ZIPAGE_EXPERIMENTS_DIR, &g));
+    CHECK(g.runs[0].gpu_memory_utilization == 0.9f && !strstr(g.runs[0].resolved, "gpu_memory_utilization"));
+    exp_free(&g);
     return zp_test_finish("test_experiment_spec");
 }

@@ -21,7 +21,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
 COLUMNS = ("label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
-           "wall_s,tokens,tps,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
+           "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
            "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
            "step_gbytes_mean,roofline_ratio,compressions").split(",")
 
@@ -103,7 +103,8 @@ def main():
     row = dict.fromkeys(COLUMNS, 0)
     row.update(label=a.label, device="cuda", model=os.path.basename(os.path.normpath(folder)), workload="fixed", requests=a.batch,
                prompt_mean=f"{a.prompt:.1f}", gen_mean=f"{a.gen:.1f}", policy="full", wall_s=f"{wall:.3f}",
-               tokens=a.batch * (a.prompt + a.gen), tps=f"{a.batch * a.gen / wall:.1f}", req_per_s=f"{a.batch / wall:.3f}",
+               tokens=a.batch * (a.prompt + a.gen), tps=f"{a.batch * a.gen / wall:.1f}",
+               prefill_tok_s=f"{a.batch * a.prompt / prefill:.1f}", decode_tok_s=f"{a.batch * (a.gen - 1) / decode:.1f}", req_per_s=f"{a.batch / wall:.3f}",
                mean_running=a.batch, peak_running=a.batch, decode_steps=steps, decode_step_ms=f"{1e3 * decode / steps:.3f}",
                device_mem_gib=f"{torch.cuda.max_memory_allocated() / 2**30:.2f}", copy_gbps=f"{bw / 1e9:.1f}",
                step_gbytes_mean=f"{step_bytes / 1e9:.3f}", roofline_ratio=f"{step_bytes * steps / bw / decode:.3f}")

@@ -2,7 +2,7 @@
 # `zipage bench --workload reasoning` (bench/run_bench.sh step 3; bench/plot_pool.sh calls this).
 # Variables (gnuplot -e): data (CSV with zipage bench's header), out (PNG path), title,
 # policies (space separated: the ones with reasoning rows).
-# Columns used: 8 policy, 11 block_size, 12 kv_blocks, 17 tps, 4 workload.
+# Columns used: 4 workload, 8 policy, 11 block_size, 12 kv_blocks, 17 tps.
 set terminal pngcairo size 900,600 enhanced font "Sans,11"
 set datafile separator ","
 set key top left

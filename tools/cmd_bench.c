@@ -130,7 +130,7 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
     const zp_engine_stats *st = &r->st;
     if (header)
         fprintf(f, "label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
-                   "wall_s,tokens,tps,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
+                   "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
                    "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
                    "step_gbytes_mean,roofline_ratio,compressions\n");
     double pl = 0, gl = 0, dev = 0;
@@ -141,12 +141,13 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
     const double step_bytes = ((double)r->weight_bytes * steps + (double)st->decode_kv_tokens * (double)r->kv_token_bytes) / steps;
     const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
     const int all = st->prefill_steps + st->decode_steps > 0;
-    fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
+    fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
                "%.3f,%.3f,%lld\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
-            (double)st->generated_tokens / W, w->n / W, all ? (double)st->running_sum / (double)(st->prefill_steps + st->decode_steps) : 0.0,
+            (double)st->generated_tokens / W, st->prefill_seconds > 0 ? (double)st->prefill_tokens / st->prefill_seconds : 0.0,
+            st->decode_seconds > 0 ? (double)st->decode_tokens / st->decode_seconds : 0.0, w->n / W, all ? (double)st->running_sum / (double)(st->prefill_steps + st->decode_steps) : 0.0,
             st->peak_running, (long long)st->decode_steps, 1e3 * st->decode_seconds / steps, st->op_seconds[ZP_OP_GEMM] / W,
             st->op_seconds[ZP_OP_ATTENTION] / W, st->op_seconds[ZP_OP_ELEMENTWISE] / W, st->op_seconds[ZP_OP_SAMPLING] / W, comp / W,
             dev > 0 ? (W - dev) / W : 0.0, r->mem_gib, cli_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,

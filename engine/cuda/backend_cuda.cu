@@ -251,7 +251,6 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
     }
     cudaError_t e = cudaMemcpyAsync(c->packed, host, sizeof(int) * total, cudaMemcpyHostToDevice, c->stream);
     if (e == cudaSuccess) e = cudaEventRecord(c->ev_upload, c->stream); /* no wait: kernels follow in stream order */
-    if (e == cudaSuccess && getenv("ZIPAGE_SYNC_UPLOAD")) e = cudaStreamSynchronize(c->stream); /* A/B check of the above */
     if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda set_batch: upload failed: %s", cudaGetErrorString(e));
     return ZP_OK;
 }

@@ -14,7 +14,7 @@
 #include "status.h"
 
 typedef struct {
-    char model[1024];          /* checkpoint folder (a "preset:NAME" is written by mkmodel) */
+    char model[1024];          /* checkpoint folder, or "preset:NAME" (random weights built in memory) */
     char device[32], precision[8];
     char dataset[256], ids[1024];
     int limit, samples;

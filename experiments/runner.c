@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>       /* model checksum */
@@ -18,7 +17,7 @@
 #include "engine.h"       /* zp_engine_* */
 #include "math_grade.h"   /* math_grade */
 #include "metrics.h"      /* metrics_pass_at_k, metrics_bootstrap_ci */
-#include "mkmodel.h"      /* zp_mkmodel for preset: models */
+#include "mkmodel.h"      /* zp_preset_config_path for preset: models */
 #include "prompts.h"      /* ds_user_prompt, LCB_SYSTEM_PROMPT */
 #include "tokenizer.h"
 
@@ -64,16 +63,20 @@ static uint64_t model_checksum(const char *dir) {
     return h;
 }
 
-/* "preset:NAME" -> results/<exp>/model-NAME, written once with seeded random weights. */
+/* "preset:NAME" -> the preset's folder (config and tokenizer; the weights are built in
+ * memory, see runner_model_config); anything else is a checkpoint folder. */
 static zp_status resolve_model(const char *spec, const char *exp_dir, char *out, size_t n) {
     if (strncmp(spec, "preset:", 7)) { snprintf(out, n, "%s", spec); return ZP_OK; }
-    snprintf(out, n, "%s/model-%s", exp_dir, spec + 7);
-    char st[4500];
-    struct stat sb;
-    snprintf(st, sizeof st, "%s/model.safetensors", out);
-    if (stat(st, &sb) == 0) return ZP_OK;
-    fprintf(stderr, "run: writing random-weight checkpoint %s (preset %s)\n", out, spec + 7);
-    return zp_mkmodel(spec + 7, out, 1, ZP_DTYPE_BF16);
+    ZP_TRY(zp_preset_config_path(spec + 7, out, n));
+    char *slash = strrchr(out, '/');
+    if (slash) *slash = 0;
+    return ZP_OK;
+}
+
+void runner_model_config(const exp_run *r, const char *model_dir, zp_engine_config *ec) {
+    ec->model_dir = model_dir;
+    ec->random_weights = !strncmp(r->model, "preset:", 7);
+    ec->weight_seed = 1;
 }
 
 static int run_done(const char *csv_path, const char *run_id) {
@@ -275,7 +278,7 @@ static zp_status open_run(run_ctx *c, const exp_run *r, const char *model_dir, c
     if (c->ds.is_code && !o->unsafe_no_sandbox && !code_sandbox_available())
         return zp_fail(ZP_ERR_INVALID, "dataset %s needs the code sandbox: install bubblewrap (make deps) or pass --unsafe-no-sandbox", c->ds.name);
     zp_engine_config ec = zp_engine_config_default();
-    ec.model_dir = model_dir;
+    runner_model_config(r, model_dir, &ec);
     ec.device = r->device;
     ec.precision = r->precision;
     ec.block_size = r->block_size;

@@ -6,6 +6,7 @@
 #ifndef ZP_RUNNER_H
 #define ZP_RUNNER_H
 
+#include "engine.h"
 #include "experiment.h"
 
 typedef struct {
@@ -17,5 +18,8 @@ typedef struct {
 } runner_opts;
 
 zp_status runner_run_experiment(experiment *x, const runner_opts *o);
+/* The model of a run in an engine configuration: a "preset:NAME" model is the preset's shape
+ * with seeded random weights built in memory (the preset folder holds config and tokenizer). */
+void runner_model_config(const exp_run *r, const char *model_dir, zp_engine_config *ec);
 
 #endif

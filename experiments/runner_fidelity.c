@@ -30,7 +30,7 @@ static void cache_clear(void) {
 
 static zp_engine_config base_config(const exp_run *r, const char *model_dir) {
     zp_engine_config c = zp_engine_config_default();
-    c.model_dir = model_dir;
+    runner_model_config(r, model_dir, &c);
     c.device = r->device;
     c.precision = r->precision;
     c.block_size = r->block_size;

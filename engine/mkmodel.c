@@ -25,6 +25,14 @@ zp_status zp_preset_config_path(const char *name, char *out, size_t out_len) {
                    ZIPAGE_MODELS_DIR);
 }
 
+zp_status zp_preset_dir(const char *name, char *out, size_t out_len) {
+    ZP_TRY(zp_preset_config_path(name, out, out_len));
+    char *slash = strrchr(out, '/');
+    if (slash) *slash = 0;
+    else snprintf(out, out_len, ".");
+    return ZP_OK;
+}
+
 static zp_status copy_text(const char *src, const char *dst) {
     char *txt;
     size_t n;
@@ -180,9 +188,7 @@ static zp_status write_weights(const zp_model_config *c, const char *path, uint6
 zp_status zp_mkmodel(const char *preset_or_config, const char *out_dir, uint64_t seed, zp_dtype dtype) {
     char cfg_path[4096], dir[4096], dst[4096 + 64];
     ZP_TRY(zp_preset_config_path(preset_or_config, cfg_path, sizeof cfg_path));
-    snprintf(dir, sizeof dir, "%s", cfg_path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0; else snprintf(dir, sizeof dir, ".");
+    ZP_TRY(zp_preset_dir(preset_or_config, dir, sizeof dir));
     zp_model_config c;
     char *txt;
     ZP_TRY(zp_read_file(cfg_path, &txt, NULL));

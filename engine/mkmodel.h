@@ -18,6 +18,8 @@
 
 /* Resolves a preset name or a path to a config.json (or a folder holding one). */
 zp_status zp_preset_config_path(const char *name_or_path, char *out, size_t out_len);
+/* The folder of that config.json (a preset's folder also holds its tokenizer files). */
+zp_status zp_preset_dir(const char *name_or_path, char *out, size_t out_len);
 zp_status zp_mkmodel(const char *preset_or_config, const char *out_dir, uint64_t seed, zp_dtype dtype);
 /* dst[n]: the fp32 values mkmodel draws for tensor `name` of config c with this seed (what
  * `--dtype f32` writes), so a model can be built in memory without a checkpoint file. */

@@ -10,7 +10,7 @@
 #include <dirent.h>
 
 #include "gguf.h"        /* zp_gguf_open, zp_gguf_find, zp_gguf_dequantize */
-#include "mkmodel.h"     /* zp_mkmodel_tensor, zp_preset_config_path */
+#include "mkmodel.h"     /* zp_mkmodel_tensor, zp_preset_dir */
 #include "safetensors.h" /* zp_st_open_dir, zp_st_find, zp_st_close */
 
 /* ---------------------------------------------------------------- rope */
@@ -285,9 +285,7 @@ zp_status zp_model_load(const char *dir, zp_backend *be, zp_model **out) {
 
 zp_status zp_model_load_random(const char *preset_or_config, uint64_t seed, zp_backend *be, zp_model **out) {
     char path[4096];
-    ZP_TRY(zp_preset_config_path(preset_or_config, path, sizeof path));
-    char *slash = strrchr(path, '/');
-    if (slash) *slash = 0; else snprintf(path, sizeof path, ".");
+    ZP_TRY(zp_preset_dir(preset_or_config, path, sizeof path));
     zp_model *m = calloc(1, sizeof *m);
     ZP_CHECK_ALLOC(m);
     m->be = be;

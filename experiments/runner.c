@@ -17,7 +17,7 @@
 #include "engine.h"       /* zp_engine_* */
 #include "math_grade.h"   /* math_grade */
 #include "metrics.h"      /* metrics_pass_at_k, metrics_bootstrap_ci */
-#include "mkmodel.h"      /* zp_preset_config_path for preset: models */
+#include "mkmodel.h"      /* zp_preset_dir for preset: models */
 #include "prompts.h"      /* ds_user_prompt, LCB_SYSTEM_PROMPT */
 #include "tokenizer.h"
 
@@ -67,10 +67,7 @@ static uint64_t model_checksum(const char *dir) {
  * memory, see runner_model_config); anything else is a checkpoint folder. */
 static zp_status resolve_model(const char *spec, const char *exp_dir, char *out, size_t n) {
     if (strncmp(spec, "preset:", 7)) { snprintf(out, n, "%s", spec); return ZP_OK; }
-    ZP_TRY(zp_preset_config_path(spec + 7, out, n));
-    char *slash = strrchr(out, '/');
-    if (slash) *slash = 0;
-    return ZP_OK;
+    return zp_preset_dir(spec + 7, out, n);
 }
 
 void runner_model_config(const exp_run *r, const char *model_dir, zp_engine_config *ec) {

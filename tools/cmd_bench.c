@@ -14,7 +14,7 @@
 #include "bench_workload.h"
 #include "cli_common.h" /* flag parsing, cli_now, cli_peak_rss_mib */
 #include "cli_engine.h" /* engine flags shared with generate */
-#include "mkmodel.h"    /* zp_preset_config_path */
+#include "mkmodel.h"    /* zp_preset_dir */
 
 static void usage(FILE *f) {
     fprintf(f, "usage: zipage bench (--model DIR | --preset NAME) [--device cpu|cuda] [--workload fixed|reasoning] [flags]\n"
@@ -92,10 +92,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
 /* The folder holding the tokenizer: the checkpoint, or the preset's folder. */
 static zp_status tokenizer_dir(const bench_args *b, char *out, size_t n) {
     if (!b->ec.random_weights) { snprintf(out, n, "%s", b->ec.model_dir); return ZP_OK; }
-    ZP_TRY(zp_preset_config_path(b->ec.model_dir, out, n));
-    char *slash = strrchr(out, '/');
-    if (slash) *slash = 0;
-    return ZP_OK;
+    return zp_preset_dir(b->ec.model_dir, out, n);
 }
 
 typedef struct {

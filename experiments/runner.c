@@ -65,7 +65,7 @@ static uint64_t model_checksum(const char *dir) {
 
 /* "preset:NAME" -> the preset's folder (config and tokenizer; the weights are built in
  * memory, see runner_model_config); anything else is a checkpoint folder. */
-static zp_status resolve_model(const char *spec, const char *exp_dir, char *out, size_t n) {
+static zp_status resolve_model(const char *spec, char *out, size_t n) {
     if (strncmp(spec, "preset:", 7)) { snprintf(out, n, "%s", spec); return ZP_OK; }
     return zp_preset_dir(spec + 7, out, n);
 }
@@ -393,7 +393,7 @@ zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
     if (system(cmd) != 0) return zp_fail(ZP_ERR_IO, "%s: cannot create the results folder", exp_dir);
     git_commit(git, sizeof git);
     for (int i = 0; i < x->n_runs; i++) { /* checksums per distinct model (usually one) */
-        ZP_TRY(resolve_model(x->runs[i].model, exp_dir, model_dir, sizeof model_dir));
+        ZP_TRY(resolve_model(x->runs[i].model, model_dir, sizeof model_dir));
         experiment one = {"", &x->runs[i], 1};
         exp_assign_ids(&one, git, model_checksum(model_dir));
     }
@@ -409,7 +409,7 @@ zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
         if (!o->force && run_done(r->fidelity ? fcsv : csv, r->run_id)) { n_skip++; continue; }
         fprintf(stderr, "run %d/%d (%s): policy %s nmax %d window %d kv_pool_tokens %lld on %s\n", i + 1, x->n_runs, r->run_id,
                 r->policy, r->nmax, r->window, (long long)r->kv_pool_tokens, r->dataset);
-        ZP_TRY(resolve_model(r->model, exp_dir, model_dir, sizeof model_dir));
+        ZP_TRY(resolve_model(r->model, model_dir, sizeof model_dir));
         ZP_TRY(drop_stale_samples(exp_dir, r->run_id));
         zp_status s = r->fidelity ? runner_fidelity_run(r, exp_dir, model_dir) : execute(r, exp_dir, git, model_dir, o, i + 1, x->n_runs);
         if (s != ZP_OK) { zp_error_prefix("run %s", r->run_id); return s; }

@@ -78,13 +78,28 @@ static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
     return ZP_OK;
 }
 
+/* A request to compress holds a query slot and whole blocks beyond its budget. */
+static zp_status check_request(const zp_compressor *c, const zp_seq *q) {
+    const int budget = c->nmax * c->block_size;
+    if (q->qid < 0 || !q->compressing || q->n_kv != q->n_blocks * c->block_size || q->n_kv <= budget)
+        return zp_fail(ZP_ERR_INVALID, "compression of request %lld: inconsistent state (slot %d, %d tokens in %d blocks, budget %d)",
+                       (long long)q->request_id, q->qid, q->n_kv, q->n_blocks, budget);
+    return ZP_OK;
+}
+
+/* Counters of one finished request compression of n_kv tokens. */
+static void count_compression(zp_compressor *c, const zp_model_config *mc, int n_kv) {
+    const int budget = c->nmax * c->block_size;
+    c->stats.compressions++;
+    c->stats.tokens_evicted += (int64_t)(n_kv - budget) * mc->n_layers * mc->n_kv_heads;
+    c->stats.retained_sum += budget;
+}
+
 static zp_status compress_one(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_seq *q) {
     zp_backend *be = m->be;
     const zp_model_config *mc = &m->cfg;
-    const int n = q->n_kv, Hkv = mc->n_kv_heads, budget = c->nmax * c->block_size;
-    if (q->qid < 0 || !q->compressing || n != q->n_blocks * c->block_size || n <= budget)
-        return zp_fail(ZP_ERR_INVALID, "compression of request %lld: inconsistent state (slot %d, %d tokens in %d blocks, budget %d)",
-                       (long long)q->request_id, q->qid, n, q->n_blocks, budget);
+    const int n = q->n_kv, Hkv = mc->n_kv_heads;
+    ZP_TRY(check_request(c, q));
     ZP_TRY(reserve(c, mc, n));
     for (int l0 = 0; l0 < mc->n_layers; l0 += c->layer_stride) {
         int l1 = l0 + c->layer_stride < mc->n_layers ? l0 + c->layer_stride : mc->n_layers;
@@ -96,9 +111,7 @@ static zp_status compress_one(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
                                   q->target, c->keep + (size_t)(l - l0) * Hkv * n, c->new_hist + (size_t)(l - l0) * Hkv * n));
         c->stats.compact_seconds += now_s() - t1;
     }
-    c->stats.compressions++;
-    c->stats.tokens_evicted += (int64_t)(n - budget) * mc->n_layers * Hkv;
-    c->stats.retained_sum += budget;
+    count_compression(c, mc, n);
     return ZP_OK;
 }
 
@@ -115,9 +128,7 @@ static zp_status compress_device(zp_compressor *c, zp_model *m, zp_kv_storage *k
     zp_status st = ZP_OK;
     for (int i = 0; i < n && st == ZP_OK; i++) {
         const zp_seq *q = seqs[i];
-        if (q->qid < 0 || !q->compressing || q->n_kv != q->n_blocks * c->block_size || q->n_kv <= budget)
-            st = zp_fail(ZP_ERR_INVALID, "compression of request %lld: inconsistent state (slot %d, %d tokens in %d blocks, budget %d)",
-                         (long long)q->request_id, q->qid, q->n_kv, q->n_blocks, budget);
+        st = check_request(c, q);
         reqs[i] = (zp_compress_req){q->blocks, q->target, q->n_kv, use_hist && q->compressed ? budget : 0, q->qid};
     }
     const double t0 = now_s();
@@ -138,11 +149,7 @@ static zp_status compress_device(zp_compressor *c, zp_model *m, zp_kv_storage *k
     free(reqs);
     if (st != ZP_OK) return st;
     c->stats.score_seconds += now_s() - t0;
-    for (int i = 0; i < n; i++) {
-        c->stats.compressions++;
-        c->stats.tokens_evicted += (int64_t)(seqs[i]->n_kv - budget) * mc->n_layers * mc->n_kv_heads;
-        c->stats.retained_sum += budget;
-    }
+    for (int i = 0; i < n; i++) count_compression(c, mc, seqs[i]->n_kv);
     return ZP_OK;
 }
 

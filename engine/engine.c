@@ -314,11 +314,11 @@ static zp_finish_reason check_finish(const zp_engine *e, const zp_seq *q, int to
     return ZP_FINISH_NONE;
 }
 
-/* Device sampling when the backend has it and no row needs the host (logits hook, forced
- * tokens, repetition penalty): fills e->sids, -1 where the host must sample after all. */
+/* Device sampling, called when the backend has it and no logits hook is set: unless a row
+ * needs the host (forced tokens, repetition penalty; then *used stays 0), fills e->sids,
+ * -1 where the host must sample after all. */
 static zp_status sample_on_device(zp_engine *e, zp_seq *const *seqs, int n, int *used) {
     *used = 0;
-    if (!e->be->sample || e->cfg.host_only || e->logits_hook) return ZP_OK;
     for (int i = 0; i < n; i++) {
         const zp_seq *q = seqs[i];
         const int step = q->n_tokens - q->n_prompt;

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config.h" /* zp_read_file, zp_config_load */
+#include "config.h"    /* zp_read_file, zp_config_load */
+#include "tokenizer.h" /* zp_tokenizer_encode */
 
 static const char *names[ZP_CHAT_COUNT] = {"qwen3", "r1", "llama3", "smollm2"};
 const char *zp_chat_family_name(zp_chat_family f) { return (f >= 0 && f < ZP_CHAT_COUNT) ? names[f] : "?"; }
@@ -113,4 +114,12 @@ zp_status zp_chat_render(const zp_chat_opts *o, const char *user, char **out) {
     }
     *out = s;
     return ZP_OK;
+}
+
+zp_status zp_chat_encode(zp_tokenizer *t, const zp_chat_opts *o, const char *user, int **ids, int *n) {
+    char *text = NULL;
+    ZP_TRY(zp_chat_render(o, user, &text));
+    zp_status s = zp_tokenizer_encode(t, text, strlen(text), 1, ids, n);
+    free(text);
+    return s;
 }

@@ -28,5 +28,8 @@ int zp_chat_family_parse(const char *name, zp_chat_family *out);
 const char *zp_chat_family_name(zp_chat_family f);
 /* Renders one user turn (+ optional system) with the generation prompt; *out is malloc'ed. */
 zp_status zp_chat_render(const zp_chat_opts *o, const char *user, char **out);
+/* The rendered turn through tokenizer t (special tokens parsed): *ids malloc'ed, *n ids. */
+typedef struct zp_tokenizer zp_tokenizer;
+zp_status zp_chat_encode(zp_tokenizer *t, const zp_chat_opts *o, const char *user, int **ids, int *n);
 
 #endif

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <xxhash.h>       /* model checksum */
 
-#include "chat.h"         /* zp_chat_detect, zp_chat_render */
+#include "chat.h"         /* zp_chat_detect, zp_chat_encode */
 #include "code_grade.h"   /* code_grade */
 #include "config.h"       /* zp_read_file */
 #include "dataset.h"      /* ds_open, ds_select */
@@ -106,15 +106,12 @@ static zp_status add_requests(run_ctx *c, const exp_run *r, const char *model_di
     sp.max_tokens = r->max_tokens;
     for (int i = 0; i < c->n_sel; i++) {
         const ds_item *it = &c->ds.items[c->sel[i]];
-        char *user = ds_user_prompt(&c->ds, it), *text;
+        char *user = ds_user_prompt(&c->ds, it);
         ZP_CHECK_ALLOC(user);
         co.system = c->ds.is_code ? LCB_SYSTEM_PROMPT : r->math_system ? ZP_MATH_SYSTEM_PROMPT : NULL;
-        zp_status s = zp_chat_render(&co, user, &text);
-        free(user);
-        ZP_TRY(s);
         int *ids, n;
-        s = zp_tokenizer_encode(c->tok, text, strlen(text), 1, &ids, &n);
-        free(text);
+        zp_status s = zp_chat_encode(c->tok, &co, user, &ids, &n);
+        free(user);
         ZP_TRY(s);
         for (int k = 0; s == ZP_OK && k < r->samples; k++) s = zp_engine_add_request(c->e, ids, n, &sp, i, k, r->seed);
         free(ids);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"      /* zp_chat_detect, zp_chat_render */
+#include "chat.h"      /* zp_chat_detect, zp_chat_encode */
 #include "dataset.h"   /* ds_open */
 #include "prompts.h"   /* ds_user_prompt */
 #include "sampler.h"   /* zp_rng_uniform */
@@ -62,12 +62,10 @@ static zp_status load_prompts(zp_tokenizer *t, const zp_chat_opts *co, const cha
     if (nl) *lens = nl;
     if (!ni || !nl) s = zp_fail(ZP_ERR_OOM, "bench: no memory for prompts");
     for (int i = 0; s == ZP_OK && i < d.n; i++) {
-        char *user = ds_user_prompt(&d, &d.items[i]), *text = NULL;
+        char *user = ds_user_prompt(&d, &d.items[i]);
         if (!user) { s = zp_fail(ZP_ERR_OOM, "bench: no memory for a prompt"); break; }
-        s = zp_chat_render(co, user, &text);
+        s = zp_chat_encode(t, co, user, &(*ids)[*n], &(*lens)[*n]);
         free(user);
-        if (s == ZP_OK) s = zp_tokenizer_encode(t, text, strlen(text), 1, &(*ids)[*n], &(*lens)[*n]);
-        free(text);
         if (s == ZP_OK) (*n)++;
     }
     ds_free(&d);

@@ -99,7 +99,6 @@ typedef struct {
     double wall, copy_bw, mem_gib;
     zp_engine_stats st;
     size_t weight_bytes, kv_token_bytes;
-    int64_t gen_tokens;
 } bench_result;
 
 static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_workload *w, bench_result *res) {
@@ -111,7 +110,6 @@ static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_wor
     zp_status s = ZP_OK;
     for (int r = 0; s == ZP_OK && r < w->n; r++) {
         sp.max_tokens = w->gen[r];
-        res->gen_tokens += w->gen[r];
         s = zp_engine_add_request(e, w->prompt[r], w->prompt_len[r], &sp, r, 0, (uint64_t)b->seed);
     }
     const double t0 = cli_now();

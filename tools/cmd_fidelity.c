@@ -50,13 +50,10 @@ static zp_status parse(int argc, char **argv, fid_args *a) {
 static zp_status prompt_ids(const fid_args *a, zp_tokenizer *t, const ds_dataset *d, const ds_item *it, int **ids, int *n) {
     zp_chat_opts co = {ZP_CHAT_QWEN3, 1, d->is_code ? LCB_SYSTEM_PROMPT : ZP_MATH_SYSTEM_PROMPT};
     ZP_TRY(zp_chat_detect(a->model, &co.family));
-    char *user = ds_user_prompt(d, it), *text;
+    char *user = ds_user_prompt(d, it);
     ZP_CHECK_ALLOC(user);
-    zp_status s = zp_chat_render(&co, user, &text);
+    zp_status s = zp_chat_encode(t, &co, user, ids, n);
     free(user);
-    ZP_TRY(s);
-    s = zp_tokenizer_encode(t, text, strlen(text), 1, ids, n);
-    free(text);
     return s;
 }
 

@@ -432,6 +432,8 @@ zp_status zp_engine_step(zp_engine *e) {
     zp_batch b;
     ZP_TRY(build_batch(e, e->batch.seqs, n_run, e->batch.is_prefill, &b));
     e->last_batch = b;
+    double ops0[ZP_OP_COUNT];
+    const int prof_decode = !b.is_prefill && e->be->op_seconds && e->be->op_seconds(e->be, ops0) == ZP_OK;
     double t0 = now_s();
     const int device_sampling = e->be->sample && !e->cfg.host_only && !e->logits_hook;
     ZP_TRY(zp_model_forward(e->model, &b, &e->kv, device_sampling ? NULL : e->logits));
@@ -447,6 +449,9 @@ zp_status zp_engine_step(zp_engine *e) {
         e->stats.decode_steps++;
         e->stats.decode_tokens += b.n_tokens;
         for (int s = 0; s < b.n_seqs; s++) e->stats.decode_kv_tokens += b.seq_kv_len[s];
+        double ops1[ZP_OP_COUNT];
+        if (prof_decode && e->be->op_seconds(e->be, ops1) == ZP_OK) /* profiling waits for the step's events here */
+            for (int k = 0; k < ZP_OP_COUNT; k++) e->stats.decode_op_seconds[k] += ops1[k] - ops0[k];
     }
     zp_status s = sample_and_append(e, e->batch.seqs, n_run, used ? e->sids : NULL);
     e->stats.sample_seconds += now_s() - t1;

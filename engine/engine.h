@@ -72,6 +72,7 @@ typedef struct {
     double mean_retained;      /* tokens kept per request per compression (mean) */
     int64_t compress_wait_steps; /* request-steps spent waiting for (async) compression */
     double op_seconds[ZP_OP_COUNT]; /* device seconds per op kind (CUDA with ZIPAGE_PROFILE=1; else 0) */
+    double decode_op_seconds[ZP_OP_COUNT]; /* the same, of decode steps only */
     int64_t decode_kv_tokens;  /* K/V tokens attended, summed over the sequences of every decode step */
     int n_qslots;
 } zp_engine_stats;

@@ -143,46 +143,57 @@ static void test_attention_path(pair *p) {
     for (int k = 0; k < 2; k++) { void *bufs[8] = {QKV[k], Q[k], O[k], KC[k], VC[k], QC[k], QN[k], KN[k]}; for (int i = 0; i < 8; i++) be[k]->release(be[k], bufs[i]); }
 }
 
-/* Decode attention (one query per sequence) over paged KV: a few long sequences (the GPU splits
- * them over partitions and merges) and many short ones (no split). */
-static void test_decode_attention(pair *p, int S, const int *len, const char *what) {
-    enum { Hq = 8, Hkv = 2, D = 128, BS = 16, L = 1 };
-    int total = 0, nb = 0, maxb = 0;
-    for (int s = 0; s < S; s++) { total += len[s]; nb += (len[s] + BS - 1) / BS; maxb = (len[s] + BS - 1) / BS > maxb ? (len[s] + BS - 1) / BS : maxb; }
+/* Attention of query rows over paged KV: sequence s holds len[s] tokens in scattered blocks;
+ * decode (ql NULL): one query per sequence, attn_decode (the GPU splits long sequences over
+ * partitions and merges); prefill: the last ql[s] rows of each sequence query causally,
+ * attn_prefill (the GPU's tile kernel in bf16, with rows past the tiles' ends and chunked
+ * rows that see earlier KV). */
+static void test_paged_attention(pair *p, int S, const int *len, const int *ql, int Hq, int Hkv, int D, const char *what) {
+    enum { BS = 16, L = 1 };
+    int total = 0, nb = 0, maxb = 0, T = 0;
+    for (int s = 0; s < S; s++) {
+        total += len[s];
+        T += ql ? ql[s] : 1;
+        nb += (len[s] + BS - 1) / BS;
+        maxb = (len[s] + BS - 1) / BS > maxb ? (len[s] + BS - 1) / BS : maxb;
+    }
     const int NB = nb + 3;
     zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / sqrtf((float)D), 1e-6f, 0, 0};
     int *tables = malloc(sizeof(int) * S * maxb), *slots = malloc(sizeof(int) * total), *pos = malloc(sizeof(int) * total);
-    int *ids = calloc((size_t)total, sizeof(int)), *q0 = malloc(sizeof(int) * S), *ql = malloc(sizeof(int) * S), next = 0, t = 0;
-    for (int s = 0; s < S; s++) {
+    int *ids = calloc((size_t)total, sizeof(int)), *q0 = malloc(sizeof(int) * S), *qlen = malloc(sizeof(int) * S), next = 0, t = 0;
+    for (int s = 0, r = 0; s < S; s++) {
         for (int b = 0; b < maxb; b++) tables[s * maxb + b] = b < (len[s] + BS - 1) / BS ? (next++ * 37) % NB : -1;
         for (int i = 0; i < len[s]; i++, t++) { slots[t] = tables[s * maxb + i / BS] * BS + i % BS; pos[t] = i; }
-        q0[s] = s;
-        ql[s] = 1;
+        q0[s] = r;
+        qlen[s] = ql ? ql[s] : 1;
+        r += qlen[s];
     }
-    float inv[D / 2], *qkv = malloc(sizeof(float) * (size_t)total * (Hq + 2 * Hkv) * D), *qd = malloc(sizeof(float) * S * Hq * D);
+    const size_t nkv = (size_t)total * (Hq + 2 * Hkv) * D, nq = (size_t)T * Hq * D;
+    float *inv = malloc(sizeof(float) * D / 2), *qkv = malloc(sizeof(float) * nkv), *qd = malloc(sizeof(float) * nq);
     for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
-    for (size_t i = 0; i < (size_t)total * (Hq + 2 * Hkv) * D; i++) qkv[i] = rnd((uint32_t)i, 21);
-    for (int i = 0; i < S * Hq * D; i++) qd[i] = 2.0f * rnd((uint32_t)i, 22);
+    for (size_t i = 0; i < nkv; i++) qkv[i] = rnd((uint32_t)i, 21);
+    for (size_t i = 0; i < nq; i++) qd[i] = 2.0f * rnd((uint32_t)i, 22);
     zp_batch fill = {total, 0, ids, pos, slots, NULL, NULL, NULL, NULL, 0, 0, NULL, 1, 0, NULL, NULL};
-    zp_batch dec = {S, S, ids, pos, slots, q0, ql, len, tables, maxb, 0, NULL, 0, 0, NULL, NULL};
+    zp_batch att = {T, S, ids, pos, slots, q0, qlen, len, tables, maxb, 0, NULL, ql != NULL, 0, NULL, NULL};
     zp_backend *be[2] = {p->cpu, p->gpu};
     void *QKV[2], *QF[2], *Q[2], *O[2], *KC[2], *VC[2];
     for (int k = 0; k < 2; k++) {
-        QKV[k] = up(be[k], qkv, (size_t)total * (Hq + 2 * Hkv) * D);
-        Q[k] = up(be[k], qd, (size_t)S * Hq * D);
+        QKV[k] = up(be[k], qkv, nkv);
+        Q[k] = up(be[k], qd, nq);
         CHECK_OK(be[k]->alloc(be[k], (size_t)total * Hq * D, &QF[k]));
-        CHECK_OK(be[k]->alloc(be[k], (size_t)S * Hq * D, &O[k]));
+        CHECK_OK(be[k]->alloc(be[k], nq, &O[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * NB * BS * Hkv * D, &KC[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * NB * BS * Hkv * D, &VC[k]));
         CHECK_OK(be[k]->rope_init(be[k], inv, D / 2));
         CHECK_OK(be[k]->set_batch(be[k], &fill));
         CHECK_OK(be[k]->qkv_rope_store(be[k], &d, QKV[k], QF[k], NULL, NULL, KC[k], VC[k], 0));
-        CHECK_OK(be[k]->set_batch(be[k], &dec));
-        CHECK_OK(be[k]->attn_decode(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
+        CHECK_OK(be[k]->set_batch(be[k], &att));
+        if (ql) CHECK_OK(be[k]->attn_prefill(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
+        else CHECK_OK(be[k]->attn_decode(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
     }
-    compare(what, p, O[0], O[1], (size_t)S * Hq * D, 2e-2, 1e-3);
+    compare(what, p, O[0], O[1], nq, 2e-2, 1e-3);
     for (int k = 0; k < 2; k++) { void *bufs[6] = {QKV[k], QF[k], Q[k], O[k], KC[k], VC[k]}; for (int i = 0; i < 6; i++) be[k]->release(be[k], bufs[i]); }
-    free(tables); free(slots); free(pos); free(ids); free(q0); free(ql); free(qkv); free(qd);
+    free(tables); free(slots); free(pos); free(ids); free(q0); free(qlen); free(qkv); free(qd); free(inv);
 }
 
 int main(void) {
@@ -200,10 +211,18 @@ int main(void) {
         test_dense(&p);
         test_attention_path(&p);
         const int long_len[3] = {3000, 17, 700};
-        test_decode_attention(&p, 3, long_len, "decode attn split");
+        test_paged_attention(&p, 3, long_len, NULL, 8, 2, 128, "decode attn split");
         int short_len[150];
         for (int s = 0; s < 150; s++) short_len[s] = 1 + (s * 97) % 300;
-        test_decode_attention(&p, 150, short_len, "decode attn batch");
+        test_paged_attention(&p, 150, short_len, NULL, 8, 2, 128, "decode attn batch");
+        test_paged_attention(&p, 40, short_len, NULL, 4, 4, 64, "decode attn D64");
+        test_paged_attention(&p, 3, long_len, NULL, 16, 2, 256, "decode attn D256");
+        /* prefill: whole prompts, a chunk after earlier KV, single rows (decode rows of a mixed step) */
+        const int pf_len[4] = {300, 77, 530, 5}, pf_q[4] = {300, 77, 130, 1};
+        test_paged_attention(&p, 4, pf_len, pf_q, 32, 8, 128, "prefill attn G4");
+        test_paged_attention(&p, 4, pf_len, pf_q, 16, 2, 128, "prefill attn G8");
+        test_paged_attention(&p, 4, pf_len, pf_q, 8, 4, 64, "prefill attn D64");
+        test_paged_attention(&p, 4, pf_len, pf_q, 8, 2, 256, "prefill attn D256");
         p.gpu->destroy(p.gpu);
     }
     p.cpu->destroy(p.cpu);

@@ -1,10 +1,10 @@
 /* cmd_bench.c - `zipage bench`: throughput of one engine configuration on a fixed or a
  * reasoning workload (bench_workload.h), as one CSV row: tokens/s, requests/s, running
- * requests, decode step time, time shares of the step (GEMM, attention, elementwise,
- * sampling, compression, host; device shares need --profile, CUDA), device memory, and the
- * ratio to the memory-bandwidth roofline (weights + K/V attended per decode step, over the
- * copy bandwidth measured at the start of the same run). --preset builds a real shape with
- * random weights in memory (no checkpoint file). A benchmark, not a test: compare ratios
+ * requests, decode step time, time shares of the decode steps (GEMM, attention, elementwise,
+ * sampling, host: device shares need --profile, CUDA), the share of the wall time spent
+ * compressing, device memory, and the ratio to the memory-bandwidth roofline (weights + K/V
+ * attended per decode step, over the copy bandwidth measured at the start of the same run).
+ * --preset builds a real shape with random weights in memory (no checkpoint file). A benchmark, not a test: compare ratios
  * measured in one run. The transformers peer writes the same columns (bench/peer_hf.py). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,7 +130,8 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
                    "step_gbytes_mean,roofline_ratio,compressions\n");
     double pl = 0, gl = 0, dev = 0;
     for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
-    for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->op_seconds[k];
+    for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
+    const double DS = st->decode_seconds > 0 ? st->decode_seconds : 1; /* device shares are of the decode time */
     const double W = r->wall > 0 ? r->wall : 1, comp = st->compress_gather_seconds + st->compress_score_seconds + st->compress_compact_seconds;
     const double steps = st->decode_steps > 0 ? (double)st->decode_steps : 1;
     const double step_bytes = ((double)r->weight_bytes * steps + (double)st->decode_kv_tokens * (double)r->kv_token_bytes) / steps;
@@ -143,9 +144,9 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
             (double)st->generated_tokens / W, st->prefill_seconds > 0 ? (double)st->prefill_tokens / st->prefill_seconds : 0.0,
             st->decode_seconds > 0 ? (double)st->decode_tokens / st->decode_seconds : 0.0, w->n / W, all ? (double)st->running_sum / (double)(st->prefill_steps + st->decode_steps) : 0.0,
-            st->peak_running, (long long)st->decode_steps, 1e3 * st->decode_seconds / steps, st->op_seconds[ZP_OP_GEMM] / W,
-            st->op_seconds[ZP_OP_ATTENTION] / W, st->op_seconds[ZP_OP_ELEMENTWISE] / W, st->op_seconds[ZP_OP_SAMPLING] / W, comp / W,
-            dev > 0 ? (W - dev) / W : 0.0, r->mem_gib, cli_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
+            st->peak_running, (long long)st->decode_steps, 1e3 * st->decode_seconds / steps, st->decode_op_seconds[ZP_OP_GEMM] / DS,
+            st->decode_op_seconds[ZP_OP_ATTENTION] / DS, st->decode_op_seconds[ZP_OP_ELEMENTWISE] / DS, st->decode_op_seconds[ZP_OP_SAMPLING] / DS,
+            comp / W, dev > 0 ? (DS - dev) / DS : 0.0, r->mem_gib, cli_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
             (long long)st->compressions);
 }
 

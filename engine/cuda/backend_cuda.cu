@@ -1,10 +1,9 @@
 /* backend_cuda.cu - the CUDA backend's model ops: embedding, RMSNorm, residual add, cuBLAS
  * GEMMs (bf16 operands, fp32 accumulation and output), q/k-norm + RoPE + paged KV write,
- * paged attention for ragged prefill and decode (online softmax over the block table, one
- * thread block per (row, head); no [seq, seq] matrix), SiLU-mul, row gather.
- * Deliberately simple kernels first (correctness against the CPU reference); flash-decoding
- * splits, fused GEMM epilogues and CUDA graphs belong to the throughput issue. Sampling stays
- * on the host for now (logits are copied back). Build: nvcc -arch=sm_90 via CMake.
+ * SiLU-mul, row gather, the batch upload, profiling and the backend table. Attention lives
+ * in prefill_attn_cuda.cu and decode_attn_cuda.cu, compression in compress_cuda.cu.
+ * Not here: fused GEMM epilogues and CUDA graphs (the throughput issue's next steps).
+ * Build: nvcc -arch=sm_90 via CMake.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -92,53 +91,6 @@ __global__ static void qkv_rope_kernel(const float *qkv, float *q_out, const T *
     zp_st(&vc[((size_t)slot * Hkv + kh) * D + d], src[(size_t)Hkv * D + d]);
 }
 
-/* Grid (T, Hq), D threads (D <= 256): row t of its sequence attends physical KV
- * [0, kv_len - q_len + i] through the block table with an online softmax. Tiles of D keys:
- * thread j scores key j of the tile, then every thread accumulates its own output dimension. */
-template <typename T>
-__global__ static void attention_kernel(float *out, const float *q, const T *kc, const T *vc, const int *row_seq,
-                                        const int *q_start, const int *q_len, const int *kv_len, const int *tables,
-                                        int max_blocks, int Hq, int Hkv, int D, int bs, float scale) {
-    __shared__ float qs[256], sc[256], red[32];
-    const int t = blockIdx.x, h = blockIdx.y, tid = threadIdx.x, kh = h / (Hq / Hkv);
-    const int s = row_seq[t], i = t - q_start[s], n_vis = kv_len[s] - q_len[s] + i + 1;
-    const int *bt = tables + (size_t)s * max_blocks;
-    qs[tid] = q[((size_t)t * Hq + h) * D + tid];
-    __syncthreads();
-    float m = -INFINITY, l = 0.f, acc = 0.f;
-    for (int j0 = 0; j0 < n_vis; j0 += D) {
-        const int j = j0 + tid;
-        float z = -INFINITY;
-        if (j < n_vis) {
-            const T *k = kc + (((size_t)bt[j / bs] * bs + j % bs) * Hkv + kh) * D;
-            float dot = 0.f;
-            for (int e = 0; e < D; e++) dot += qs[e] * zp_ld(k[e]);
-            z = dot * scale;
-        }
-        sc[tid] = z;
-        /* tile max */
-        float mx = z;
-        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        if (tid % 32 == 0) red[tid / 32] = mx;
-        __syncthreads();
-        float tile_max = -INFINITY;
-        for (int w = 0; w < (D + 31) / 32; w++) tile_max = fmaxf(tile_max, red[w]);
-        const float m_new = fmaxf(m, tile_max), corr = expf(m - m_new);
-        l *= corr;
-        acc *= corr;
-        const int n_tile = n_vis - j0 < D ? n_vis - j0 : D;
-        for (int jj = 0; jj < n_tile; jj++) {
-            const int jk = j0 + jj;
-            float p = expf(sc[jj] - m_new);
-            l += p;
-            acc += p * zp_ld(vc[(((size_t)bt[jk / bs] * bs + jk % bs) * Hkv + kh) * D + tid]);
-        }
-        m = m_new;
-        __syncthreads();
-    }
-    out[((size_t)t * Hq + h) * D + tid] = acc / l;
-}
-
 /* ---------------------------------------------------------------- memory */
 
 /* Every memory operation goes through the model stream: the legacy default stream is not
@@ -203,16 +155,19 @@ static zp_status cu_rope_init(zp_backend *be, const float *inv_freq, int half_di
     return ZP_OK;
 }
 
-/* Packs every batch array (and a row -> sequence map) into one upload from pinned staging,
- * without waiting for it. */
+/* Packs every batch array (and a row -> sequence map and the prefill query tiles) into one
+ * upload from pinned staging, without waiting for it. */
 static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
     cuda_ctx *c = CUDA_CTX(be);
     c->b = *b;
     const int T = b->n_tokens, S = b->n_seqs;
-    const size_t sizes[11] = {(size_t)T, (size_t)T, (size_t)T, (size_t)S, (size_t)S, (size_t)S, (size_t)S * b->max_blocks,
-                              (size_t)b->n_out, (size_t)T, (size_t)b->n_qstore, (size_t)b->n_qstore};
+    int n_tiles = 0;
+    for (int s = 0; s < S; s++) n_tiles += zp_ceil_div(b->seq_q_len[s], CUDA_PREFILL_TILE);
+    enum { N_ARR = 13 };
+    const size_t sizes[N_ARR] = {(size_t)T, (size_t)T, (size_t)T, (size_t)S, (size_t)S, (size_t)S, (size_t)S * b->max_blocks,
+                                 (size_t)b->n_out, (size_t)T, (size_t)b->n_qstore, (size_t)b->n_qstore, (size_t)n_tiles, (size_t)n_tiles};
     size_t total = 0;
-    for (int i = 0; i < 11; i++) total += sizes[i];
+    for (int i = 0; i < N_ARR; i++) total += sizes[i];
     ZP_TRY(cuda_prof_flush(c));
     ZP_CUDA_CHECK(cudaEventSynchronize(c->ev_upload)); /* the previous upload has read the staging buffer */
     if (total + 1 > c->hbatch_cap) {
@@ -223,10 +178,10 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
         c->hbatch_cap = 2 * (total + 1);
     }
     int *host = c->hbatch;
-    const int *srcs[11] = {b->token_ids, b->positions, b->slot_mapping, b->seq_q_start, b->seq_q_len, b->seq_kv_len,
-                           b->block_tables, b->out_rows, NULL, b->qstore_rows, b->qstore_slots};
-    int **dsts[11] = {&c->d.ids, &c->d.positions, &c->d.slots, &c->d.q_start, &c->d.q_len, &c->d.kv_len, &c->d.tables,
-                      &c->d.out_rows, &c->d.row_seq, &c->d.qstore_rows, &c->d.qstore_slots};
+    const int *srcs[N_ARR] = {b->token_ids, b->positions, b->slot_mapping, b->seq_q_start, b->seq_q_len, b->seq_kv_len,
+                              b->block_tables, b->out_rows, NULL, b->qstore_rows, b->qstore_slots, NULL, NULL};
+    int **dsts[N_ARR] = {&c->d.ids, &c->d.positions, &c->d.slots, &c->d.q_start, &c->d.q_len, &c->d.kv_len, &c->d.tables,
+                         &c->d.out_rows, &c->d.row_seq, &c->d.qstore_rows, &c->d.qstore_slots, &c->d.tile_seq, &c->d.tile_row0};
     if (total + 1 > c->packed_cap) {
         ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
         cudaFree(c->packed);
@@ -237,10 +192,17 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
         }
     }
     size_t off = 0;
-    for (int i = 0; i < 11; i++) {
+    for (int i = 0; i < N_ARR; i++) {
         if (i == 8) { /* row -> sequence */
             for (int s = 0; s < S; s++)
                 for (int r = 0; r < b->seq_q_len[s]; r++) host[off + b->seq_q_start[s] + r] = s;
+        } else if (i == 11) { /* prefill tiles: sequence, then (i == 12) first row */
+            for (int s = 0, k = 0; s < S; s++)
+                for (int r = 0; r < b->seq_q_len[s]; r += CUDA_PREFILL_TILE, k++) {
+                    host[off + k] = s;
+                    host[off + n_tiles + k] = r;
+                }
+        } else if (i == 12) { /* filled with i == 11 */
         } else if (sizes[i] && srcs[i]) {
             memcpy(host + off, srcs[i], sizeof(int) * sizes[i]);
         } else if (sizes[i]) { /* an array this step does not use */
@@ -249,6 +211,7 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
         *dsts[i] = c->packed + off;
         off += sizes[i];
     }
+    c->n_ptiles = n_tiles;
     cudaError_t e = cudaMemcpyAsync(c->packed, host, sizeof(int) * total, cudaMemcpyHostToDevice, c->stream);
     if (e == cudaSuccess) e = cudaEventRecord(c->ev_upload, c->stream); /* no wait: kernels follow in stream order */
     if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda set_batch: upload failed: %s", cudaGetErrorString(e));
@@ -325,23 +288,6 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
                                      (T *)v_cache + layer_off, c->d.positions, c->d.slots, c->inv_freq, d->n_heads, d->n_kv_heads,
                                      d->head_dim, d->qk_norm_eps));
     ZP_LAUNCH_CHECK("qkv_rope_store");
-    return ZP_OK;
-}
-
-static zp_status cu_attention(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache,
-                              const void *v_cache, int layer) {
-    cuda_ctx *c = CUDA_CTX(be);
-    zp_prof_scope prof(c, ZP_OP_ATTENTION);
-    if (d->head_dim > 256 || d->head_dim % 32)
-        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda attention: head_dim %d must be a multiple of 32 up to 256", d->head_dim);
-    if (c->b.n_tokens == 0) return ZP_OK;
-    const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
-    dim3 grid(c->b.n_tokens, d->n_heads);
-    ZP_DISPATCH_STORAGE(c->fp32, attention_kernel<T><<<grid, d->head_dim, 0, c->stream>>>(
-                                     (float *)out, (const float *)q, (const T *)k_cache + layer_off, (const T *)v_cache + layer_off,
-                                     c->d.row_seq, c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
-                                     d->n_kv_heads, d->head_dim, d->block_size, d->scale));
-    ZP_LAUNCH_CHECK("attention");
     return ZP_OK;
 }
 
@@ -495,7 +441,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->add = cu_add;
     be->matmul = cu_matmul;
     be->qkv_rope_store = cu_qkv_rope_store;
-    be->attn_prefill = cu_attention;
+    be->attn_prefill = cuda_attn_prefill;
     be->attn_decode = cuda_attn_decode;
     be->silu_mul = cu_silu_mul;
     be->gather_rows = cu_gather_rows;

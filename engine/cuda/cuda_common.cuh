@@ -85,7 +85,10 @@ static inline int zp_ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 /* Device copies of the step's batch arrays (one packed upload per set_batch). */
 typedef struct {
     int *ids, *positions, *slots, *q_start, *q_len, *kv_len, *tables, *out_rows, *row_seq, *qstore_rows, *qstore_slots;
+    int *tile_seq, *tile_row0; /* [n_ptiles] prefill query tiles: sequence, first row within it */
 } cuda_batch_dev;
+
+#define CUDA_PREFILL_TILE 16 /* query rows of one prefill attention tile */
 
 typedef struct {
     int device;
@@ -97,6 +100,7 @@ typedef struct {
     int *packed;                /* device buffer holding all batch arrays */
     size_t packed_cap;          /* ints */
     cuda_batch_dev d;
+    int n_ptiles;               /* prefill query tiles of this step (CUDA_PREFILL_TILE rows each) */
     float *inv_freq;            /* [D/2] device */
     int half_dim;
     bf16 *xbf;                  /* GEMM operand conversion scratch */
@@ -167,6 +171,8 @@ zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_pl
                         const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache);
 zp_status cuda_compress_wait(zp_backend *be);
 /* decode_attn_cuda.cu */
+zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
+                            int layer);
 zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
                            int layer);
 /* sample_cuda.cu */

@@ -1,155 +1,192 @@
 /* decode_attn_cuda.cu - paged decode attention (one query row per sequence), flash-decoding
  * style: a thread block per (KV partition, KV head, sequence) serves the whole GQA group of
- * the KV head (K and V are read once for G query heads), walks its partition of the block
- * table in chunks of DEC_CHUNK keys with an online softmax, and, when a sequence is split
- * over several partitions (small batches with long contexts, so every SM has work), a second
- * kernel merges the partial results by their softmax statistics. Keys are read as 16-byte
- * vectors. No [seq, seq] or [n_kv] matrix leaves shared memory.
- * Not here: prefill (ragged rows, causal; backend_cuda.cu) and tensor-core MMA (fp32 FMA).
+ * the KV head (K and V are read once for G query heads). Each of its DEC_WARPS warps walks its
+ * own tiles of DEC_TILE keys with its own online softmax (no block-wide barrier inside the
+ * key loop); the warps' results are merged once at the end, and, when a sequence is split over
+ * several partitions (small batches with long contexts, so every SM has work), a second kernel
+ * merges the partitions by their softmax statistics. Keys: a group of D/16 lanes per key, 16
+ * dims per lane as 16-byte loads; values: 32 lanes across the head dim, one key at a time
+ * (each warp reads whole 2*D-byte rows). No [seq, seq] or [n_kv] matrix leaves shared memory.
+ * Not here: prefill (ragged rows, causal; prefill_attn_cuda.cu) and tensor-core MMA (fp32 FMA).
  */
 #include <math.h>
 
 #include "cuda_common.cuh"
 
-#define DEC_THREADS 128
-#define DEC_CHUNK 256 /* keys scored per round (shared logits [G][DEC_CHUNK]) */
-#define DEC_MAX_G 8   /* query heads per KV head (Qwen3-32B: 8) */
+#define DEC_WARPS 4
+#define DEC_TILE 32                       /* keys of one warp round */
+#define DEC_GRAIN (DEC_WARPS * DEC_TILE)  /* partition lengths are multiples of this */
+#define DEC_MAX_G 8                       /* query heads per KV head (Qwen3-32B: 8) */
+#define DEC_QPAD 20                       /* floats per 16-dim query chunk in shared (bank spread) */
 
-__device__ __forceinline__ void load8(const bf16 *p, float *o) {
-    const uint4 r = *(const uint4 *)p;
-    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&r;
+/* n consecutive elements to fp32 registers with the widest loads (p aligned to n elements). */
+template <int N>
+__device__ __forceinline__ void load_n(const bf16 *p, float *o) {
+    if constexpr (N == 2) {
+        const float2 f = __bfloat1622float2(*(const __nv_bfloat162 *)p);
+        o[0] = f.x; o[1] = f.y;
+    } else if constexpr (N == 4) {
+        const uint2 r = *(const uint2 *)p;
+        const __nv_bfloat162 *h = (const __nv_bfloat162 *)&r;
+        const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
+        o[0] = a.x; o[1] = a.y; o[2] = b.x; o[3] = b.y;
+    } else {
+        static_assert(N % 8 == 0, "load_n<bf16>: 2, 4 or a multiple of 8");
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const float2 f = __bfloat1622float2(h[i]);
-        o[2 * i] = f.x;
-        o[2 * i + 1] = f.y;
+        for (int k = 0; k < N; k += 8) {
+            const uint4 r = *(const uint4 *)(p + k);
+            const __nv_bfloat162 *h = (const __nv_bfloat162 *)&r;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const float2 f = __bfloat1622float2(h[i]);
+                o[k + 2 * i] = f.x;
+                o[k + 2 * i + 1] = f.y;
+            }
+        }
     }
 }
-__device__ __forceinline__ void load4(const bf16 *p, float *o) {
-    const uint2 r = *(const uint2 *)p;
-    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&r;
-    const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
-    o[0] = a.x; o[1] = a.y; o[2] = b.x; o[3] = b.y;
-}
-__device__ __forceinline__ void load4(const float *p, float *o) {
-    const float4 a = *(const float4 *)p;
-    o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w;
-}
-__device__ __forceinline__ void load8(const float *p, float *o) {
-    const float4 a = ((const float4 *)p)[0], b = ((const float4 *)p)[1];
-    o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w; o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
+template <int N>
+__device__ __forceinline__ void load_n(const float *p, float *o) {
+    if constexpr (N == 2) {
+        const float2 a = *(const float2 *)p;
+        o[0] = a.x; o[1] = a.y;
+    } else {
+        static_assert(N % 4 == 0, "load_n<float>: 2 or a multiple of 4");
+#pragma unroll
+        for (int k = 0; k < N; k += 4) {
+            const float4 a = *(const float4 *)(p + k);
+            o[k] = a.x; o[k + 1] = a.y; o[k + 2] = a.z; o[k + 3] = a.w;
+        }
+    }
 }
 
-/* Grid (n_parts, Hkv, S), DEC_THREADS threads, head dim D a template constant. Shared:
- * q [G][D] | logits [G][DEC_CHUNK] | running max, sum, rescale [3][G] | partial outputs
- * [TL][G][D]. Scores: a thread per key (16-byte loads, the whole row in flight). Values: the
- * threads are TL token lanes x D/4 dim lanes, 4 dims each, so every lane keeps several loads
- * in flight; the token lanes are summed once at the end. n_parts == 1: writes out[row];
- * otherwise unnormalised partial outputs and (max, sum) per (seq, head, partition). */
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Grid (n_parts, Hkv, S), DEC_WARPS warps, head dim D a template constant. Shared:
+ * q [G][D/16][DEC_QPAD] | per-warp logits [DEC_WARPS][G][DEC_TILE] | per-warp (max, sum)
+ * [DEC_WARPS][G][2] | per-warp outputs [DEC_WARPS][G][D]. Partition p covers keys
+ * [p*part_len, min(n, (p+1)*part_len)); warp w takes its tiles w, w + DEC_WARPS, ...
+ * n_parts == 1: writes out[row]; otherwise unnormalised partial outputs and (max, sum) per
+ * (seq, head, partition). */
 template <typename T, int D>
-__global__ static void decode_attn_kernel(float *out, float *part_acc, float *part_ml, const float *q, const T *kc, const T *vc,
-                                          const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv,
-                                          int bs, float scale, int n_parts, int part_len) {
-    constexpr int DL = D / 4, TL = DEC_THREADS / DL; /* dim lanes (4 dims each), token lanes */
+__global__ static void __launch_bounds__(DEC_WARPS * 32)
+decode_attn_kernel(float *out, float *part_acc, float *part_ml, const float *q, const T *kc, const T *vc, const int *q_start,
+                   const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale, int n_parts, int part_len) {
+    constexpr int LPK = D / 16, KPP = 32 / LPK, DV = D / 32; /* lanes per key, keys per pass, value dims per lane */
     extern __shared__ float sm[];
-    __shared__ float red[32];
     const int p = blockIdx.x, kh = blockIdx.y, s = blockIdx.z, G = Hq / Hkv, tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32, kk = lane / LPK, dl = lane % LPK;
     const int n = kv_len[s], row = q_start[s], t0 = p * part_len, t1 = t0 + part_len < n ? t0 + part_len : n;
-    float *qs = sm, *lg = qs + G * D, *run_m = lg + G * DEC_CHUNK, *run_l = run_m + G, *corr = run_l + G, *po = corr + G;
+    float *qs = sm, *lg = qs + G * LPK * DEC_QPAD, *wml = lg + DEC_WARPS * G * DEC_TILE, *wacc = wml + DEC_WARPS * G * 2;
+    float *lw = lg + warp * G * DEC_TILE;
     const int *bt = tables + (size_t)s * max_blocks;
     const size_t head0 = (size_t)s * Hq + (size_t)kh * G; /* first query head of the group, as (seq, head) index */
     if (t0 >= n) { /* an empty partition of a shorter sequence */
         if (tid < G) { part_ml[((head0 + tid) * n_parts + p) * 2] = -INFINITY; part_ml[((head0 + tid) * n_parts + p) * 2 + 1] = 0.f; }
         return;
     }
-    for (int i = tid; i < G * D; i += blockDim.x) qs[i] = q[((size_t)row * Hq + (size_t)kh * G) * D + i];
-    if (tid < G) { run_m[tid] = -INFINITY; run_l[tid] = 0.f; }
-    const int dl = tid % DL, tl = tid / DL;
-    float acc[DEC_MAX_G][4];
+    for (int i = tid; i < G * D; i += blockDim.x) qs[(i / 16) * DEC_QPAD + i % 16] = q[((size_t)row * Hq + (size_t)kh * G) * D + i];
+    float m[DEC_MAX_G], l[DEC_MAX_G], acc[DEC_MAX_G][DV];
 #pragma unroll
-    for (int g = 0; g < DEC_MAX_G; g++)
+    for (int g = 0; g < DEC_MAX_G; g++) {
+        m[g] = -INFINITY;
+        l[g] = 0.f;
 #pragma unroll
-        for (int i = 0; i < 4; i++) acc[g][i] = 0.f;
+        for (int i = 0; i < DV; i++) acc[g][i] = 0.f;
+    }
     __syncthreads();
-    for (int c0 = t0; c0 < t1; c0 += DEC_CHUNK) {
-        const int nc = t1 - c0 < DEC_CHUNK ? t1 - c0 : DEC_CHUNK;
-        for (int j = tid; j < nc; j += blockDim.x) { /* logits of G heads for key c0 + j */
-            const int t = c0 + j;
-            const T *k = kc + (((size_t)bt[t / bs] * bs + t % bs) * Hkv + kh) * D;
+    for (int c0 = t0 + warp * DEC_TILE; c0 < t1; c0 += DEC_GRAIN) {
+        const int nc = t1 - c0 < DEC_TILE ? t1 - c0 : DEC_TILE;
+#pragma unroll 4
+        for (int pass = 0; pass < DEC_TILE / KPP; pass++) { /* logits: lane group kk scores key pass*KPP + kk */
+            const int j = pass * KPP + kk;
             float dot[DEC_MAX_G];
 #pragma unroll
             for (int g = 0; g < DEC_MAX_G; g++) dot[g] = 0.f;
-#pragma unroll
-            for (int e0 = 0; e0 < D; e0 += 32) { /* 64 bytes of the key in flight per round */
-                float kr[32];
-#pragma unroll
-                for (int e = 0; e < 32; e += 8) load8(k + e0 + e, kr + e);
+            if (j < nc) {
+                const int t = c0 + j;
+                float kr[16];
+                load_n<16>(kc + (((size_t)bt[t / bs] * bs + t % bs) * Hkv + kh) * D + dl * 16, kr);
 #pragma unroll
                 for (int g = 0; g < DEC_MAX_G; g++) {
                     if (g >= G) break;
+                    const float4 *qv = (const float4 *)(qs + (g * LPK + dl) * DEC_QPAD);
 #pragma unroll
-                    for (int e = 0; e < 32; e++) dot[g] += qs[g * D + e0 + e] * kr[e];
+                    for (int e = 0; e < 4; e++) {
+                        const float4 a = qv[e];
+                        dot[g] += a.x * kr[4 * e] + a.y * kr[4 * e + 1] + a.z * kr[4 * e + 2] + a.w * kr[4 * e + 3];
+                    }
                 }
             }
 #pragma unroll
-            for (int g = 0; g < DEC_MAX_G; g++)
-                if (g < G) lg[g * DEC_CHUNK + j] = dot[g] * scale;
-        }
-        __syncthreads();
-        for (int g = 0; g < G; g++) { /* online softmax statistics of this chunk, per head */
-            float mx = -INFINITY;
-            for (int j = tid; j < nc; j += blockDim.x) mx = fmaxf(mx, lg[g * DEC_CHUNK + j]);
-            mx = zp_block_max(mx, red);
-            const float m_new = fmaxf(run_m[g], mx);
-            float l = 0.f;
-            for (int j = tid; j < nc; j += blockDim.x) l += lg[g * DEC_CHUNK + j] = expf(lg[g * DEC_CHUNK + j] - m_new);
-            l = zp_block_sum(l, red);
-            __syncthreads(); /* every thread has read run_m[g] */
-            if (tid == 0) {
-                corr[g] = expf(run_m[g] - m_new);
-                run_l[g] = run_l[g] * corr[g] + l;
-                run_m[g] = m_new;
+            for (int g = 0; g < DEC_MAX_G; g++) {
+                if (g >= G) break;
+#pragma unroll
+                for (int o = LPK / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
+                if (dl == 0 && j < nc) lw[g * DEC_TILE + j] = dot[g] * scale;
             }
         }
-        __syncthreads();
+        __syncwarp();
 #pragma unroll
-        for (int g = 0; g < DEC_MAX_G; g++) {
-            const float cg = g < G ? corr[g] : 0.f;
+        for (int g = 0; g < DEC_MAX_G; g++) { /* online softmax over the tile: lane j owns key j */
+            if (g >= G) break;
+            const float z = lane < nc ? lw[g * DEC_TILE + lane] : -INFINITY;
+            const float m_new = fmaxf(m[g], warp_max(z)), corr = expf(m[g] - m_new), pz = lane < nc ? expf(z - m_new) : 0.f;
+            lw[g * DEC_TILE + lane] = pz;
+            l[g] = l[g] * corr + pz; /* a per-lane partial sum; m is the same in every lane */
+            m[g] = m_new;
 #pragma unroll
-            for (int i = 0; i < 4; i++) acc[g][i] *= cg;
+            for (int i = 0; i < DV; i++) acc[g][i] *= corr;
         }
-#pragma unroll 4
-        for (int j = tl; j < nc; j += TL) { /* values: 4 dims of token c0 + j */
+        __syncwarp();
+#pragma unroll 8
+        for (int j = 0; j < nc; j++) { /* values: lane holds dims lane*DV .. +DV of every key */
             const int t = c0 + j;
-            float v[4];
-            load4(vc + (((size_t)bt[t / bs] * bs + t % bs) * Hkv + kh) * D + 4 * dl, v);
+            float v[DV];
+            load_n<DV>(vc + (((size_t)bt[t / bs] * bs + t % bs) * Hkv + kh) * D + lane * DV, v);
 #pragma unroll
             for (int g = 0; g < DEC_MAX_G; g++) {
                 if (g >= G) break;
-                const float pg = lg[g * DEC_CHUNK + j];
+                const float pg = lw[g * DEC_TILE + j];
 #pragma unroll
-                for (int i = 0; i < 4; i++) acc[g][i] += pg * v[i];
+                for (int i = 0; i < DV; i++) acc[g][i] += pg * v[i];
             }
         }
-        __syncthreads(); /* lg is overwritten by the next chunk */
+        __syncwarp(); /* lw is overwritten by the next tile */
     }
 #pragma unroll
     for (int g = 0; g < DEC_MAX_G; g++) {
         if (g >= G) break;
+        const float lt = warp_sum(l[g]);
+        if (lane == 0) { wml[(warp * G + g) * 2] = m[g]; wml[(warp * G + g) * 2 + 1] = lt; }
 #pragma unroll
-        for (int i = 0; i < 4; i++) po[((size_t)tl * G + g) * D + 4 * dl + i] = acc[g][i];
+        for (int i = 0; i < DV; i++) wacc[(warp * G + g) * D + lane * DV + i] = acc[g][i];
     }
     __syncthreads();
-    for (int i = tid; i < G * D; i += blockDim.x) { /* sum the token lanes */
+    for (int i = tid; i < G * D; i += blockDim.x) { /* merge the warps (a warp without keys has max -inf) */
         const int g = i / D, d = i % D;
-        float o = 0.f;
-        for (int l = 0; l < TL; l++) o += po[((size_t)l * G + g) * D + d];
-        if (n_parts == 1) out[((size_t)row * Hq + (size_t)kh * G + g) * D + d] = o / run_l[g];
-        else part_acc[((head0 + g) * n_parts + p) * D + d] = o;
-    }
-    if (n_parts > 1 && tid < G) {
-        part_ml[((head0 + tid) * n_parts + p) * 2] = run_m[tid];
-        part_ml[((head0 + tid) * n_parts + p) * 2 + 1] = run_l[tid];
+        float M = -INFINITY, L = 0.f, o = 0.f;
+        for (int w = 0; w < DEC_WARPS; w++) M = fmaxf(M, wml[(w * G + g) * 2]);
+        for (int w = 0; w < DEC_WARPS; w++) {
+            const float mw = wml[(w * G + g) * 2];
+            if (mw == -INFINITY) continue;
+            const float e = expf(mw - M);
+            L += wml[(w * G + g) * 2 + 1] * e;
+            o += wacc[(w * G + g) * D + d] * e;
+        }
+        if (n_parts == 1) {
+            out[((size_t)row * Hq + (size_t)kh * G + g) * D + d] = o / L;
+        } else {
+            part_acc[((head0 + g) * n_parts + p) * D + d] = o;
+            if (d == 0) { part_ml[((head0 + g) * n_parts + p) * 2] = M; part_ml[((head0 + g) * n_parts + p) * 2 + 1] = L; }
+        }
     }
 }
 
@@ -173,11 +210,11 @@ __global__ static void decode_merge_kernel(float *out, const float *part_acc, co
 template <typename T, int D>
 static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, float *part_acc, float *part_ml, const float *q,
                                const T *kc, const T *vc, int n_parts, int part_len) {
-    const int G = d->n_heads / d->n_kv_heads, TL = DEC_THREADS / (D / 4);
-    const size_t smem = sizeof(float) * ((size_t)G * D + (size_t)G * DEC_CHUNK + 3 * (size_t)G + (size_t)TL * G * D);
+    const int G = d->n_heads / d->n_kv_heads;
+    const size_t smem = sizeof(float) * ((size_t)G * (D / 16) * DEC_QPAD + (size_t)DEC_WARPS * G * (DEC_TILE + 2 + D));
     if (smem > 48 * 1024) ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     dim3 grid(n_parts, d->n_kv_heads, c->b.n_seqs);
-    decode_attn_kernel<T, D><<<grid, DEC_THREADS, smem, c->stream>>>(out, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len,
+    decode_attn_kernel<T, D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(out, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len,
                                                                     c->d.tables, c->b.max_blocks, d->n_heads, d->n_kv_heads,
                                                                     d->block_size, d->scale, n_parts, part_len);
     ZP_LAUNCH_CHECK("decode_attention");
@@ -195,11 +232,11 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     if (S == 0) return ZP_OK;
     int max_kv = 1;
     for (int s = 0; s < S; s++) max_kv = c->b.seq_kv_len[s] > max_kv ? c->b.seq_kv_len[s] : max_kv;
-    /* split sequences only as far as it takes to give every SM two blocks, in whole chunks */
-    int n_parts = zp_ceil_div(2L * c->n_sms, (long)S * d->n_kv_heads);
-    const int max_parts = zp_ceil_div(max_kv, DEC_CHUNK);
+    /* split sequences only as far as it takes to give every SM four blocks, in whole grains */
+    int n_parts = zp_ceil_div(4L * c->n_sms, (long)S * d->n_kv_heads);
+    const int max_parts = zp_ceil_div(max_kv, DEC_GRAIN);
     n_parts = n_parts < 1 ? 1 : n_parts > max_parts ? max_parts : n_parts;
-    const int part_len = zp_ceil_div(zp_ceil_div(max_kv, n_parts), DEC_CHUNK) * DEC_CHUNK;
+    const int part_len = zp_ceil_div(zp_ceil_div(max_kv, n_parts), DEC_GRAIN) * DEC_GRAIN;
     n_parts = zp_ceil_div(max_kv, part_len);
     if (n_parts > 1) {
         const size_t heads = (size_t)S * d->n_heads * n_parts;

@@ -116,19 +116,36 @@ static zp_status cu_mem_info(zp_backend *be, size_t *free_bytes, size_t *total_b
     return ZP_OK;
 }
 
+/* bf16 storage: the fp32 values travel in chunks through a device staging buffer and are
+ * rounded on the GPU (a host loop over 8 B values would take longer than the copy). */
 static zp_status cu_weight_upload(zp_backend *be, float *host, size_t n, void **out) {
-    const int fp32 = CUDA_CTX(be)->fp32;
-    bf16 *tmp = fp32 ? NULL : (bf16 *)malloc(n * sizeof(bf16));
-    if (!fp32 && !tmp) return zp_fail(ZP_ERR_OOM, "cuda weight upload: no host memory for %zu values", n);
-    for (size_t i = 0; !fp32 && i < n; i++) tmp[i] = __float2bfloat16(host[i]);
-    zp_status s = cu_alloc_cache(be, n, out);
-    cudaStream_t st = CUDA_CTX(be)->stream;
-    if (s == ZP_OK && (cudaMemcpyAsync(*out, fp32 ? (const void *)host : (const void *)tmp, n * CUDA_CTX(be)->elem, cudaMemcpyHostToDevice,
-                                       st) != cudaSuccess || cudaStreamSynchronize(st) != cudaSuccess))
-        s = zp_fail(ZP_ERR_BACKEND, "cuda weight upload: copy of %zu values failed", n);
-    free(tmp);
-    if (s == ZP_OK) free(host); /* ownership taken */
-    return s;
+    cuda_ctx *c = CUDA_CTX(be);
+    cudaStream_t st = c->stream;
+    ZP_TRY(cu_alloc_cache(be, n, out));
+    if (c->fp32) {
+        ZP_CUDA_CHECK(cudaMemcpyAsync(*out, host, n * sizeof(float), cudaMemcpyHostToDevice, st));
+    } else {
+        const size_t chunk = (size_t)1 << 26; /* floats (256 MiB) */
+        float *stage = NULL;
+        ZP_CUDA_CHECK(cudaMalloc(&stage, (n < chunk ? n : chunk) * sizeof(float)));
+        cudaError_t e = cudaSuccess;
+        for (size_t i = 0; i < n && e == cudaSuccess; i += chunk) {
+            const size_t m = n - i < chunk ? n - i : chunk;
+            e = cudaMemcpyAsync(stage, host + i, m * sizeof(float), cudaMemcpyHostToDevice, st);
+            if (e == cudaSuccess) to_bf16_kernel<<<zp_ceil_div((long)m, 256), 256, 0, st>>>((bf16 *)*out + i, stage, m);
+            if (e == cudaSuccess) e = cudaGetLastError();
+            if (e == cudaSuccess) e = cudaStreamSynchronize(st); /* the staging buffer is reused */
+        }
+        cudaFree(stage);
+        if (e != cudaSuccess) {
+            cudaFree(*out);
+            *out = NULL;
+            return zp_fail(ZP_ERR_BACKEND, "cuda weight upload: %zu values: %s", n, cudaGetErrorString(e));
+        }
+    }
+    ZP_CUDA_CHECK(cudaStreamSynchronize(st));
+    free(host); /* ownership taken */
+    return ZP_OK;
 }
 
 static zp_status cu_to_host(zp_backend *be, float *dst, const void *src, size_t off, size_t n) {

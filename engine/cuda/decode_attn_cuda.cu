@@ -5,8 +5,10 @@
  * key loop); the warps' results are merged once at the end, and, when a sequence is split over
  * several partitions (small batches with long contexts, so every SM has work), a second kernel
  * merges the partitions by their softmax statistics. Keys: a group of D/16 lanes per key, 16
- * dims per lane as 16-byte loads; values: 32 lanes across the head dim, one key at a time
- * (each warp reads whole 2*D-byte rows). No [seq, seq] or [n_kv] matrix leaves shared memory.
+ * dims per lane; values: 32 lanes across the head dim (each warp reads whole rows). The block
+ * table is read once per tile (one key per lane, passed on by shuffles) and a tile's K loads,
+ * then its V loads, are all issued before they are used, so the kernel keeps enough bytes in
+ * flight to stream at bandwidth. No [seq, seq] or [n_kv] matrix leaves shared memory.
  * Not here: prefill (ragged rows, causal; prefill_attn_cuda.cu) and tensor-core MMA (fp32 FMA).
  */
 #include <math.h>
@@ -19,46 +21,44 @@
 #define DEC_MAX_G 8                       /* query heads per KV head (Qwen3-32B: 8) */
 #define DEC_QPAD 20                       /* floats per 16-dim query chunk in shared (bank spread) */
 
-/* n consecutive elements to fp32 registers with the widest loads (p aligned to n elements). */
-template <int N>
-__device__ __forceinline__ void load_n(const bf16 *p, float *o) {
-    if constexpr (N == 2) {
-        const float2 f = __bfloat1622float2(*(const __nv_bfloat162 *)p);
-        o[0] = f.x; o[1] = f.y;
-    } else if constexpr (N == 4) {
-        const uint2 r = *(const uint2 *)p;
-        const __nv_bfloat162 *h = (const __nv_bfloat162 *)&r;
-        const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
-        o[0] = a.x; o[1] = a.y; o[2] = b.x; o[3] = b.y;
-    } else {
-        static_assert(N % 8 == 0, "load_n<bf16>: 2, 4 or a multiple of 8");
+/* N consecutive elements of T held as raw 32-bit words (bf16 stays packed: half the registers
+ * of floats), loaded with the widest vector loads and widened to fp32 when used. */
+template <typename T, int N>
+struct raw_vec {
+    static constexpr int W = N * (int)sizeof(T) / 4; /* 32-bit words */
+    uint32_t w[W];
+    __device__ __forceinline__ void zero() {
 #pragma unroll
-        for (int k = 0; k < N; k += 8) {
-            const uint4 r = *(const uint4 *)(p + k);
-            const __nv_bfloat162 *h = (const __nv_bfloat162 *)&r;
+        for (int i = 0; i < W; i++) w[i] = 0u;
+    }
+    __device__ __forceinline__ void load(const T *p) { /* p aligned to N elements */
+        if constexpr (W % 4 == 0) {
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const float2 f = __bfloat1622float2(h[i]);
-                o[k + 2 * i] = f.x;
-                o[k + 2 * i + 1] = f.y;
+            for (int i = 0; i < W; i += 4) {
+                const uint4 r = ((const uint4 *)p)[i / 4];
+                w[i] = r.x; w[i + 1] = r.y; w[i + 2] = r.z; w[i + 3] = r.w;
+            }
+        } else if constexpr (W == 2) {
+            const uint2 r = *(const uint2 *)p;
+            w[0] = r.x; w[1] = r.y;
+        } else {
+            static_assert(W == 1, "raw_vec: 4, 8 or a multiple of 16 bytes");
+            w[0] = *(const uint32_t *)p;
+        }
+    }
+    __device__ __forceinline__ void to_float(float *o) const {
+#pragma unroll
+        for (int i = 0; i < W; i++) {
+            if constexpr (sizeof(T) == 2) {
+                const float2 f = __bfloat1622float2(*(const __nv_bfloat162 *)&w[i]);
+                o[2 * i] = f.x;
+                o[2 * i + 1] = f.y;
+            } else {
+                o[i] = __uint_as_float(w[i]);
             }
         }
     }
-}
-template <int N>
-__device__ __forceinline__ void load_n(const float *p, float *o) {
-    if constexpr (N == 2) {
-        const float2 a = *(const float2 *)p;
-        o[0] = a.x; o[1] = a.y;
-    } else {
-        static_assert(N % 4 == 0, "load_n<float>: 2 or a multiple of 4");
-#pragma unroll
-        for (int k = 0; k < N; k += 4) {
-            const float4 a = *(const float4 *)(p + k);
-            o[k] = a.x; o[k + 1] = a.y; o[k + 2] = a.z; o[k + 3] = a.w;
-        }
-    }
-}
+};
 
 __device__ __forceinline__ float warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -80,6 +80,9 @@ __global__ static void __launch_bounds__(DEC_WARPS * 32)
 decode_attn_kernel(float *out, float *part_acc, float *part_ml, const float *q, const T *kc, const T *vc, const int *q_start,
                    const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale, int n_parts, int part_len) {
     constexpr int LPK = D / 16, KPP = 32 / LPK, DV = D / 32; /* lanes per key, keys per pass, value dims per lane */
+    /* passes (keys) whose K (V) loads are in flight together: at most RB registers of raw data */
+    constexpr int RB = D > 128 ? 32 : 64, KB = 16 * (int)sizeof(T) / 4, KG = LPK < RB / KB ? LPK : RB / KB;
+    constexpr int VB = DV * (int)sizeof(T) / 4 > 0 ? DV * (int)sizeof(T) / 4 : 1, VG = DEC_TILE < RB / VB ? DEC_TILE : RB / VB;
     extern __shared__ float sm[];
     const int p = blockIdx.x, kh = blockIdx.y, s = blockIdx.z, G = Hq / Hkv, tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32, kk = lane / LPK, dl = lane % LPK;
@@ -104,35 +107,52 @@ decode_attn_kernel(float *out, float *part_acc, float *part_ml, const float *q, 
     __syncthreads();
     for (int c0 = t0 + warp * DEC_TILE; c0 < t1; c0 += DEC_GRAIN) {
         const int nc = t1 - c0 < DEC_TILE ? t1 - c0 : DEC_TILE;
-#pragma unroll 4
-        for (int pass = 0; pass < DEC_TILE / KPP; pass++) { /* logits: lane group kk scores key pass*KPP + kk */
-            const int j = pass * KPP + kk;
-            float dot[DEC_MAX_G];
+        /* lane j looks up the physical row of key c0 + j once; the loads below take it by shuffle,
+         * so each K/V load depends on one earlier load only and a whole group is in flight at once */
+        const int prow = lane < nc ? bt[(c0 + lane) / bs] * bs + (c0 + lane) % bs : 0;
 #pragma unroll
-            for (int g = 0; g < DEC_MAX_G; g++) dot[g] = 0.f;
-            if (j < nc) {
-                const int t = c0 + j;
-                float kr[16];
-                load_n<16>(kc + (((size_t)bt[t / bs] * bs + t % bs) * Hkv + kh) * D + dl * 16, kr);
+        for (int pg = 0; pg < LPK; pg += KG) { /* logits: in pass i, lane group kk scores key i*KPP + kk */
+            raw_vec<T, 16> kr[KG];
+#pragma unroll
+            for (int i = 0; i < KG; i++) {
+                const int j = (pg + i) * KPP + kk, r = __shfl_sync(0xffffffffu, prow, j & 31);
+                if (j < nc) kr[i].load(kc + ((size_t)r * Hkv + kh) * D + dl * 16);
+                else kr[i].zero();
+            }
+#pragma unroll
+            for (int i = 0; i < KG; i++) {
+                const int j = (pg + i) * KPP + kk;
+                float kf[16], dot[DEC_MAX_G];
+                kr[i].to_float(kf);
 #pragma unroll
                 for (int g = 0; g < DEC_MAX_G; g++) {
+                    dot[g] = 0.f;
                     if (g >= G) break;
                     const float4 *qv = (const float4 *)(qs + (g * LPK + dl) * DEC_QPAD);
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         const float4 a = qv[e];
-                        dot[g] += a.x * kr[4 * e] + a.y * kr[4 * e + 1] + a.z * kr[4 * e + 2] + a.w * kr[4 * e + 3];
+                        dot[g] += a.x * kf[4 * e] + a.y * kf[4 * e + 1] + a.z * kf[4 * e + 2] + a.w * kf[4 * e + 3];
                     }
                 }
-            }
 #pragma unroll
-            for (int g = 0; g < DEC_MAX_G; g++) {
-                if (g >= G) break;
+                for (int g = 0; g < DEC_MAX_G; g++) {
+                    if (g >= G) break;
 #pragma unroll
-                for (int o = LPK / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
-                if (dl == 0 && j < nc) lw[g * DEC_TILE + j] = dot[g] * scale;
+                    for (int o = LPK / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
+                    if (dl == 0 && j < nc) lw[g * DEC_TILE + j] = dot[g] * scale;
+                }
             }
         }
+        raw_vec<T, DV> vr[VG];
+        auto load_values = [&](int v0) { /* lane holds dims lane*DV .. +DV of keys v0 .. v0+VG */
+#pragma unroll
+            for (int i = 0; i < VG; i++) {
+                const int r = __shfl_sync(0xffffffffu, prow, (v0 + i) & 31);
+                if (v0 + i < nc) vr[i].load(vc + ((size_t)r * Hkv + kh) * D + lane * DV);
+            }
+        };
+        load_values(0); /* in flight during the softmax */
         __syncwarp();
 #pragma unroll
         for (int g = 0; g < DEC_MAX_G; g++) { /* online softmax over the tile: lane j owns key j */
@@ -146,17 +166,21 @@ decode_attn_kernel(float *out, float *part_acc, float *part_ml, const float *q, 
             for (int i = 0; i < DV; i++) acc[g][i] *= corr;
         }
         __syncwarp();
-#pragma unroll 8
-        for (int j = 0; j < nc; j++) { /* values: lane holds dims lane*DV .. +DV of every key */
-            const int t = c0 + j;
-            float v[DV];
-            load_n<DV>(vc + (((size_t)bt[t / bs] * bs + t % bs) * Hkv + kh) * D + lane * DV, v);
 #pragma unroll
-            for (int g = 0; g < DEC_MAX_G; g++) {
-                if (g >= G) break;
-                const float pg = lw[g * DEC_TILE + j];
+        for (int v0 = 0; v0 < DEC_TILE; v0 += VG) {
+            if (v0) load_values(v0);
 #pragma unroll
-                for (int i = 0; i < DV; i++) acc[g][i] += pg * v[i];
+            for (int i = 0; i < VG; i++) {
+                if (v0 + i >= nc) break;
+                float v[DV];
+                vr[i].to_float(v);
+#pragma unroll
+                for (int g = 0; g < DEC_MAX_G; g++) {
+                    if (g >= G) break;
+                    const float pg = lw[g * DEC_TILE + v0 + i];
+#pragma unroll
+                    for (int e = 0; e < DV; e++) acc[g][e] += pg * v[e];
+                }
             }
         }
         __syncwarp(); /* lw is overwritten by the next tile */

@@ -106,19 +106,30 @@ static int build_specs(const zp_model_config *c, tensor_spec *v) {
     return n;
 }
 
-/* Element i of tensor t: a deterministic N(0,1) draw from Philox (Box-Muller). */
-static float normal_at(uint64_t seed, uint32_t t, uint64_t i) {
-    uint32_t ctr[4] = {(uint32_t)(i >> 1), (uint32_t)(i >> 33), t, 0x6d6b6d64u}, key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)}, o[4];
+/* Elements 2k and 2k+1 of tensor t: a deterministic pair of N(0,1) draws from one Philox
+ * block (Box-Muller: r cos a, r sin a). */
+static void normal_pair_at(uint64_t seed, uint32_t t, uint64_t k, float out[2]) {
+    uint32_t ctr[4] = {(uint32_t)k, (uint32_t)(k >> 32), t, 0x6d6b6d64u}, key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)}, o[4];
     zp_philox4x32(ctr, key, o);
     float u1 = ((float)(o[0] >> 8) + 1.0f) * (1.0f / 16777216.0f), u2 = (float)(o[1] >> 8) * (1.0f / 16777216.0f);
     float r = sqrtf(-2.0f * logf(u1)), a = 6.2831853f * u2;
-    return (i & 1) ? r * sinf(a) : r * cosf(a);
+    out[0] = r * cosf(a);
+    out[1] = r * sinf(a);
 }
 
-/* Value j of spec s (tensor index t): what mkmodel writes before rounding to the file dtype. */
-static inline float spec_value(const tensor_spec *s, uint32_t t, uint64_t seed, size_t j) {
-    float x = normal_at(seed, t, j) * s->std;
-    return s->kind == INIT_NORM ? x + 1.0f : x;
+/* Values j0 .. j0+n-1 of spec s (tensor index t; j0 even): what mkmodel writes before rounding
+ * to the file dtype. Parallel over pairs. */
+static void spec_values(const tensor_spec *s, uint32_t t, uint64_t seed, size_t j0, size_t n, float *dst) {
+    const int norm = s->kind == INIT_NORM;
+#pragma omp parallel for schedule(static)
+    for (size_t k = 0; k < (n + 1) / 2; k++) {
+        float v[2];
+        normal_pair_at(seed, t, (j0 >> 1) + k, v);
+        for (size_t e = 0; e < 2 && 2 * k + e < n; e++) {
+            const float x = v[e] * s->std;
+            dst[2 * k + e] = norm ? x + 1.0f : x;
+        }
+    }
 }
 
 zp_status zp_mkmodel_tensor(const zp_model_config *c, const char *name, uint64_t seed, float *dst, size_t n) {
@@ -134,8 +145,7 @@ zp_status zp_mkmodel_tensor(const zp_model_config *c, const char *name, uint64_t
                     (long long)specs[t].cols, n);
     if (s == ZP_OK) {
         const tensor_spec sp = specs[t];
-#pragma omp parallel for schedule(static)
-        for (size_t j = 0; j < n; j++) dst[j] = spec_value(&sp, (uint32_t)t, seed, j);
+        spec_values(&sp, (uint32_t)t, seed, 0, n, dst);
     }
     free(specs);
     return s;
@@ -143,24 +153,26 @@ zp_status zp_mkmodel_tensor(const zp_model_config *c, const char *name, uint64_t
 
 static zp_status write_tensor(FILE *f, const tensor_spec *s, uint32_t t, uint64_t seed, zp_dtype dtype, const char *path) {
     const size_t n = (size_t)s->rows * (size_t)(s->cols ? s->cols : 1), es = (size_t)zp_dtype_size(dtype);
-    const size_t chunk = 1 << 20;
+    const size_t chunk = 1 << 20; /* even: every chunk starts a Philox pair */
+    float *vals = malloc(chunk * sizeof(float));
     uint8_t *buf = malloc(chunk * es);
-    ZP_CHECK_ALLOC(buf);
-    for (size_t base = 0; base < n; base += chunk) {
-        size_t m = n - base < chunk ? n - base : chunk;
-#pragma omp parallel for schedule(static)
+    if (!vals || !buf) { free(vals); free(buf); return zp_fail(ZP_ERR_OOM, "mkmodel: out of memory"); }
+    zp_status st = ZP_OK;
+    for (size_t base = 0; base < n && st == ZP_OK; base += chunk) {
+        const size_t m = n - base < chunk ? n - base : chunk;
+        spec_values(s, t, seed, base, m, vals);
         for (size_t j = 0; j < m; j++) {
-            const float x = spec_value(s, t, seed, base + j);
-            if (dtype == ZP_DTYPE_F32) memcpy(buf + j * 4, &x, 4);
+            if (dtype == ZP_DTYPE_F32) memcpy(buf + j * 4, &vals[j], 4);
             else {
-                uint16_t h = dtype == ZP_DTYPE_BF16 ? zp_f32_to_bf16(x) : zp_f32_to_f16(x);
+                uint16_t h = dtype == ZP_DTYPE_BF16 ? zp_f32_to_bf16(vals[j]) : zp_f32_to_f16(vals[j]);
                 memcpy(buf + j * 2, &h, 2);
             }
         }
-        if (fwrite(buf, es, m, f) != m) { free(buf); return zp_fail(ZP_ERR_IO, "%s: write failed (disk full?)", path); }
+        if (fwrite(buf, es, m, f) != m) st = zp_fail(ZP_ERR_IO, "%s: write failed (disk full?)", path);
     }
+    free(vals);
     free(buf);
-    return ZP_OK;
+    return st;
 }
 
 static zp_status write_weights(const zp_model_config *c, const char *path, uint64_t seed, zp_dtype dtype) {

@@ -8,6 +8,7 @@
 #   fixed       Qwen3-8B shape, batch 256, prompt 256, gen 256, full KV: zipage bench, then the
 #               transformers peer (bench/peer_hf.py, static cache, compiled), same CSV
 #   batch1      Qwen3-8B shape, batch-1 decode (roofline ratio)
+#   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (--cuda-graphs)
 #   reasoning   Qwen3-8B shape, REQ reasoning requests (default 96, --max-tokens 16384) at one
 #               KV-pool size POOL (tokens): full KV, then Zipage (N_max 8, block 256, w 16,
 #               hybrid, async, prefix cache); repeat for several pools, then plot
@@ -47,6 +48,10 @@ reasoning() {
   $B/zipage bench $common --label full-$POOL
   $B/zipage bench $common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid --async --label zipage-$POOL
 }
+graphs() {
+  $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV --label zipage-fixed-graphs
+  $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --cuda-graphs --csv $CSV --label zipage-batch1-graphs
+}
 redundancy() { $B/bench_redundancy 16; }
 plot() { bash bench/plot_pool.sh $CSV $O/bench_pool.png "$P, $REQ reasoning requests"; }
 
@@ -55,10 +60,11 @@ case $STEP in
   gate) ;;
   fixed) fixed ;;
   batch1) batch1 ;;
+  graphs) graphs ;;
   reasoning) reasoning ;;
   redundancy) redundancy ;;
   plot) plot ;;
-  quick) fixed; batch1; reasoning; redundancy; plot ;;
-  *) echo "run_bench: unknown step $STEP (gate, fixed, batch1, reasoning, redundancy, plot, quick)"; exit 2 ;;
+  quick) fixed; batch1; graphs; reasoning; redundancy; plot ;;
+  *) echo "run_bench: unknown step $STEP (gate, fixed, batch1, graphs, reasoning, redundancy, plot, quick)"; exit 2 ;;
 esac
 echo "== rows so far"; cat $CSV 2>/dev/null

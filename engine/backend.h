@@ -161,6 +161,17 @@ struct zp_backend {
     /* Memory bandwidth of a large buffer copy on this device (bytes read + bytes written per
      * second, median of several copies): the roofline's denominator in benchmarks. */
     zp_status (*copy_bandwidth)(zp_backend *be, double *bytes_per_s);
+
+    /* ---- graphs of decode forwards (NULL on the CPU backend; used when use_graphs) ----
+     * graph_begin, after set_batch: when a graph was recorded under `key` (the model's batch
+     * shape and buffers; the backend adds its own), launches it and sets *hit; otherwise it
+     * may begin recording the ops that follow (*recording set; a shape is recorded the second
+     * time it is seen, so its buffers have reached their size). graph_end(ok) ends a
+     * recording: instantiates and launches the graph when ok, discards it otherwise. */
+    int use_graphs;
+    int64_t graph_records, graph_replays; /* counts, written by the backend */
+    zp_status (*graph_begin)(zp_backend *be, uint64_t key, int *hit, int *recording);
+    zp_status (*graph_end)(zp_backend *be, int ok);
 };
 
 /* The CPU reference backend (fp32, BLAS sgemm, OpenMP). n_threads <= 0: OpenMP default. */

@@ -81,6 +81,10 @@ zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
     zp_status s = zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &e->be);
+    if (s == ZP_OK && cfg->cuda_graphs) {
+        if (!e->be->graph_begin) s = zp_fail(ZP_ERR_INVALID, "cuda_graphs needs the CUDA backend (device is %s)", e->be->name);
+        else e->be->use_graphs = 1;
+    }
     if (s == ZP_OK)
         s = cfg->random_weights ? zp_model_load_random(cfg->model_dir, cfg->weight_seed, e->be, &e->model)
                                 : zp_model_load(cfg->model_dir, e->be, &e->model);
@@ -487,6 +491,8 @@ void zp_engine_get_stats(const zp_engine *e, zp_engine_stats *st) {
     *st = e->stats;
     if (!e->be->op_seconds || e->be->op_seconds(e->be, st->op_seconds) != ZP_OK)
         for (int k = 0; k < ZP_OP_COUNT; k++) st->op_seconds[k] = 0.0;
+    st->graph_records = e->be->graph_records;
+    st->graph_replays = e->be->graph_replays;
     st->prefix_hit_tokens = e->sched.prefix_hit_tokens;
     st->preemptions = e->sched.n_preemptions;
     st->peak_blocks = e->pool.peak_used;

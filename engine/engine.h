@@ -30,6 +30,7 @@ typedef struct {
     int max_num_batched_tokens;/* default 8192 */
     int enable_prefix_cache;   /* default on */
     int host_only;             /* sample and score compression on the host even on CUDA (tests, debugging) */
+    int cuda_graphs;           /* CUDA: replay decode forwards as graphs, one per batch shape (default off) */
     /* compression */
     const char *policy;        /* "full" (default), "zipage", "snapkv", ... (policies/) */
     const char *policy_params; /* JSON object of policy parameters, NULL for defaults */
@@ -73,6 +74,7 @@ typedef struct {
     int64_t compress_wait_steps; /* request-steps spent waiting for (async) compression */
     double op_seconds[ZP_OP_COUNT]; /* device seconds per op kind (CUDA with ZIPAGE_PROFILE=1; else 0) */
     double decode_op_seconds[ZP_OP_COUNT]; /* the same, of decode steps only */
+    int64_t graph_records, graph_replays; /* CUDA graphs of decode steps recorded / replayed */
     int64_t decode_kv_tokens;  /* K/V tokens attended, summed over the sequences of every decode step */
     int n_qslots;
 } zp_engine_stats;

@@ -411,6 +411,32 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     return be->add(be, m->x, m->h, (size_t)T * H);
 }
 
+/* The model's part of a decode graph's key: the batch shape and every buffer the forward
+ * passes to the backend (activations are reallocated only when they grow). */
+static uint64_t graph_key(const zp_model *m, const zp_batch *b, const zp_kv_storage *kv) {
+    const uint64_t parts[] = {(uint64_t)b->n_tokens, (uint64_t)b->n_seqs, (uint64_t)b->max_blocks, (uint64_t)b->n_out,
+                              (uint64_t)b->n_qstore, (uint64_t)(uintptr_t)m->x, (uint64_t)(uintptr_t)m->h,
+                              (uint64_t)(uintptr_t)m->qkv, (uint64_t)(uintptr_t)m->q, (uint64_t)(uintptr_t)m->att,
+                              (uint64_t)(uintptr_t)m->gu, (uint64_t)(uintptr_t)m->act, (uint64_t)(uintptr_t)m->xo,
+                              (uint64_t)(uintptr_t)m->logits, (uint64_t)(uintptr_t)kv->k, (uint64_t)(uintptr_t)kv->v,
+                              (uint64_t)(uintptr_t)kv->q};
+    uint64_t h = 0x5a17a9e5ull;
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) h = (h ^ parts[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Everything of a forward after set_batch: embedding, layers, last norm and LM head. */
+static zp_status forward_body(zp_model *m, const zp_batch *b, zp_kv_storage *kv) {
+    const zp_model_config *c = &m->cfg;
+    zp_backend *be = m->be;
+    ZP_TRY(be->embed(be, m->x, m->embed, c->hidden));
+    for (int l = 0; l < c->n_layers; l++) ZP_TRY(layer_forward(m, &m->layers[l], kv, l, b->n_tokens, b->is_prefill));
+    if (b->n_out == 0) return ZP_OK;
+    ZP_TRY(be->gather_rows(be, m->xo, m->x, c->hidden));
+    ZP_TRY(be->rmsnorm(be, m->xo, m->xo, m->final_norm, b->n_out, c->hidden, c->rms_eps));
+    return be->matmul(be, m->logits, m->xo, m->lm_head, NULL, b->n_out, c->vocab, c->hidden);
+}
+
 zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, float *logits) {
     const zp_model_config *c = &m->cfg;
     zp_backend *be = m->be;
@@ -421,11 +447,15 @@ zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, fl
                            b->token_ids[t], t, c->vocab);
     ZP_TRY(ensure_activations(m, b->n_tokens, b->n_out > 0 ? b->n_out : 1));
     ZP_TRY(be->set_batch(be, b));
-    ZP_TRY(be->embed(be, m->x, m->embed, c->hidden));
-    for (int l = 0; l < c->n_layers; l++) ZP_TRY(layer_forward(m, &m->layers[l], kv, l, b->n_tokens, b->is_prefill));
-    if (b->n_out == 0) return ZP_OK;
-    ZP_TRY(be->gather_rows(be, m->xo, m->x, c->hidden));
-    ZP_TRY(be->rmsnorm(be, m->xo, m->xo, m->final_norm, b->n_out, c->hidden, c->rms_eps));
-    ZP_TRY(be->matmul(be, m->logits, m->xo, m->lm_head, NULL, b->n_out, c->vocab, c->hidden));
-    return logits ? be->to_host(be, logits, m->logits, 0, (size_t)b->n_out * c->vocab) : ZP_OK;
+    int hit = 0, recording = 0;
+    if (be->use_graphs && be->graph_begin && !b->is_prefill) ZP_TRY(be->graph_begin(be, graph_key(m, b, kv), &hit, &recording));
+    if (!hit) {
+        zp_status s = forward_body(m, b, kv);
+        if (recording) {
+            zp_status e = be->graph_end(be, s == ZP_OK);
+            if (s == ZP_OK) s = e;
+        }
+        ZP_TRY(s);
+    }
+    return logits && b->n_out > 0 ? be->to_host(be, logits, m->logits, 0, (size_t)b->n_out * c->vocab) : ZP_OK;
 }

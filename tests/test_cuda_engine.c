@@ -6,7 +6,8 @@
  * bf16 storage near-ties may flip, so agreement is reported, not asserted. Sampling on the
  * device (temperature alone, top-k, top-p, both): 6 requests x 2 samples x 64 tokens identical
  * to the CPU engine's host sampler in fp32 storage (same Philox numbers, same rule), with full
- * KV and with Zipage. Memory sizing: with gpu_memory_utilization 0.5 the engine leaves at most
+ * KV and with Zipage. The same greedy parity with decode steps replayed as CUDA graphs (full,
+ * Zipage sync and async, SnapKV), which must have been replayed at least once. Memory sizing: with gpu_memory_utilization 0.5 the engine leaves at most
  * half the device in use and gives the KV pool most of it; an impossible share fails cleanly.
  * Exits 77 (skipped) without a GPU. */
 #include <string.h>
@@ -43,7 +44,7 @@ static void teacher_forced(const char *preset, int fp32) {
     for (int k = 0; k < 2; k++) { free(lg[k]); zp_model_kv_free(m[k], &kv[k]); zp_model_free(m[k]); be[k]->destroy(be[k]); }
 }
 
-static void greedy_parity(const char *preset, const char *policy, int async, int fp32) {
+static void greedy_parity(const char *preset, const char *policy, int async, int fp32, int graphs) {
     run_spec rs = run_spec_default(preset);
     rs.sp.max_tokens = 64;
     rs.ec.policy = policy;
@@ -55,6 +56,7 @@ static void greedy_parity(const char *preset, const char *policy, int async, int
     run_requests(&rs, &cpu);
     rs.ec.device = "cuda";
     rs.ec.precision = fp32 ? "fp32" : "bf16";
+    rs.ec.cuda_graphs = graphs;
     run_requests(&rs, &gpu);
     int same = run_same_outputs(&cpu, &gpu), agree = 0, total = 0;
     for (int r = 0; r < rs.n_req; r++) {
@@ -63,8 +65,11 @@ static void greedy_parity(const char *preset, const char *policy, int async, int
         agree += k;
         total += cpu.n[r];
     }
-    printf("  %-10s %-9s %s %s: greedy %d/%d tokens identical, %lld compressions\n", preset, policy, async ? "async" : "sync ",
-           fp32 ? "fp32" : "bf16", agree, total, (long long)gpu.st.compressions);
+    printf("  %-10s %-9s %s %s%s: greedy %d/%d tokens identical, %lld compressions", preset, policy, async ? "async" : "sync ",
+           fp32 ? "fp32" : "bf16", graphs ? " graphs" : "", agree, total, (long long)gpu.st.compressions);
+    if (graphs) printf(", %lld graphs recorded, %lld replayed", (long long)gpu.st.graph_records, (long long)gpu.st.graph_replays);
+    printf("\n");
+    if (graphs) CHECK(gpu.st.graph_replays > 0);
     if (fp32) {
         CHECK(same);
         CHECK(cpu.st.compressions == gpu.st.compressions);
@@ -137,10 +142,15 @@ int main(void) {
     const zp_policy_ops *const *reg = policy_registry();
     for (int i = 0; i < 3; i++)
         for (int p = 0; reg[p]; p++) {
-            greedy_parity(presets[i], reg[p]->name, 0, 1);
-            if (reg[p]->evicts && i == 0) greedy_parity(presets[i], reg[p]->name, 1, 1);
-            if (!reg[p]->evicts || !strcmp(reg[p]->name, "zipage")) greedy_parity(presets[i], reg[p]->name, 0, 0);
+            greedy_parity(presets[i], reg[p]->name, 0, 1, 0);
+            if (reg[p]->evicts && i == 0) greedy_parity(presets[i], reg[p]->name, 1, 1, 0);
+            if (!reg[p]->evicts || !strcmp(reg[p]->name, "zipage")) greedy_parity(presets[i], reg[p]->name, 0, 0, 0);
         }
+    /* decode steps replayed as CUDA graphs: the same tokens as the CPU engine (fp32 storage) */
+    greedy_parity("tiny-qwen3", "full", 0, 1, 1);
+    greedy_parity("tiny-qwen3", "zipage", 0, 1, 1);
+    greedy_parity("tiny-qwen3", "zipage", 1, 1, 1);
+    greedy_parity("tiny-llama", "snapkv", 0, 1, 1);
     memory_sizing();
     const float sp[4][3] = {{0.8f, 1.0f, 0}, {0.6f, 0.95f, 20}, {0.7f, 0.9f, 0}, {1.0f, 1.0f, 5}};
     for (int i = 0; i < 4; i++) {

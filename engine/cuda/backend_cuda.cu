@@ -394,6 +394,8 @@ static void cu_destroy(zp_backend *be) {
     cudaFree(c->cwork);
     cudaFree(c->srows);
     cudaFree(c->dec_part);
+    cuda_graph_free(c);
+    pthread_mutex_destroy(&c->record_lock);
     cudaFreeHost(c->hbatch);
     if (c->ev_upload) cudaEventDestroy(c->ev_upload);
     for (int i = 0; c->pev && i < 2 * ZP_PROF_MAX; i++) cudaEventDestroy(c->pev[i]);
@@ -421,6 +423,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     if (!be || !c) { free(be); free(c); return zp_fail(ZP_ERR_OOM, "cuda backend: out of host memory"); }
     c->device = device;
     c->fp32 = fp32;
+    pthread_mutex_init(&c->record_lock, NULL);
     c->elem = fp32 ? sizeof(float) : sizeof(bf16);
     be->ctx = c;
     be->name = "cuda";
@@ -472,6 +475,9 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->sample = cuda_sample;
     be->op_seconds = cu_op_seconds;
     be->copy_bandwidth = cu_copy_bandwidth;
+    be->graph_begin = cuda_graph_begin;
+    be->graph_end = cuda_graph_end;
+    c->graph_slot = -1;
     *out = be;
     return ZP_OK;
 }

@@ -297,8 +297,11 @@ zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_pl
                         const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache) {
     cuda_ctx *c = CUDA_CTX(be);
     if (n_req <= 0 || layer0 >= layer1) return ZP_OK;
-    ZP_CUDA_CHECK(cudaEventRecord(c->ev_model, c->stream)); /* the decode steps that wrote these K/V */
-    ZP_CUDA_CHECK(cudaStreamWaitEvent(c->cstream, c->ev_model, 0));
+    pthread_mutex_lock(&c->record_lock); /* not while a graph records the model stream */
+    cudaError_t e = cudaEventRecord(c->ev_model, c->stream); /* the decode steps that wrote these K/V */
+    pthread_mutex_unlock(&c->record_lock);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(c->cstream, c->ev_model, 0);
+    if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda compress: ordering after the model stream: %s", cudaGetErrorString(e));
     zp_plan_jobs j;
     ZP_TRY(compress_pack(c, d, budget, layer0, layer1, reqs, n_req, &j));
     ZP_TRY(cuda_plan_select(c->cstream, c->fp32, d, plan, budget, &j, k_cache, q_cache, score_cache));

@@ -5,6 +5,8 @@
 #ifndef ZP_CUDA_COMMON_CUH
 #define ZP_CUDA_COMMON_CUH
 
+#include <pthread.h>
+
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -136,6 +138,11 @@ typedef struct {
     int n_sms;                  /* streaming multiprocessors (decode attention splits for them) */
     void *dec_part;             /* split decode attention: partial outputs and softmax statistics */
     size_t dec_part_cap;
+    struct cuda_graph_entry *graphs; /* [CUDA_GRAPH_MAX] recorded decode forwards (graph_cuda.cu) */
+    uint64_t graph_clock;       /* LRU clock of the graph table */
+    int graph_slot;             /* the entry being recorded, or -1 */
+    pthread_mutex_t record_lock; /* held while a graph records the model stream: the async
+                                    compression thread's event record on that stream waits */
 } cuda_ctx;
 
 #define CUDA_CTX(be) ((cuda_ctx *)(be)->ctx)
@@ -171,6 +178,9 @@ zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_pl
                         const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache);
 zp_status cuda_compress_wait(zp_backend *be);
 /* decode_attn_cuda.cu */
+zp_status cuda_graph_begin(zp_backend *be, uint64_t key, int *hit, int *recording);
+zp_status cuda_graph_end(zp_backend *be, int ok);
+void cuda_graph_free(cuda_ctx *c);
 zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
                             int layer);
 zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,

@@ -71,14 +71,16 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 /* Grid (n_parts, Hkv, S), DEC_WARPS warps, head dim D a template constant. Shared:
  * q [G][D/16][DEC_QPAD] | per-warp logits [DEC_WARPS][G][DEC_TILE] | per-warp (max, sum)
- * [DEC_WARPS][G][2] | per-warp outputs [DEC_WARPS][G][D]. Partition p covers keys
- * [p*part_len, min(n, (p+1)*part_len)); warp w takes its tiles w, w + DEC_WARPS, ...
+ * [DEC_WARPS][G][2] | per-warp outputs [DEC_WARPS][G][D]. Sequence s of n keys is cut into
+ * n_parts partitions of part_len = n / n_parts rounded up to whole DEC_GRAIN (a function of
+ * the device data only, so a recorded CUDA graph stays right as sequences grow); partition p
+ * covers keys [p*part_len, min(n, (p+1)*part_len)); warp w takes its tiles w, w + DEC_WARPS, ...
  * n_parts == 1: writes out[row]; otherwise unnormalised partial outputs and (max, sum) per
  * (seq, head, partition). */
 template <typename T, int D>
 __global__ static void __launch_bounds__(DEC_WARPS * 32)
 decode_attn_kernel(float *out, float *part_acc, float *part_ml, const float *q, const T *kc, const T *vc, const int *q_start,
-                   const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale, int n_parts, int part_len) {
+                   const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale, int n_parts) {
     constexpr int LPK = D / 16, KPP = 32 / LPK, DV = D / 32; /* lanes per key, keys per pass, value dims per lane */
     /* passes (keys) whose K (V) loads are in flight together: at most RB registers of raw data */
     constexpr int RB = D > 128 ? 32 : 64, KB = 16 * (int)sizeof(T) / 4, KG = LPK < RB / KB ? LPK : RB / KB;
@@ -86,7 +88,8 @@ decode_attn_kernel(float *out, float *part_acc, float *part_ml, const float *q, 
     extern __shared__ float sm[];
     const int p = blockIdx.x, kh = blockIdx.y, s = blockIdx.z, G = Hq / Hkv, tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32, kk = lane / LPK, dl = lane % LPK;
-    const int n = kv_len[s], row = q_start[s], t0 = p * part_len, t1 = t0 + part_len < n ? t0 + part_len : n;
+    const int n = kv_len[s], row = q_start[s], part_len = (n + n_parts * DEC_GRAIN - 1) / (n_parts * DEC_GRAIN) * DEC_GRAIN;
+    const int t0 = p * part_len, t1 = t0 + part_len < n ? t0 + part_len : n;
     float *qs = sm, *lg = qs + G * LPK * DEC_QPAD, *wml = lg + DEC_WARPS * G * DEC_TILE, *wacc = wml + DEC_WARPS * G * 2;
     float *lw = lg + warp * G * DEC_TILE;
     const int *bt = tables + (size_t)s * max_blocks;
@@ -233,14 +236,14 @@ __global__ static void decode_merge_kernel(float *out, const float *part_acc, co
 
 template <typename T, int D>
 static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, float *part_acc, float *part_ml, const float *q,
-                               const T *kc, const T *vc, int n_parts, int part_len) {
+                               const T *kc, const T *vc, int n_parts) {
     const int G = d->n_heads / d->n_kv_heads;
     const size_t smem = sizeof(float) * ((size_t)G * (D / 16) * DEC_QPAD + (size_t)DEC_WARPS * G * (DEC_TILE + 2 + D));
     if (smem > 48 * 1024) ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     dim3 grid(n_parts, d->n_kv_heads, c->b.n_seqs);
     decode_attn_kernel<T, D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(out, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len,
                                                                     c->d.tables, c->b.max_blocks, d->n_heads, d->n_kv_heads,
-                                                                    d->block_size, d->scale, n_parts, part_len);
+                                                                    d->block_size, d->scale, n_parts);
     ZP_LAUNCH_CHECK("decode_attention");
     return ZP_OK;
 }
@@ -254,14 +257,12 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
         return zp_fail(ZP_ERR_UNSUPPORTED, "cuda decode attention: head_dim %d (64, 128 or 256) or %d query heads per KV head (at most %d)",
                        D, G, DEC_MAX_G);
     if (S == 0) return ZP_OK;
-    int max_kv = 1;
-    for (int s = 0; s < S; s++) max_kv = c->b.seq_kv_len[s] > max_kv ? c->b.seq_kv_len[s] : max_kv;
-    /* split sequences only as far as it takes to give every SM four blocks, in whole grains */
+    /* split sequences only as far as it takes to give every SM four blocks, and no further than
+     * whole grains of the longest sequence the block tables can hold (no per-step host data:
+     * the launch is the same for every step of one batch shape) */
+    const int max_parts = zp_ceil_div((long)c->b.max_blocks * d->block_size, DEC_GRAIN);
     int n_parts = zp_ceil_div(4L * c->n_sms, (long)S * d->n_kv_heads);
-    const int max_parts = zp_ceil_div(max_kv, DEC_GRAIN);
     n_parts = n_parts < 1 ? 1 : n_parts > max_parts ? max_parts : n_parts;
-    const int part_len = zp_ceil_div(zp_ceil_div(max_kv, n_parts), DEC_GRAIN) * DEC_GRAIN;
-    n_parts = zp_ceil_div(max_kv, part_len);
     if (n_parts > 1) {
         const size_t heads = (size_t)S * d->n_heads * n_parts;
         ZP_TRY(cuda_grow(&c->dec_part, &c->dec_part_cap, sizeof(float) * heads * (D + 2)));
@@ -270,9 +271,9 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * D;
     ZP_DISPATCH_STORAGE(c->fp32, {
         const T *kc = (const T *)k_cache + layer_off, *vc = (const T *)v_cache + layer_off;
-        if (D == 64) ZP_TRY((decode_launch<T, 64>(c, d, (float *)out, part_acc, part_ml, (const float *)q, kc, vc, n_parts, part_len)));
-        else if (D == 128) ZP_TRY((decode_launch<T, 128>(c, d, (float *)out, part_acc, part_ml, (const float *)q, kc, vc, n_parts, part_len)));
-        else ZP_TRY((decode_launch<T, 256>(c, d, (float *)out, part_acc, part_ml, (const float *)q, kc, vc, n_parts, part_len)));
+        if (D == 64) ZP_TRY((decode_launch<T, 64>(c, d, (float *)out, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
+        else if (D == 128) ZP_TRY((decode_launch<T, 128>(c, d, (float *)out, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
+        else ZP_TRY((decode_launch<T, 256>(c, d, (float *)out, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
     });
     if (n_parts > 1) {
         decode_merge_kernel<<<dim3(S, d->n_heads), D, 0, c->stream>>>((float *)out, part_acc, part_ml, c->d.q_start, d->n_heads, D, n_parts);

@@ -9,10 +9,14 @@
 #               transformers peer (bench/peer_hf.py, static cache, compiled), same CSV
 #   batch1      Qwen3-8B shape, batch-1 decode (roofline ratio)
 #   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (--cuda-graphs)
-#   reasoning   Qwen3-8B shape, REQ reasoning requests (default 96, --max-tokens 16384) at one
-#               KV-pool size POOL (tokens): full KV, then Zipage (N_max 8, block 256, w 16,
-#               hybrid, async, prefix cache); repeat for several pools, then plot
+#   reasoning   Qwen3-8B shape, REQ reasoning requests (default 32, --max-tokens MAXT 8192, so
+#               that both runs fit one call; raise both where calls may be longer) at one
+#               KV-pool size POOL (tokens): Zipage (N_max 8, block 256, w 16, hybrid, async,
+#               prefix cache), then full KV, each stopped after RT seconds (default 270, no row
+#               then); repeat for several pools, then plot
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
+#   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
+#               short and long contexts, blocks in order and scattered; causal prefill
 #   plot        bench/plot_pool.sh on the CSV
 #   quick       all of it on the Qwen3-0.6B shape with small sizes (a smoke run)
 # Needs a CUDA build in BUILD (tests/device/run_gpu_tests.sh makes build-gpu).
@@ -21,7 +25,7 @@
 set -uo pipefail
 B=${1:?build folder}; STEP=${2:?step}; POOL=${3:-524288}
 O=${OUT:-/tmp}; CSV=$O/bench.csv
-P=Qwen3-8B; BATCH=256; PROMPT=256; GEN=256; REQ=${REQ:-96}; MAXT=${MAXT:-16384}
+P=Qwen3-8B; BATCH=256; PROMPT=256; GEN=256; REQ=${REQ:-32}; MAXT=${MAXT:-8192}; RT=${RT:-270}
 if [ "$STEP" = quick ]; then P=Qwen3-0.6B; BATCH=32; PROMPT=128; GEN=64; REQ=16; MAXT=2048; POOL=65536; fi
 
 gate() {
@@ -45,14 +49,19 @@ fixed() {
 batch1() { $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --csv $CSV --label zipage-batch1; }
 reasoning() {
   local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --kv-pool-tokens $POOL --csv $CSV"
-  $B/zipage bench $common --label full-$POOL
-  $B/zipage bench $common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid --async --label zipage-$POOL
+  timeout $RT $B/zipage bench $common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid --async --label zipage-$POOL \
+    || echo "reasoning: zipage at pool $POOL did not finish in $RT s"
+  timeout $RT $B/zipage bench $common --label full-$POOL || echo "reasoning: full KV at pool $POOL did not finish in $RT s"
 }
 graphs() {
   $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV --label zipage-fixed-graphs
   $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --cuda-graphs --csv $CSV --label zipage-batch1-graphs
 }
 redundancy() { $B/bench_redundancy 16; }
+attention() {
+  for a in "256 384" "256 384 256 --scatter" "256 4096" "32 8192" "8 32768" "256 384 16"; do $B/bench_attention decode $a; done
+  $B/bench_attention prefill 64 1024; $B/bench_attention prefill 8 8192
+}
 plot() { bash bench/plot_pool.sh $CSV $O/bench_pool.png "$P, $REQ reasoning requests"; }
 
 gate
@@ -63,8 +72,9 @@ case $STEP in
   graphs) graphs ;;
   reasoning) reasoning ;;
   redundancy) redundancy ;;
+  attention) attention ;;
   plot) plot ;;
   quick) fixed; batch1; graphs; reasoning; redundancy; plot ;;
-  *) echo "run_bench: unknown step $STEP (gate, fixed, batch1, graphs, reasoning, redundancy, plot, quick)"; exit 2 ;;
+  *) echo "run_bench: unknown step $STEP (gate, fixed, batch1, graphs, reasoning, redundancy, attention, plot, quick)"; exit 2 ;;
 esac
 echo "== rows so far"; cat $CSV 2>/dev/null

@@ -77,6 +77,24 @@ static void test_dense(pair *p) {
     compare("embed", p, O[0], O[1], M * K, 1e-2, 1e-6);
     for (int k = 0; k < 2; k++) CHECK_OK(b[k]->gather_rows(b[k], A[k], X[k], K));
     compare("gather_rows", p, A[0], A[1], 5 * K, 1e-6, 1e-6);
+    /* GEMMs fed by the op just before (the GPU takes that op's bf16 output as the operand), and
+     * one where another op changed the buffer in between (the GEMM must convert it afresh) */
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(b[k]->silu_mul(b[k], A[k], G[k], M, I));
+        CHECK_OK(b[k]->matmul(b[k], O[k], A[k], W[k], NULL, M, N, I)); /* W's first N x I values as [N, I] */
+    }
+    compare("silu_mul->matmul", p, O[0], O[1], M * N, 2e-2, 1e-3);
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
+        CHECK_OK(b[k]->matmul(b[k], G[k], O[k], W[k], B[k], M, N, K));
+    }
+    compare("rmsnorm->matmul", p, G[0], G[1], M * N, 2e-2, 1e-3);
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
+        CHECK_OK(b[k]->add(b[k], O[k], X[k], M * K));
+        CHECK_OK(b[k]->matmul(b[k], G[k], O[k], W[k], B[k], M, N, K));
+    }
+    compare("rmsnorm,add->matmul", p, G[0], G[1], M * N, 2e-2, 1e-3);
     for (int k = 0; k < 2; k++) { void *bufs[7] = {X[k], W[k], B[k], O[k], G[k], A[k], NW[k]}; for (int i = 0; i < 7; i++) b[k]->release(b[k], bufs[i]); }
     free(x); free(w); free(bias); free(gu);
 }

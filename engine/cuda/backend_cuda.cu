@@ -20,15 +20,20 @@ __global__ static void embed_kernel(float *out, const T *table, const int *ids, 
     for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)t * H + i] = zp_ld(row[i]);
 }
 
-/* out[r,:] = x[r,:] / rms * w; one block per row. */
+/* out[r,:] = x[r,:] / rms * w (and its bf16 rounding to out_bf when not NULL: the operand of
+ * the GEMM that follows); one block per row. out may alias x. */
 template <typename T>
-__global__ static void rmsnorm_kernel(float *out, const float *x, const T *w, int H, float eps) {
+__global__ static void rmsnorm_kernel(float *out, bf16 *out_bf, const float *x, const T *w, int H, float eps) {
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * H;
     float ss = 0.f;
     for (int i = threadIdx.x; i < H; i += blockDim.x) ss += xr[i] * xr[i];
     float inv = rsqrtf(zp_block_sum(ss, sh) / (float)H + eps);
-    for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)blockIdx.x * H + i] = zp_ld(w[i]) * (xr[i] * inv);
+    for (int i = threadIdx.x; i < H; i += blockDim.x) {
+        const float y = zp_ld(w[i]) * (xr[i] * inv);
+        out[(size_t)blockIdx.x * H + i] = y;
+        if (out_bf) out_bf[(size_t)blockIdx.x * H + i] = __float2bfloat16(y);
+    }
 }
 
 __global__ static void add_kernel(float *x, const float *y, size_t n) {
@@ -47,12 +52,15 @@ __global__ static void bias_kernel(float *out, const T *bias, int M, int N) {
     if (i < (size_t)M * N) out[i] += zp_ld(bias[i % N]);
 }
 
-__global__ static void silu_mul_kernel(float *out, const float *gu, int T, int I) {
+/* out = silu(g) * u (and its bf16 rounding to out_bf when not NULL). */
+__global__ static void silu_mul_kernel(float *out, bf16 *out_bf, const float *gu, int T, int I) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)T * I) return;
     size_t t = i / I, j = i % I;
     float g = gu[t * 2 * I + j], u = gu[t * 2 * I + I + j];
-    out[i] = g / (1.0f + expf(-g)) * u;
+    const float y = g / (1.0f + expf(-g)) * u;
+    out[i] = y;
+    if (out_bf) out_bf[i] = __float2bfloat16(y);
 }
 
 __global__ static void gather_rows_kernel(float *out, const float *x, const int *rows, int H) {
@@ -246,11 +254,36 @@ static zp_status cu_embed(zp_backend *be, void *out, const void *table, int H) {
     return ZP_OK;
 }
 
+/* The bf16 operand scratch of the GEMMs: at least n values (grows between steps only: a
+ * shape's first step is never recorded into a graph). */
+static zp_status xbf_reserve(cuda_ctx *c, size_t n) {
+    if (n <= c->xbf_cap) return ZP_OK;
+    ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    cudaFree(c->xbf);
+    c->xbf = NULL;
+    c->xbf_cap = 0;
+    ZP_CUDA_CHECK(cudaMalloc(&c->xbf, 2 * n * sizeof(bf16)));
+    c->xbf_cap = 2 * n;
+    return ZP_OK;
+}
+
+/* In bf16 storage an op whose output feeds a GEMM (RMSNorm, SiLU-mul) also writes the bf16
+ * operand into xbf and marks it as bf16(out) as of op number op_seq; the GEMM uses it when it
+ * is the very next op on the same buffer (see cu_matmul), and skips its own conversion. */
+static bf16 *xbf_produce(cuda_ctx *c, const void *out, size_t n) {
+    if (c->fp32 || xbf_reserve(c, n) != ZP_OK) { c->xbf_src = NULL; return NULL; }
+    c->xbf_src = out;
+    c->xbf_n = n;
+    c->xbf_seq = c->op_seq;
+    return c->xbf;
+}
+
 static zp_status cu_rmsnorm(zp_backend *be, void *out, const void *x, const void *w, int rows, int H, float eps) {
-    zp_prof_scope prof(CUDA_CTX(be), ZP_OP_ELEMENTWISE);
+    cuda_ctx *c = CUDA_CTX(be);
+    zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if (rows == 0) return ZP_OK;
-    ZP_DISPATCH_STORAGE(CUDA_CTX(be)->fp32,
-                        rmsnorm_kernel<T><<<rows, 256, 0, CUDA_CTX(be)->stream>>>((float *)out, (const float *)x, (const T *)w, H, eps));
+    bf16 *obf = xbf_produce(c, out, (size_t)rows * H);
+    ZP_DISPATCH_STORAGE(c->fp32, rmsnorm_kernel<T><<<rows, 256, 0, c->stream>>>((float *)out, obf, (const float *)x, (const T *)w, H, eps));
     ZP_LAUNCH_CHECK("rmsnorm");
     return ZP_OK;
 }
@@ -270,14 +303,13 @@ static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void 
     const float alpha = 1.f, beta = 0.f;
     const void *xop = x;
     if (!c->fp32) { /* bf16 operands, fp32 accumulation */
-        if (nx > c->xbf_cap) {
-            ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-            cudaFree(c->xbf);
-            c->xbf_cap = 2 * nx;
-            ZP_CUDA_CHECK(cudaMalloc(&c->xbf, c->xbf_cap * sizeof(bf16)));
+        const int ready = c->xbf_src == x && c->xbf_n == nx && c->op_seq == c->xbf_seq + 1; /* written by the op just before */
+        c->xbf_src = NULL;
+        if (!ready) {
+            ZP_TRY(xbf_reserve(c, nx));
+            to_bf16_kernel<<<zp_ceil_div((long)nx, 256), 256, 0, c->stream>>>(c->xbf, (const float *)x, nx);
+            ZP_LAUNCH_CHECK("matmul operand to bf16");
         }
-        to_bf16_kernel<<<zp_ceil_div((long)nx, 256), 256, 0, c->stream>>>(c->xbf, (const float *)x, nx);
-        ZP_LAUNCH_CHECK("matmul operand to bf16");
         xop = c->xbf;
     }
     const cudaDataType_t t = c->fp32 ? CUDA_R_32F : CUDA_R_16BF;
@@ -309,9 +341,11 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
 }
 
 static zp_status cu_silu_mul(zp_backend *be, void *out, const void *gu, int T, int I) {
-    zp_prof_scope prof(CUDA_CTX(be), ZP_OP_ELEMENTWISE);
+    cuda_ctx *c = CUDA_CTX(be);
+    zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if ((size_t)T * I == 0) return ZP_OK;
-    silu_mul_kernel<<<zp_ceil_div((long)T * I, 256), 256, 0, CUDA_CTX(be)->stream>>>((float *)out, (const float *)gu, T, I);
+    bf16 *obf = xbf_produce(c, out, (size_t)T * I);
+    silu_mul_kernel<<<zp_ceil_div((long)T * I, 256), 256, 0, c->stream>>>((float *)out, obf, (const float *)gu, T, I);
     ZP_LAUNCH_CHECK("silu_mul");
     return ZP_OK;
 }

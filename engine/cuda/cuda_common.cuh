@@ -106,7 +106,10 @@ typedef struct {
     float *inv_freq;            /* [D/2] device */
     int half_dim;
     bf16 *xbf;                  /* GEMM operand conversion scratch */
-    size_t xbf_cap;
+    size_t xbf_cap;             /* values */
+    const void *xbf_src;        /* xbf holds bf16(xbf_src[0, xbf_n)) written by op number xbf_seq */
+    size_t xbf_n;
+    uint64_t xbf_seq, op_seq;   /* op_seq: ops opened so far (zp_prof_scope) */
     float *gather;              /* device scratch for host gathers */
     size_t gather_cap;          /* bytes, as every *_cap below */
     uint8_t *keep;              /* device scratch for host-path compaction masks */
@@ -148,11 +151,14 @@ typedef struct {
 #define CUDA_CTX(be) ((cuda_ctx *)(be)->ctx)
 
 #define ZP_PROF_MAX 8192
-/* Times one op on the model stream when profiling: events at construction and destruction. */
+/* Every op on the model stream opens one: it numbers the op (op_seq, so a GEMM can tell that
+ * the op before it wrote its operand) and, when profiling, times it with events at
+ * construction and destruction. */
 struct zp_prof_scope {
     cuda_ctx *c;
     int i;
     zp_prof_scope(cuda_ctx *ctx, int kind) : c(ctx), i(-1) {
+        c->op_seq++;
         if (!c->prof || c->pn >= ZP_PROF_MAX) return;
         i = c->pn++;
         c->pcat[i] = kind;

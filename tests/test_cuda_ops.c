@@ -210,8 +210,22 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
         else CHECK_OK(be[k]->attn_decode(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
     }
     compare(what, p, O[0], O[1], nq, 2e-2, 1e-3);
-    for (int k = 0; k < 2; k++) { void *bufs[6] = {QKV[k], QF[k], Q[k], O[k], KC[k], VC[k]}; for (int i = 0; i < 6; i++) be[k]->release(be[k], bufs[i]); }
-    free(tables); free(slots); free(pos); free(ids); free(q0); free(qlen); free(qkv); free(qd); free(inv);
+    /* the output projection right after (the GPU's decode kernel hands it a bf16 operand) */
+    enum { NP = 32 };
+    const int K = Hq * D;
+    float *wp = malloc(sizeof(float) * (size_t)NP * K);
+    for (int i = 0; i < NP * K; i++) wp[i] = rnd((uint32_t)i, 23) / sqrtf((float)K);
+    void *WP[2], *P[2];
+    for (int k = 0; k < 2; k++) {
+        WP[k] = upw(be[k], wp, (size_t)NP * K);
+        CHECK_OK(be[k]->alloc(be[k], (size_t)T * NP, &P[k]));
+        if (ql) CHECK_OK(be[k]->attn_prefill(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
+        else CHECK_OK(be[k]->attn_decode(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
+        CHECK_OK(be[k]->matmul(be[k], P[k], O[k], WP[k], NULL, T, NP, K));
+    }
+    compare("  -> projection", p, P[0], P[1], (size_t)T * NP, 2e-2, 1e-3);
+    for (int k = 0; k < 2; k++) { void *bufs[8] = {QKV[k], QF[k], Q[k], O[k], KC[k], VC[k], WP[k], P[k]}; for (int i = 0; i < 8; i++) be[k]->release(be[k], bufs[i]); }
+    free(tables); free(slots); free(pos); free(ids); free(q0); free(qlen); free(qkv); free(qd); free(inv); free(wp);
 }
 
 int main(void) {

@@ -270,7 +270,7 @@ static zp_status xbf_reserve(cuda_ctx *c, size_t n) {
 /* In bf16 storage an op whose output feeds a GEMM (RMSNorm, SiLU-mul) also writes the bf16
  * operand into xbf and marks it as bf16(out) as of op number op_seq; the GEMM uses it when it
  * is the very next op on the same buffer (see cu_matmul), and skips its own conversion. */
-static bf16 *xbf_produce(cuda_ctx *c, const void *out, size_t n) {
+bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n) {
     if (c->fp32 || xbf_reserve(c, n) != ZP_OK) { c->xbf_src = NULL; return NULL; }
     c->xbf_src = out;
     c->xbf_n = n;
@@ -282,7 +282,7 @@ static zp_status cu_rmsnorm(zp_backend *be, void *out, const void *x, const void
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if (rows == 0) return ZP_OK;
-    bf16 *obf = xbf_produce(c, out, (size_t)rows * H);
+    bf16 *obf = cuda_xbf_produce(c, out, (size_t)rows * H);
     ZP_DISPATCH_STORAGE(c->fp32, rmsnorm_kernel<T><<<rows, 256, 0, c->stream>>>((float *)out, obf, (const float *)x, (const T *)w, H, eps));
     ZP_LAUNCH_CHECK("rmsnorm");
     return ZP_OK;
@@ -344,7 +344,7 @@ static zp_status cu_silu_mul(zp_backend *be, void *out, const void *gu, int T, i
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if ((size_t)T * I == 0) return ZP_OK;
-    bf16 *obf = xbf_produce(c, out, (size_t)T * I);
+    bf16 *obf = cuda_xbf_produce(c, out, (size_t)T * I);
     silu_mul_kernel<<<zp_ceil_div((long)T * I, 256), 256, 0, c->stream>>>((float *)out, obf, (const float *)gu, T, I);
     ZP_LAUNCH_CHECK("silu_mul");
     return ZP_OK;

@@ -168,6 +168,9 @@ struct zp_prof_scope {
         if (i >= 0) cudaEventRecord(c->pev[2 * i + 1], c->stream);
     }
 };
+/* bf16 storage: the xbf scratch to write bf16(out[0, n)) into, for a GEMM that is the next op
+ * (NULL in fp32 storage); see backend_cuda.cu. */
+bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n);
 /* Adds the recorded ops' times to psec (waits for them). */
 zp_status cuda_prof_flush(cuda_ctx *c);
 

@@ -79,7 +79,7 @@ __device__ __forceinline__ float warp_sum(float v) {
  * (seq, head, partition). */
 template <typename T, int D>
 __global__ static void __launch_bounds__(DEC_WARPS * 32)
-decode_attn_kernel(float *out, float *part_acc, float *part_ml, const float *q, const T *kc, const T *vc, const int *q_start,
+decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const T *kc, const T *vc, const int *q_start,
                    const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale, int n_parts) {
     constexpr int LPK = D / 16, KPP = 32 / LPK, DV = D / 32; /* lanes per key, keys per pass, value dims per lane */
     /* passes (keys) whose K (V) loads are in flight together: at most RB registers of raw data */
@@ -209,7 +209,9 @@ decode_attn_kernel(float *out, float *part_acc, float *part_ml, const float *q, 
             o += wacc[(w * G + g) * D + d] * e;
         }
         if (n_parts == 1) {
-            out[((size_t)row * Hq + (size_t)kh * G + g) * D + d] = o / L;
+            const size_t oi = ((size_t)row * Hq + (size_t)kh * G + g) * D + d;
+            out[oi] = o / L;
+            if (out_bf) out_bf[oi] = __float2bfloat16(o / L);
         } else {
             part_acc[((head0 + g) * n_parts + p) * D + d] = o;
             if (d == 0) { part_ml[((head0 + g) * n_parts + p) * 2] = M; part_ml[((head0 + g) * n_parts + p) * 2 + 1] = L; }
@@ -218,7 +220,7 @@ decode_attn_kernel(float *out, float *part_acc, float *part_ml, const float *q, 
 }
 
 /* Grid (S, Hq), D threads: out = sum_p acc_p e^(m_p - M) / sum_p l_p e^(m_p - M). */
-__global__ static void decode_merge_kernel(float *out, const float *part_acc, const float *part_ml, const int *q_start, int Hq, int D,
+__global__ static void decode_merge_kernel(float *out, bf16 *out_bf, const float *part_acc, const float *part_ml, const int *q_start, int Hq, int D,
                                            int n_parts) {
     const int s = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
     const size_t sh = (size_t)s * Hq + h;
@@ -231,17 +233,19 @@ __global__ static void decode_merge_kernel(float *out, const float *part_acc, co
         L += part_ml[(sh * n_parts + p) * 2 + 1] * w;
         o += part_acc[(sh * n_parts + p) * D + d] * w;
     }
-    out[((size_t)q_start[s] * Hq + h) * D + d] = o / L;
+    const size_t oi = ((size_t)q_start[s] * Hq + h) * D + d;
+    out[oi] = o / L;
+    if (out_bf) out_bf[oi] = __float2bfloat16(o / L);
 }
 
 template <typename T, int D>
-static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, float *part_acc, float *part_ml, const float *q,
+static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q,
                                const T *kc, const T *vc, int n_parts) {
     const int G = d->n_heads / d->n_kv_heads;
     const size_t smem = sizeof(float) * ((size_t)G * (D / 16) * DEC_QPAD + (size_t)DEC_WARPS * G * (DEC_TILE + 2 + D));
     if (smem > 48 * 1024) ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     dim3 grid(n_parts, d->n_kv_heads, c->b.n_seqs);
-    decode_attn_kernel<T, D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(out, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len,
+    decode_attn_kernel<T, D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len,
                                                                     c->d.tables, c->b.max_blocks, d->n_heads, d->n_kv_heads,
                                                                     d->block_size, d->scale, n_parts);
     ZP_LAUNCH_CHECK("decode_attention");
@@ -269,14 +273,15 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     }
     float *part_acc = (float *)c->dec_part, *part_ml = part_acc ? part_acc + (size_t)S * d->n_heads * n_parts * D : NULL;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * D;
+    bf16 *obf = cuda_xbf_produce(c, out, (size_t)c->b.n_tokens * d->n_heads * D); /* the operand of the output projection */
     ZP_DISPATCH_STORAGE(c->fp32, {
         const T *kc = (const T *)k_cache + layer_off, *vc = (const T *)v_cache + layer_off;
-        if (D == 64) ZP_TRY((decode_launch<T, 64>(c, d, (float *)out, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
-        else if (D == 128) ZP_TRY((decode_launch<T, 128>(c, d, (float *)out, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
-        else ZP_TRY((decode_launch<T, 256>(c, d, (float *)out, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
+        if (D == 64) ZP_TRY((decode_launch<T, 64>(c, d, (float *)out, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
+        else if (D == 128) ZP_TRY((decode_launch<T, 128>(c, d, (float *)out, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
+        else ZP_TRY((decode_launch<T, 256>(c, d, (float *)out, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
     });
     if (n_parts > 1) {
-        decode_merge_kernel<<<dim3(S, d->n_heads), D, 0, c->stream>>>((float *)out, part_acc, part_ml, c->d.q_start, d->n_heads, D, n_parts);
+        decode_merge_kernel<<<dim3(S, d->n_heads), D, 0, c->stream>>>((float *)out, obf, part_acc, part_ml, c->d.q_start, d->n_heads, D, n_parts);
         ZP_LAUNCH_CHECK("decode_merge");
     }
     return ZP_OK;

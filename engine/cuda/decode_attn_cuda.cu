@@ -60,6 +60,24 @@ struct raw_vec {
     }
 };
 
+/* Merges n partial softmax results: (max, sum) at ml[i * ml_stride], unnormalised output at
+ * acc[i * acc_stride]; a part without keys has max -inf. Sets the merged max, sum, output. */
+__device__ __forceinline__ void softmax_merge(const float *ml, int ml_stride, const float *acc, int acc_stride, int n, float *M_out,
+                                              float *L_out, float *o_out) {
+    float M = -INFINITY, L = 0.f, o = 0.f;
+    for (int i = 0; i < n; i++) M = fmaxf(M, ml[(size_t)i * ml_stride]);
+    for (int i = 0; i < n; i++) {
+        const float m = ml[(size_t)i * ml_stride];
+        if (m == -INFINITY) continue;
+        const float e = expf(m - M);
+        L += ml[(size_t)i * ml_stride + 1] * e;
+        o += acc[(size_t)i * acc_stride] * e;
+    }
+    *M_out = M;
+    *L_out = L;
+    *o_out = o;
+}
+
 __device__ __forceinline__ float warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
@@ -197,17 +215,10 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
         for (int i = 0; i < DV; i++) wacc[(warp * G + g) * D + lane * DV + i] = acc[g][i];
     }
     __syncthreads();
-    for (int i = tid; i < G * D; i += blockDim.x) { /* merge the warps (a warp without keys has max -inf) */
+    for (int i = tid; i < G * D; i += blockDim.x) { /* merge the warps */
         const int g = i / D, d = i % D;
-        float M = -INFINITY, L = 0.f, o = 0.f;
-        for (int w = 0; w < DEC_WARPS; w++) M = fmaxf(M, wml[(w * G + g) * 2]);
-        for (int w = 0; w < DEC_WARPS; w++) {
-            const float mw = wml[(w * G + g) * 2];
-            if (mw == -INFINITY) continue;
-            const float e = expf(mw - M);
-            L += wml[(w * G + g) * 2 + 1] * e;
-            o += wacc[(w * G + g) * D + d] * e;
-        }
+        float M, L, o;
+        softmax_merge(wml + 2 * g, 2 * G, wacc + (size_t)g * D + d, G * D, DEC_WARPS, &M, &L, &o);
         if (n_parts == 1) {
             const size_t oi = ((size_t)row * Hq + (size_t)kh * G + g) * D + d;
             out[oi] = o / L;
@@ -224,15 +235,8 @@ __global__ static void decode_merge_kernel(float *out, bf16 *out_bf, const float
                                            int n_parts) {
     const int s = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
     const size_t sh = (size_t)s * Hq + h;
-    float M = -INFINITY, L = 0.f, o = 0.f;
-    for (int p = 0; p < n_parts; p++) M = fmaxf(M, part_ml[(sh * n_parts + p) * 2]);
-    for (int p = 0; p < n_parts; p++) {
-        const float m = part_ml[(sh * n_parts + p) * 2];
-        if (m == -INFINITY) continue;
-        const float w = expf(m - M);
-        L += part_ml[(sh * n_parts + p) * 2 + 1] * w;
-        o += part_acc[(sh * n_parts + p) * D + d] * w;
-    }
+    float M, L, o;
+    softmax_merge(part_ml + sh * n_parts * 2, 2, part_acc + sh * n_parts * D + d, D, n_parts, &M, &L, &o);
     const size_t oi = ((size_t)q_start[s] * Hq + h) * D + d;
     out[oi] = o / L;
     if (out_bf) out_bf[oi] = __float2bfloat16(o / L);

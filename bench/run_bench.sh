@@ -10,10 +10,11 @@
 #   batch1      Qwen3-8B shape, batch-1 decode (roofline ratio)
 #   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (--cuda-graphs)
 #   reasoning   Qwen3-8B shape, REQ reasoning requests (default 32, --max-tokens MAXT 8192, so
-#               that both runs fit one call; raise both where calls may be longer) at one
-#               KV-pool size POOL (tokens): Zipage (N_max 8, block 256, w 16, hybrid, async,
-#               prefix cache), then full KV, each stopped after RT seconds (default 270, no row
-#               then); repeat for several pools, then plot
+#               that both runs fit one call; raise both where calls may be longer) at the
+#               KV-pool sizes POOL (tokens, comma-separated: one row per size, weights loaded
+#               once per policy): Zipage (N_max 8, block 256, w 16, hybrid, async, prefix
+#               cache), then full KV, each process stopped after RT seconds (default 270; the
+#               rows of the sizes it finished stay); then plot
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
 #               short and long contexts, blocks in order and scattered; causal prefill
@@ -21,12 +22,12 @@
 #   quick       all of it on the Qwen3-0.6B shape with small sizes (a smoke run)
 # Needs a CUDA build in BUILD (tests/device/run_gpu_tests.sh makes build-gpu).
 # Usage there:  bash bench/run_bench.sh BUILD STEP [POOL]
-#   e.g.  bash bench/run_bench.sh build-gpu reasoning 524288
+#   e.g.  bash bench/run_bench.sh build-gpu reasoning 65536,131072,262144
 set -uo pipefail
-B=${1:?build folder}; STEP=${2:?step}; POOL=${3:-524288}
+B=${1:?build folder}; STEP=${2:?step}; POOL=${3:-65536,131072,262144}
 O=${OUT:-/tmp}; CSV=$O/bench.csv
 P=Qwen3-8B; BATCH=256; PROMPT=256; GEN=256; REQ=${REQ:-32}; MAXT=${MAXT:-8192}; RT=${RT:-270}
-if [ "$STEP" = quick ]; then P=Qwen3-0.6B; BATCH=32; PROMPT=128; GEN=64; REQ=16; MAXT=2048; POOL=65536; fi
+if [ "$STEP" = quick ]; then P=Qwen3-0.6B; BATCH=32; PROMPT=128; GEN=64; REQ=16; MAXT=2048; POOL=16384,65536; fi
 
 gate() {
   $B/zipage mkmodel --preset tiny-qwen3 --out /tmp/gate >/dev/null || exit 1
@@ -48,10 +49,10 @@ fixed() {
 }
 batch1() { $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --csv $CSV --label zipage-batch1; }
 reasoning() {
-  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --kv-pool-tokens $POOL --csv $CSV"
-  timeout $RT $B/zipage bench $common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid --async --label zipage-$POOL \
-    || echo "reasoning: zipage at pool $POOL did not finish in $RT s"
-  timeout $RT $B/zipage bench $common --label full-$POOL || echo "reasoning: full KV at pool $POOL did not finish in $RT s"
+  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV"
+  timeout $RT $B/zipage bench $common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid --async --label zipage \
+    || echo "reasoning: zipage did not finish every pool of $POOL in $RT s"
+  timeout $RT $B/zipage bench $common --label full || echo "reasoning: full KV did not finish every pool of $POOL in $RT s"
 }
 graphs() {
   $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV --label zipage-fixed-graphs

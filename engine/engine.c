@@ -74,27 +74,24 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     return ZP_OK;
 }
 
-zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
-    if (cfg->block_size <= 0 || cfg->block_size > 65536)
-        return zp_fail(ZP_ERR_INVALID, "block_size %d must be in [1, 65536]", cfg->block_size);
-    zp_engine *e = calloc(1, sizeof *e);
-    ZP_CHECK_ALLOC(e);
-    e->cfg = *cfg;
-    zp_status s = zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &e->be);
-    if (s == ZP_OK && cfg->cuda_graphs) {
-        if (!e->be->graph_begin) s = zp_fail(ZP_ERR_INVALID, "cuda_graphs needs the CUDA backend (device is %s)", e->be->name);
-        else e->be->use_graphs = 1;
-    }
-    if (s == ZP_OK)
-        s = cfg->random_weights ? zp_model_load_random(cfg->model_dir, cfg->weight_seed, e->be, &e->model)
-                                : zp_model_load(cfg->model_dir, e->be, &e->model);
+/* The backend's switches of cfg (CUDA graphs). */
+static zp_status engine_backend_flags(zp_engine *e, const zp_engine_config *cfg) {
+    if (cfg->cuda_graphs && !e->be->graph_begin)
+        return zp_fail(ZP_ERR_INVALID, "cuda_graphs needs the CUDA backend (device is %s)", e->be->name);
+    e->be->use_graphs = cfg->cuda_graphs;
+    return ZP_OK;
+}
+
+/* Everything of an engine after its backend and weights: the KV pool (sized from free device
+ * memory, a token count or the default), scheduler, compression, batch. */
+static zp_status engine_setup(zp_engine *e) {
+    const zp_engine_config *cfg = &e->cfg;
     int nb = 0;
-    if (s == ZP_OK) {
-        if (cfg->num_blocks > 0) nb = cfg->num_blocks;
-        else if (cfg->kv_pool_tokens <= 0 && e->be->mem_info) s = engine_device_num_blocks(e, &nb);
-        else nb = default_num_blocks(&e->model->cfg, cfg);
-        if (s == ZP_OK) s = zp_model_kv_alloc(e->model, nb, cfg->block_size, &e->kv);
-    }
+    zp_status s = ZP_OK;
+    if (cfg->num_blocks > 0) nb = cfg->num_blocks;
+    else if (cfg->kv_pool_tokens <= 0 && e->be->mem_info) s = engine_device_num_blocks(e, &nb);
+    else nb = default_num_blocks(&e->model->cfg, cfg);
+    if (s == ZP_OK) s = zp_model_kv_alloc(e->model, nb, cfg->block_size, &e->kv);
     if (s == ZP_OK && e->be->op_seconds) s = e->be->op_seconds(e->be, NULL);
     if (s == ZP_OK) s = kv_pool_init(&e->pool, nb, cfg->block_size);
     if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, cfg->enable_prefix_cache);
@@ -103,10 +100,54 @@ zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
         e->batch.seqs = calloc((size_t)cfg->max_num_seqs, sizeof *e->batch.seqs);
         if (!e->batch.seqs) s = zp_fail(ZP_ERR_OOM, "engine: no memory for the batch");
     }
-    if (s != ZP_OK) { zp_engine_free(e); return s; }
     e->stats.num_blocks = nb;
     e->stats.block_size = cfg->block_size;
+    return s;
+}
+
+zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
+    if (cfg->block_size <= 0 || cfg->block_size > 65536)
+        return zp_fail(ZP_ERR_INVALID, "block_size %d must be in [1, 65536]", cfg->block_size);
+    zp_engine *e = calloc(1, sizeof *e);
+    ZP_CHECK_ALLOC(e);
+    e->cfg = *cfg;
+    zp_status s = zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &e->be);
+    if (s == ZP_OK) s = engine_backend_flags(e, cfg);
+    if (s == ZP_OK)
+        s = cfg->random_weights ? zp_model_load_random(cfg->model_dir, cfg->weight_seed, e->be, &e->model)
+                                : zp_model_load(cfg->model_dir, e->be, &e->model);
+    if (s == ZP_OK) s = engine_setup(e);
+    if (s != ZP_OK) { zp_engine_free(e); return s; }
     *out = e;
+    return ZP_OK;
+}
+
+static int same_str(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
+
+zp_status zp_engine_reinit(zp_engine **ep, const zp_engine_config *cfg) {
+    zp_engine *old = *ep;
+    const zp_engine_config *oc = &old->cfg;
+    if (cfg->block_size <= 0 || cfg->block_size > 65536)
+        return zp_fail(ZP_ERR_INVALID, "block_size %d must be in [1, 65536]", cfg->block_size);
+    if (zp_engine_has_unfinished(old)) return zp_fail(ZP_ERR_INVALID, "engine reinit: requests are still unfinished");
+    if (!same_str(cfg->model_dir, oc->model_dir) || cfg->random_weights != oc->random_weights ||
+        (cfg->random_weights && cfg->weight_seed != oc->weight_seed) || !same_str(cfg->device, oc->device) ||
+        !same_str(cfg->precision, oc->precision) || cfg->n_threads != oc->n_threads)
+        return zp_fail(ZP_ERR_INVALID, "engine reinit: the model, weights, device, precision and threads must stay the same");
+    zp_engine *e = calloc(1, sizeof *e);
+    ZP_CHECK_ALLOC(e);
+    e->cfg = *cfg;
+    e->be = old->be; /* take the backend and the weights; the old KV pool goes */
+    e->model = old->model;
+    zp_model_kv_free(old->model, &old->kv);
+    old->be = NULL;
+    old->model = NULL;
+    zp_engine_free(old);
+    *ep = NULL;
+    zp_status s = engine_backend_flags(e, cfg);
+    if (s == ZP_OK) s = engine_setup(e);
+    if (s != ZP_OK) { zp_engine_free(e); return s; }
+    *ep = e;
     return ZP_OK;
 }
 

@@ -411,15 +411,17 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     return be->add(be, m->x, m->h, (size_t)T * H);
 }
 
-/* The model's part of a decode graph's key: the batch shape and every buffer the forward
- * passes to the backend (activations are reallocated only when they grow). */
+/* The model's part of a decode graph's key: the batch shape, every buffer the forward passes
+ * to the backend (activations are reallocated only when they grow) and the KV geometry (a new
+ * pool may land at the same address with another size). */
 static uint64_t graph_key(const zp_model *m, const zp_batch *b, const zp_kv_storage *kv) {
     const uint64_t parts[] = {(uint64_t)b->n_tokens, (uint64_t)b->n_seqs, (uint64_t)b->max_blocks, (uint64_t)b->n_out,
                               (uint64_t)b->n_qstore, (uint64_t)(uintptr_t)m->x, (uint64_t)(uintptr_t)m->h,
                               (uint64_t)(uintptr_t)m->qkv, (uint64_t)(uintptr_t)m->q, (uint64_t)(uintptr_t)m->att,
                               (uint64_t)(uintptr_t)m->gu, (uint64_t)(uintptr_t)m->act, (uint64_t)(uintptr_t)m->xo,
                               (uint64_t)(uintptr_t)m->logits, (uint64_t)(uintptr_t)kv->k, (uint64_t)(uintptr_t)kv->v,
-                              (uint64_t)(uintptr_t)kv->q};
+                              (uint64_t)(uintptr_t)kv->q, (uint64_t)(uintptr_t)kv->score, (uint64_t)kv->dims.num_blocks,
+                              (uint64_t)kv->dims.block_size, (uint64_t)kv->dims.window, (uint64_t)kv->dims.n_qslots};
     uint64_t h = 0x5a17a9e5ull;
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) h = (h ^ parts[i]) * 0x100000001b3ull;
     return h;

@@ -27,6 +27,11 @@ if command -v gnuplot >/dev/null; then
   ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/b.csv" "$T/pool.png" test
   [ -s "$T/pool.png" ] && grep -q "no pool size has both" "$T/out" || { echo "FAIL: plot_pool"; cat "$T/out"; fails=$((fails+1)); }
 fi
+ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --pools 64,128 --csv "$T/p.csv" --label p
+[ "$(cut -d, -f1,12 "$T/p.csv" | tail -n +2 | tr '\n' ' ')" = "p,4 p,8 " ] \
+  || { echo "FAIL: bench --pools rows (one per pool, 4 then 8 blocks)"; cat "$T/out" "$T/p.csv"; fails=$((fails+1)); }
+bad "exclude each other" "$Z" bench --model "$T/m" --pools 64 --kv-pool-tokens 64
+bad "not an integer" "$Z" bench --model "$T/m" --pools 64,x
 bad "neither fixed nor reasoning" "$Z" bench --preset tiny-qwen3 --workload chat
 bad "neither a config file nor a preset" "$Z" bench --preset no-such-model
 

@@ -120,11 +120,56 @@ static void test_warm_up(void) {
     be->destroy(be);
 }
 
+/* One engine reinitialised through a sweep (full KV at two pool sizes, then Zipage, SnapKV)
+ * gives exactly the outputs and compression counts of fresh engines of the same settings;
+ * reinit refuses another model or unfinished requests and leaves the engine usable. */
+static void test_reinit(void) {
+    run_spec rs = run_spec_default("tiny-qwen3");
+    rs.sp.max_tokens = 40;
+    rs.ec.block_size = 16;
+    rs.ec.num_blocks = 0; /* the pool from kv_pool_tokens */
+    rs.check_invariants = 1;
+    struct { const char *policy; int64_t pool; } sweep[4] = {{"full", 4096}, {"full", 1024}, {"zipage", 2048}, {"snapkv", 2048}};
+    zp_engine *kept = NULL;
+    for (int i = 0; i < 4; i++) {
+        rs.ec.policy = sweep[i].policy;
+        rs.ec.kv_pool_tokens = sweep[i].pool;
+        rs.ec.nmax = 2;
+        rs.ec.window = 4;
+        run_result fresh, reused;
+        rs.engine = NULL;
+        run_requests(&rs, &fresh);
+        rs.engine = &kept;
+        run_requests(&rs, &reused);
+        CHECK(kept != NULL);
+        CHECK(run_same_outputs(&fresh, &reused));
+        CHECK(fresh.st.compressions == reused.st.compressions && fresh.st.num_blocks == reused.st.num_blocks);
+        CHECK(fresh.st.num_blocks == (int)(sweep[i].pool / 16));
+        CHECK(strcmp(sweep[i].policy, "full") ? reused.st.compressions > 0 : reused.st.compressions == 0);
+        run_result_free(&fresh);
+        run_result_free(&reused);
+    }
+    zp_engine_config other = zp_engine_config_default();
+    other.model_dir = zp_test_model("tiny-llama");
+    CHECK(zp_engine_reinit(&kept, &other) == ZP_ERR_INVALID && kept != NULL);
+    CHECK(strstr(zp_last_error(), "must stay the same") != NULL);
+    zp_engine_config same = zp_engine_config_default();
+    same.model_dir = zp_test_model("tiny-qwen3");
+    same.block_size = 16;
+    int ids[4] = {1, 2, 3, 4};
+    zp_sampling_params sp = zp_sampling_default();
+    CHECK_OK(zp_engine_add_request(kept, ids, 4, &sp, 0, 0, 1));
+    CHECK(zp_engine_reinit(&kept, &same) == ZP_ERR_INVALID && kept != NULL);
+    CHECK(strstr(zp_last_error(), "unfinished") != NULL);
+    zp_engine_free(kept);
+}
+
 int main(void) {
     test_warm_up();
     test_prefix_cache();
     test_preemption();
     test_schedule_independent_sampling();
     test_stop_and_errors();
+    test_reinit();
     return zp_test_finish("test_engine");
 }

@@ -41,7 +41,12 @@ void run_requests(const run_spec *rs, run_result *out) {
     zp_engine_config ec = rs->ec;
     ec.model_dir = zp_test_model(rs->preset);
     zp_engine *e = NULL;
-    CHECK_OK(zp_engine_init(&ec, &e));
+    if (rs->engine && *rs->engine) {
+        CHECK_OK(zp_engine_reinit(rs->engine, &ec));
+        e = *rs->engine;
+    } else {
+        CHECK_OK(zp_engine_init(&ec, &e));
+    }
     if (!e) return;
     const int V = zp_engine_model_config(e)->vocab;
     int *ids = malloc(sizeof(int) * (size_t)(rs->prompt_len + rs->prompt_step * rs->n_req + 1));
@@ -76,7 +81,8 @@ void run_requests(const run_spec *rs, run_result *out) {
         }
     zp_engine_get_stats(e, &out->st);
     if (rs->check_invariants) CHECK(e->pool.n_free == e->pool.num_blocks); /* nothing leaked at the end */
-    zp_engine_free(e);
+    if (rs->engine) *rs->engine = e;
+    else zp_engine_free(e);
 }
 
 void run_result_free(run_result *r) {

@@ -17,6 +17,9 @@ typedef struct {
     /* called after every step when set (white-box checks) */
     void (*on_step)(zp_engine *e, void *ctx);
     void *ctx;
+    /* when set: run on *engine (reinitialised to ec with zp_engine_reinit when not NULL, else
+     * created) and leave it there for the next run instead of freeing it */
+    zp_engine **engine;
 } run_spec;
 
 typedef struct {

@@ -25,7 +25,9 @@ static void usage(FILE *f) {
                "  --temperature T        sampling (default: fixed 0 = greedy; reasoning 0.6 with top-p 0.95, top-k 20)\n"
                "  --seed S               prompt, length and sampling seed (default 0)\n"
                "  --profile              device time per op kind (CUDA; sets ZIPAGE_PROFILE=1, slows the run)\n"
-               "  --csv FILE             append the row to FILE (header when new);  --label TEXT: first column\n");
+               "  --csv FILE             append the row to FILE (header when new);  --label TEXT: first column\n"
+               "  --pools N1,N2,...      run the workload once per KV-pool size (tokens), one row each, loading the\n"
+               "                         weights once (instead of --kv-pool-tokens)\n");
     fputs(CLI_ENGINE_USAGE, f);
 }
 
@@ -33,9 +35,25 @@ typedef struct {
     zp_engine_config ec;
     const char *workload, *datasets, *csv, *label, *model_name;
     int batch, prompt, gen, requests, max_tokens, profile;
+    int n_pools;
+    int64_t pools[32];
     float temperature;
     int64_t seed, weight_seed;
 } bench_args;
+
+/* --pools: a comma-separated list of positive token counts. */
+static zp_status parse_pools(const char *v, bench_args *b) {
+    char buf[1024];
+    if (strlen(v) >= sizeof buf) return zp_fail(ZP_ERR_INVALID, "--pools: list too long");
+    snprintf(buf, sizeof buf, "%s", v);
+    b->n_pools = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (b->n_pools == (int)(sizeof b->pools / sizeof *b->pools)) return zp_fail(ZP_ERR_INVALID, "--pools: at most 32 sizes");
+        ZP_TRY(cli_i64("--pools", tok, 1, INT64_MAX, &b->pools[b->n_pools]));
+        b->n_pools++;
+    }
+    return b->n_pools ? ZP_OK : zp_fail(ZP_ERR_INVALID, "--pools: \"%s\" holds no size", v);
+}
 
 static zp_status parse(int argc, char **argv, bench_args *b) {
     memset(b, 0, sizeof *b);
@@ -66,6 +84,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
         else if (!strcmp(a, "--profile")) b->profile = 1;
         else if (!strcmp(a, "--csv")) b->csv = v;
         else if (!strcmp(a, "--label")) b->label = v;
+        else if (!strcmp(a, "--pools")) ZP_TRY(parse_pools(v, b));
         else {
             int matched;
             ZP_TRY(cli_engine_flag(a, v, &b->ec, &matched));
@@ -73,6 +92,8 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
         }
     }
     if (!b->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR or --preset NAME is required");
+    if (b->n_pools && b->ec.kv_pool_tokens) return zp_fail(ZP_ERR_INVALID, "--pools and --kv-pool-tokens exclude each other");
+    if (b->n_pools) b->ec.kv_pool_tokens = b->pools[0];
     if (strcmp(b->workload, "fixed") && strcmp(b->workload, "reasoning"))
         return zp_fail(ZP_ERR_INVALID, "--workload: \"%s\" is neither fixed nor reasoning", b->workload);
     b->ec.weight_seed = (uint64_t)b->weight_seed;
@@ -150,7 +171,30 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
             (long long)st->compressions);
 }
 
-static zp_status run(const bench_args *b) {
+/* Prints the row of one finished configuration, and appends it to --csv. */
+static zp_status report(const bench_args *b, const bench_workload *w, zp_engine *e, bench_result *r) {
+    zp_backend *be = zp_engine_backend(e);
+    const zp_model_config *mc = zp_engine_model_config(e);
+    zp_engine_get_stats(e, &r->st);
+    size_t fr = 0, tot = 0;
+    if (be->mem_info && be->mem_info(be, &fr, &tot) == ZP_OK) r->mem_gib = (double)(tot - fr) / (1 << 30);
+    printf("# zipage bench %s on %s (%s, %d layers, hidden %d, %.2f B parameters)\n", b->workload, b->model_name, mc->arch_name,
+           mc->n_layers, mc->hidden, (double)r->weight_bytes / be->cache_elem_bytes / 1e9);
+    print_row(stdout, b, w, r, 1);
+    if (b->ec.cuda_graphs)
+        printf("# CUDA graphs: %lld decode-step graphs recorded, %lld replays\n", (long long)r->st.graph_records,
+               (long long)r->st.graph_replays);
+    fflush(stdout);
+    if (!b->csv) return ZP_OK;
+    struct stat sb;
+    const int header = stat(b->csv, &sb) != 0 || sb.st_size == 0;
+    FILE *f = fopen(b->csv, "a");
+    if (!f) return zp_fail(ZP_ERR_IO, "%s: cannot append the result row", b->csv);
+    print_row(f, b, w, r, header);
+    return fclose(f) == 0 ? ZP_OK : zp_fail(ZP_ERR_IO, "%s: cannot write the result row", b->csv);
+}
+
+static zp_status run(bench_args *b) {
     bench_workload w;
     char tdir[4096];
     zp_engine *e;
@@ -161,30 +205,21 @@ static zp_status run(const bench_args *b) {
     else if ((s = tokenizer_dir(b, tdir, sizeof tdir)) == ZP_OK)
         s = bench_workload_reasoning(tdir, b->datasets, b->requests, b->max_tokens, (uint64_t)b->seed, &w);
     if (s != ZP_OK) { zp_engine_free(e); return s; }
-    bench_result r;
-    memset(&r, 0, sizeof r);
+    bench_result base;
+    memset(&base, 0, sizeof base);
     zp_backend *be = zp_engine_backend(e);
-    if (be->copy_bandwidth) s = be->copy_bandwidth(be, &r.copy_bw);
-    r.weight_bytes = zp_engine_weight_bytes(e);
-    r.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)be->cache_elem_bytes;
-    if (s == ZP_OK) s = run_workload(b, e, &w, &r);
-    if (s == ZP_OK) {
-        zp_engine_get_stats(e, &r.st);
-        size_t fr = 0, tot = 0;
-        if (be->mem_info && be->mem_info(be, &fr, &tot) == ZP_OK) r.mem_gib = (double)(tot - fr) / (1 << 30);
-        printf("# zipage bench %s on %s (%s, %d layers, hidden %d, %.2f B parameters)\n", b->workload, b->model_name, mc->arch_name,
-               mc->n_layers, mc->hidden, (double)r.weight_bytes / be->cache_elem_bytes / 1e9);
-        print_row(stdout, b, &w, &r, 1);
-        if (b->ec.cuda_graphs)
-            printf("# CUDA graphs: %lld decode-step graphs recorded, %lld replays\n", (long long)r.st.graph_records,
-                   (long long)r.st.graph_replays);
-        if (b->csv) {
-            struct stat sb;
-            const int header = stat(b->csv, &sb) != 0 || sb.st_size == 0;
-            FILE *f = fopen(b->csv, "a");
-            if (!f) s = zp_fail(ZP_ERR_IO, "%s: cannot append the result row", b->csv);
-            else { print_row(f, b, &w, &r, header); fclose(f); }
+    if (be->copy_bandwidth) s = be->copy_bandwidth(be, &base.copy_bw);
+    base.weight_bytes = zp_engine_weight_bytes(e);
+    base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)be->cache_elem_bytes;
+    const int runs = b->n_pools ? b->n_pools : 1;
+    for (int i = 0; s == ZP_OK && i < runs; i++) { /* one row per pool size; the weights stay */
+        if (i > 0) {
+            b->ec.kv_pool_tokens = b->pools[i];
+            if ((s = zp_engine_reinit(&e, &b->ec)) != ZP_OK) break;
         }
+        bench_result r = base;
+        s = run_workload(b, e, &w, &r);
+        if (s == ZP_OK) s = report(b, &w, e, &r);
     }
     bench_workload_free(&w);
     zp_engine_free(e);

@@ -79,6 +79,7 @@ static zp_status engine_backend_flags(zp_engine *e, const zp_engine_config *cfg)
     if (cfg->cuda_graphs && !e->be->graph_begin)
         return zp_fail(ZP_ERR_INVALID, "cuda_graphs needs the CUDA backend (device is %s)", e->be->name);
     e->be->use_graphs = cfg->cuda_graphs;
+    e->be->graph_records = e->be->graph_replays = 0; /* this engine's counts */
     return ZP_OK;
 }
 

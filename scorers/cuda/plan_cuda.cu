@@ -1,8 +1,9 @@
 /* plan_cuda.cu - score plans on the GPU, stage for stage as scorers/plan.c (the reference the
  * GPU tests compare against). Three launches over all jobs (request, layer, KV head):
  *   stage 1  one block per job: window attention from the paged K cache and the query cache
- *            (rows in shared memory, no [w, n] matrix), max-norm, global score with the stored
- *            history, pooling; writes S and P.
+ *            (rows in shared memory, no [w, n] matrix; each key read once per window row for
+ *            all the group's query heads), max-norm, global score with the stored history,
+ *            pooling; writes S and P.
  *   pairs    (redundancy only) one block per 128 tokens of a job: cosine similarities of
  *            normalised keys against the token's comparison set (its block for lightning, the
  *            request for raw), row sums and the "last above theta" partner; O(n bs D) or O(n^2 D).
@@ -21,13 +22,6 @@
 template <typename T>
 __device__ __forceinline__ const T *key_row(const T *kl, const int *table, int t, int bs, int Hkv, int g, int D) {
     return kl + (((size_t)table[t / bs] * bs + t % bs) * Hkv + g) * D;
-}
-
-template <typename T>
-__device__ __forceinline__ float dot_q(const float *q, const T *k, int D) {
-    float s = 0.f;
-    for (int e = 0; e < D; e++) s += q[e] * zp_ld(k[e]);
-    return s;
 }
 
 /* In-place softmax of x[0, m) in shared memory (same thread-to-element map as the callers). */
@@ -50,39 +44,93 @@ __device__ static void max_normalize(float *x, int n, float *red) {
         for (int t = threadIdx.x; t < n; t += blockDim.x) x[t] /= mx;
 }
 
-/* A[n] += one window row j (group-reduced probabilities over the visible keys). */
+#define PLAN_MAX_HG 8 /* query heads whose logits one pass over the keys computes */
+
+__device__ __forceinline__ void load8(const bf16 *p, float *o) {
+    const uint4 r = *(const uint4 *)p;
+    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&r;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 f = __bfloat1622float2(h[i]);
+        o[2 * i] = f.x;
+        o[2 * i + 1] = f.y;
+    }
+}
+__device__ __forceinline__ void load8(const float *p, float *o) {
+    const float4 a = ((const float4 *)p)[0], b = ((const float4 *)p)[1];
+    o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w; o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
+}
+
+/* lg[hh * n + t] = (q_{h0+hh} . k_t) * scale for hh < nh, t < vis: each key is read once for
+ * the nh heads, 8 values at a time; every dot sums e = 0 .. D-1 in order. */
+template <typename T>
+__device__ static void head_logits(const zp_attn_dims &d, const T *kl, const int *table, int g, int vis, const float *qs, int h0, int nh,
+                                   float *lg, int n) {
+    const int D = d.head_dim, bs = d.block_size, Hkv = d.n_kv_heads;
+    for (int t = threadIdx.x; t < vis; t += blockDim.x) {
+        const T *k = key_row(kl, table, t, bs, Hkv, g, D);
+        float acc[PLAN_MAX_HG];
+#pragma unroll
+        for (int hh = 0; hh < PLAN_MAX_HG; hh++) acc[hh] = 0.f;
+        int e = 0;
+        for (; D % 8 == 0 && e < D; e += 8) { /* rows start 16-byte aligned: vector loads */
+            float kv[8];
+            load8(k + e, kv);
+#pragma unroll
+            for (int hh = 0; hh < PLAN_MAX_HG; hh++) {
+                if (hh >= nh) break;
+                const float *q = qs + (size_t)(h0 + hh) * D + e;
+#pragma unroll
+                for (int i = 0; i < 8; i++) acc[hh] += q[i] * kv[i];
+            }
+        }
+        for (; e < D; e++) {
+            const float kv = zp_ld(k[e]);
+            for (int hh = 0; hh < nh; hh++) acc[hh] += qs[(size_t)(h0 + hh) * D + e] * kv;
+        }
+#pragma unroll
+        for (int hh = 0; hh < PLAN_MAX_HG; hh++)
+            if (hh < nh) lg[(size_t)hh * n + t] = acc[hh] * d.scale;
+    }
+}
+
+/* A[n] += one window row j (group-reduced probabilities over the visible keys). The G query
+ * heads go through the keys hg at a time (lg holds [hg][n] logits). */
 template <typename T>
 __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims &d, const T *kl, const int *table, int g, int n,
-                                     int j, const float *qs, float *row, float *lg, float *A, float *red) {
-    const int G = d.n_heads / d.n_kv_heads, D = d.head_dim, bs = d.block_size, Hkv = d.n_kv_heads, w = d.window;
+                                     int j, int hg, const float *qs, float *row, float *lg, float *A, float *red) {
+    const int G = d.n_heads / d.n_kv_heads, w = d.window;
     const int vis = P.attn.exclude_window ? n - w : n - w + j + 1;
     if (vis <= 0) return; /* an all-zero row changes neither a sum nor a max of non-negatives */
-    if (P.attn.gqa == ZP_GQA_MAX_LOGIT || P.attn.gqa == ZP_GQA_SUM_LOGIT) {
-        for (int t = threadIdx.x; t < vis; t += blockDim.x) {
-            const T *k = key_row(kl, table, t, bs, Hkv, g, D);
-            float acc = P.attn.gqa == ZP_GQA_MAX_LOGIT ? -INFINITY : 0.f;
-            for (int h = 0; h < G; h++) {
-                float z = dot_q(qs + h * D, k, D) * d.scale;
-                acc = P.attn.gqa == ZP_GQA_MAX_LOGIT ? fmaxf(acc, z) : acc + z;
-            }
-            row[t] = acc;
-        }
-        softmax_rows(row, vis, red);
-    } else {
-        for (int t = threadIdx.x; t < vis; t += blockDim.x) row[t] = 0.f;
-        for (int h = 0; h < G; h++) {
-            for (int t = threadIdx.x; t < vis; t += blockDim.x) lg[t] = dot_q(qs + h * D, key_row(kl, table, t, bs, Hkv, g, D), D) * d.scale;
-            softmax_rows(lg, vis, red);
+    const int logit_mix = P.attn.gqa == ZP_GQA_MAX_LOGIT || P.attn.gqa == ZP_GQA_SUM_LOGIT;
+    for (int t = threadIdx.x; t < vis; t += blockDim.x) row[t] = logit_mix && P.attn.gqa == ZP_GQA_MAX_LOGIT ? -INFINITY : 0.f;
+    for (int h0 = 0; h0 < G; h0 += hg) {
+        const int nh = G - h0 < hg ? G - h0 : hg;
+        __syncthreads(); /* lg of the previous group is consumed */
+        head_logits(d, kl, table, g, vis, qs, h0, nh, lg, n);
+        if (logit_mix) { /* each thread combines its own keys' logits, heads in order */
             for (int t = threadIdx.x; t < vis; t += blockDim.x)
-                row[t] = P.attn.gqa == ZP_GQA_MAX_PROB ? fmaxf(row[t], lg[t]) : row[t] + lg[t] / (float)G;
+                for (int hh = 0; hh < nh; hh++) {
+                    const float z = lg[(size_t)hh * n + t];
+                    row[t] = P.attn.gqa == ZP_GQA_MAX_LOGIT ? fmaxf(row[t], z) : row[t] + z;
+                }
+            continue;
+        }
+        for (int hh = 0; hh < nh; hh++) {
+            float *l = lg + (size_t)hh * n;
+            softmax_rows(l, vis, red);
+            for (int t = threadIdx.x; t < vis; t += blockDim.x)
+                row[t] = P.attn.gqa == ZP_GQA_MAX_PROB ? fmaxf(row[t], l[t]) : row[t] + l[t] / (float)G;
         }
     }
+    if (logit_mix) softmax_rows(row, vis, red);
     for (int t = threadIdx.x; t < vis; t += blockDim.x) A[t] = P.attn.qred == ZP_QRED_MAX ? fmaxf(A[t], row[t]) : A[t] + row[t];
 }
 
-/* Stage 1, one block per job. Shared: q [G*D] | row [n] | lg [n] | A [n]. */
+/* Stage 1, one block per job. Shared: q [G*D] | row [n] | A [n] | lg [hg][n]. */
 template <typename T>
-__global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_attn_dims d, const T *kc, const T *qc, const T *sc) {
+__global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_attn_dims d, const T *kc, const T *qc, const T *sc, int hg,
+                                          int max_n) {
     extern __shared__ float smem[];
     __shared__ float red[32];
     const int4 jb = J.jobs[blockIdx.x];
@@ -90,7 +138,7 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
     const int n = rq[ZP_REQ_N], n_hist = rq[ZP_REQ_NHIST], qid = rq[ZP_REQ_QID], layer = jb.y, g = jb.z;
     const int *table = J.tables + rq[ZP_REQ_SRC];
     const int G = d.n_heads / d.n_kv_heads, D = d.head_dim, w = d.window, bs = d.block_size, Hkv = d.n_kv_heads;
-    float *qs = smem, *row = qs + G * D, *lg = row + n, *A = lg + n;
+    float *qs = smem, *row = qs + G * D, *A = row + max_n, *lg = A + max_n;
     const T *kl = kc + (size_t)layer * d.num_blocks * bs * Hkv * D;
     for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] = 0.f;
     if (P.attention) {
@@ -99,7 +147,7 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
             __syncthreads(); /* everyone is done with the previous row's queries */
             for (int i = threadIdx.x; i < G * D; i += blockDim.x) qs[i] = zp_ld(qrow[i]);
             __syncthreads();
-            attention_row(P, d, kl, table, g, n, j, qs, row, lg, A, red);
+            attention_row(P, d, kl, table, g, n, j, hg, qs, row, lg, A, red);
         }
         if (P.attn.qred == ZP_QRED_MEAN)
             for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= (float)w;
@@ -250,9 +298,14 @@ template <typename T>
 static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, const zp_score_plan *plan, int budget,
                                    const zp_plan_jobs *j, const T *kc, const T *qc, const T *sc) {
     const int G = d->n_heads / d->n_kv_heads, D = d->head_dim;
-    size_t s1 = sizeof(float) * ((size_t)G * D + 3 * (size_t)j->max_n);
+    int dev = 0, optin = 0;
+    ZP_CUDA_CHECK(cudaGetDevice(&dev));
+    ZP_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int hg = G < PLAN_MAX_HG ? G : PLAN_MAX_HG; /* as many heads per pass over the keys as shared memory holds */
+    while (hg > 1 && sizeof(float) * ((size_t)G * D + (2 + (size_t)hg) * j->max_n) + 32 * sizeof(float) > (size_t)optin) hg--;
+    size_t s1 = sizeof(float) * ((size_t)G * D + (2 + (size_t)hg) * j->max_n);
     ZP_TRY(smem_limit((const void *)plan_stage1_kernel<T>, s1, "window attention", j->max_n));
-    plan_stage1_kernel<T><<<j->n_jobs, 256, s1, stream>>>(*j, *plan, *d, kc, qc, sc);
+    plan_stage1_kernel<T><<<j->n_jobs, 256, s1, stream>>>(*j, *plan, *d, kc, qc, sc, hg, j->max_n);
     ZP_LAUNCH_CHECK("plan_stage1");
     if (plan->redundancy != ZP_RED_NONE) {
         size_t s2 = sizeof(float) * ((size_t)PAIRS_Y * (D + 1) + (size_t)PAIRS_X * D);

@@ -79,7 +79,9 @@ __device__ static void head_logits(const zp_attn_dims &d, const T *kl, const int
 #pragma unroll
             for (int hh = 0; hh < PLAN_MAX_HG; hh++) {
                 if (hh >= nh) break;
-                const float *q = qs + (size_t)(h0 + hh) * D + e;
+                const float4 *q4 = (const float4 *)(qs + (size_t)(h0 + hh) * D + e); /* broadcast: every thread reads it */
+                const float4 a = q4[0], b = q4[1];
+                const float q[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
                 for (int i = 0; i < 8; i++) acc[hh] += q[i] * kv[i];
             }

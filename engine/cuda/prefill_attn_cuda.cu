@@ -80,7 +80,7 @@ struct pf_layout {
  * physical keys [0, kv_len - q_len + i]; the block walks key tiles of KT up to the last key
  * its last row sees. Shared memory: pf_layout<D, KT>. */
 template <int D, int KT>
-__global__ static void prefill_tile_kernel(float *out, const float *q, const bf16 *kc, const bf16 *vc, const int *tile_seq,
+__global__ static void prefill_tile_kernel(float *out, bf16 *out_bf, const float *q, const bf16 *kc, const bf16 *vc, const int *tile_seq,
                                            const int *tile_row0, const int *q_start, const int *q_len, const int *kv_len,
                                            const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale) {
     typedef pf_layout<D, KT> L;
@@ -173,7 +173,9 @@ __global__ static void prefill_tile_kernel(float *out, const float *q, const bf1
     }
     for (int i = lane; i < nrows * D; i += 32) {
         const int rr = i / D, d = i % D;
-        out[((size_t)(row0 + rr) * Hq + h) * D + d] = Os[rr * L::LDO + d] / lrow[rr];
+        const size_t oi = ((size_t)(row0 + rr) * Hq + h) * D + d;
+        out[oi] = Os[rr * L::LDO + d] / lrow[rr];
+        if (out_bf) out_bf[oi] = __float2bfloat16(Os[rr * L::LDO + d] / lrow[rr]);
     }
 }
 
@@ -182,12 +184,13 @@ template <int D, int KT>
 static int prefill_tile_fits(int G) { return G <= 8 && pf_layout<D, KT>::bytes(G) <= 227 * 1024; }
 
 template <int D, int KT>
-static zp_status prefill_tile_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, const float *q, const bf16 *kc, const bf16 *vc) {
+static zp_status prefill_tile_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, const float *q, const bf16 *kc,
+                                     const bf16 *vc) {
     const int G = d->n_heads / d->n_kv_heads;
     const size_t smem = pf_layout<D, KT>::bytes(G);
     ZP_CUDA_CHECK(cudaFuncSetAttribute(prefill_tile_kernel<D, KT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     prefill_tile_kernel<D, KT><<<dim3(c->n_ptiles, d->n_kv_heads), 32 * G, smem, c->stream>>>(
-        out, q, kc, vc, c->d.tile_seq, c->d.tile_row0, c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
+        out, out_bf, q, kc, vc, c->d.tile_seq, c->d.tile_row0, c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
         d->n_kv_heads, d->block_size, d->scale);
     ZP_LAUNCH_CHECK("prefill attention (tiles)");
     return ZP_OK;
@@ -203,12 +206,17 @@ zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, co
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
     if (!c->fp32 && c->n_ptiles > 0) {
         const bf16 *kc = (const bf16 *)k_cache + layer_off, *vc = (const bf16 *)v_cache + layer_off;
-        const int G = d->n_heads / d->n_kv_heads;
+        const int G = d->n_heads / d->n_kv_heads, D = d->head_dim;
         float *o = (float *)out;
         const float *qf = (const float *)q;
-        if (d->head_dim == 64 && prefill_tile_fits<64, 64>(G)) return prefill_tile_launch<64, 64>(c, d, o, qf, kc, vc);
-        if (d->head_dim == 128 && prefill_tile_fits<128, 64>(G)) return prefill_tile_launch<128, 64>(c, d, o, qf, kc, vc);
-        if (d->head_dim == 256 && prefill_tile_fits<256, 32>(G)) return prefill_tile_launch<256, 32>(c, d, o, qf, kc, vc);
+        const int fits = (D == 64 && prefill_tile_fits<64, 64>(G)) || (D == 128 && prefill_tile_fits<128, 64>(G)) ||
+                         (D == 256 && prefill_tile_fits<256, 32>(G));
+        if (fits) {
+            bf16 *obf = cuda_xbf_produce(c, out, (size_t)c->b.n_tokens * d->n_heads * D); /* the output projection's operand */
+            if (D == 64) return prefill_tile_launch<64, 64>(c, d, o, obf, qf, kc, vc);
+            if (D == 128) return prefill_tile_launch<128, 64>(c, d, o, obf, qf, kc, vc);
+            return prefill_tile_launch<256, 32>(c, d, o, obf, qf, kc, vc);
+        }
     }
     dim3 grid(c->b.n_tokens, d->n_heads);
     ZP_DISPATCH_STORAGE(c->fp32, attention_kernel<T><<<grid, d->head_dim, 0, c->stream>>>(

@@ -74,6 +74,12 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     return ZP_OK;
 }
 
+static zp_status check_block_size(const zp_engine_config *cfg) {
+    if (cfg->block_size <= 0 || cfg->block_size > 65536)
+        return zp_fail(ZP_ERR_INVALID, "block_size %d must be in [1, 65536]", cfg->block_size);
+    return ZP_OK;
+}
+
 /* The backend's switches of cfg (CUDA graphs). */
 static zp_status engine_backend_flags(zp_engine *e, const zp_engine_config *cfg) {
     if (cfg->cuda_graphs && !e->be->graph_begin)
@@ -107,8 +113,7 @@ static zp_status engine_setup(zp_engine *e) {
 }
 
 zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
-    if (cfg->block_size <= 0 || cfg->block_size > 65536)
-        return zp_fail(ZP_ERR_INVALID, "block_size %d must be in [1, 65536]", cfg->block_size);
+    ZP_TRY(check_block_size(cfg));
     zp_engine *e = calloc(1, sizeof *e);
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
@@ -128,8 +133,7 @@ static int same_str(const char *a, const char *b) { return (!a && !b) || (a && b
 zp_status zp_engine_reinit(zp_engine **ep, const zp_engine_config *cfg) {
     zp_engine *old = *ep;
     const zp_engine_config *oc = &old->cfg;
-    if (cfg->block_size <= 0 || cfg->block_size > 65536)
-        return zp_fail(ZP_ERR_INVALID, "block_size %d must be in [1, 65536]", cfg->block_size);
+    ZP_TRY(check_block_size(cfg));
     if (zp_engine_has_unfinished(old)) return zp_fail(ZP_ERR_INVALID, "engine reinit: requests are still unfinished");
     if (!same_str(cfg->model_dir, oc->model_dir) || cfg->random_weights != oc->random_weights ||
         (cfg->random_weights && cfg->weight_seed != oc->weight_seed) || !same_str(cfg->device, oc->device) ||

@@ -4,7 +4,8 @@
  * sampling, host: device shares need --profile, CUDA), the share of the wall time spent
  * compressing, device memory, and the ratio to the memory-bandwidth roofline (weights + K/V
  * attended per decode step, over the copy bandwidth measured at the start of the same run).
- * --preset builds a real shape with random weights in memory (no checkpoint file). A benchmark, not a test: compare ratios
+ * --preset builds a real shape with random weights in memory (no checkpoint file); --pools
+ * sweeps KV-pool sizes on one set of weights. A benchmark, not a test: compare ratios
  * measured in one run. The transformers peer writes the same columns (bench/peer_hf.py). */
 #include <stdio.h>
 #include <stdlib.h>

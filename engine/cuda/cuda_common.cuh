@@ -59,6 +59,45 @@ __device__ __forceinline__ void zp_st(float *p, float v) { *p = v; }
                            cudaGetErrorString(e_));                                                          \
     } while (0)
 
+/* N consecutive elements of T held as raw 32-bit words (bf16 stays packed: half the registers
+ * of floats), loaded with the widest vector loads and widened to fp32 when used. */
+template <typename T, int N>
+struct raw_vec {
+    static constexpr int W = N * (int)sizeof(T) / 4; /* 32-bit words */
+    uint32_t w[W];
+    __device__ __forceinline__ void zero() {
+#pragma unroll
+        for (int i = 0; i < W; i++) w[i] = 0u;
+    }
+    __device__ __forceinline__ void load(const T *p) { /* p aligned to N elements */
+        if constexpr (W % 4 == 0) {
+#pragma unroll
+            for (int i = 0; i < W; i += 4) {
+                const uint4 r = ((const uint4 *)p)[i / 4];
+                w[i] = r.x; w[i + 1] = r.y; w[i + 2] = r.z; w[i + 3] = r.w;
+            }
+        } else if constexpr (W == 2) {
+            const uint2 r = *(const uint2 *)p;
+            w[0] = r.x; w[1] = r.y;
+        } else {
+            static_assert(W == 1, "raw_vec: 4, 8 or a multiple of 16 bytes");
+            w[0] = *(const uint32_t *)p;
+        }
+    }
+    __device__ __forceinline__ void to_float(float *o) const {
+#pragma unroll
+        for (int i = 0; i < W; i++) {
+            if constexpr (sizeof(T) == 2) {
+                const float2 f = __bfloat1622float2(*(const __nv_bfloat162 *)&w[i]);
+                o[2 * i] = f.x;
+                o[2 * i + 1] = f.y;
+            } else {
+                o[i] = __uint_as_float(w[i]);
+            }
+        }
+    }
+};
+
 /* Block-wide sum and max of one value per thread (blockDim a multiple of 32, every thread
  * calls; sh: 32 floats of shared memory). Every thread gets the result. */
 __device__ __forceinline__ float zp_block_sum(float v, float *sh) {

@@ -21,45 +21,6 @@
 #define DEC_MAX_G 8                       /* query heads per KV head (Qwen3-32B: 8) */
 #define DEC_QPAD 20                       /* floats per 16-dim query chunk in shared (bank spread) */
 
-/* N consecutive elements of T held as raw 32-bit words (bf16 stays packed: half the registers
- * of floats), loaded with the widest vector loads and widened to fp32 when used. */
-template <typename T, int N>
-struct raw_vec {
-    static constexpr int W = N * (int)sizeof(T) / 4; /* 32-bit words */
-    uint32_t w[W];
-    __device__ __forceinline__ void zero() {
-#pragma unroll
-        for (int i = 0; i < W; i++) w[i] = 0u;
-    }
-    __device__ __forceinline__ void load(const T *p) { /* p aligned to N elements */
-        if constexpr (W % 4 == 0) {
-#pragma unroll
-            for (int i = 0; i < W; i += 4) {
-                const uint4 r = ((const uint4 *)p)[i / 4];
-                w[i] = r.x; w[i + 1] = r.y; w[i + 2] = r.z; w[i + 3] = r.w;
-            }
-        } else if constexpr (W == 2) {
-            const uint2 r = *(const uint2 *)p;
-            w[0] = r.x; w[1] = r.y;
-        } else {
-            static_assert(W == 1, "raw_vec: 4, 8 or a multiple of 16 bytes");
-            w[0] = *(const uint32_t *)p;
-        }
-    }
-    __device__ __forceinline__ void to_float(float *o) const {
-#pragma unroll
-        for (int i = 0; i < W; i++) {
-            if constexpr (sizeof(T) == 2) {
-                const float2 f = __bfloat1622float2(*(const __nv_bfloat162 *)&w[i]);
-                o[2 * i] = f.x;
-                o[2 * i + 1] = f.y;
-            } else {
-                o[i] = __uint_as_float(w[i]);
-            }
-        }
-    }
-};
-
 /* Merges n partial softmax results: (max, sum) at ml[i * ml_stride], unnormalised output at
  * acc[i * acc_stride]; a part without keys has max -inf. Sets the merged max, sum, output. */
 __device__ __forceinline__ void softmax_merge(const float *ml, int ml_stride, const float *acc, int acc_stride, int n, float *M_out,

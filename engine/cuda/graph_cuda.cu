@@ -27,11 +27,11 @@ static uint64_t mix(uint64_t h, uint64_t v) {
     return h * 0xff51afd7ed558ccdull;
 }
 
-/* The backend's part of the key: the addresses and sizes its kernels read. */
+/* The backend's part of the key: the addresses and sizes of its own buffers that its kernels
+ * read (the batch shape is in the model's part). */
 static uint64_t backend_key(const cuda_ctx *c, uint64_t key) {
     const uint64_t parts[] = {(uint64_t)(uintptr_t)c->packed, c->packed_cap, (uint64_t)(uintptr_t)c->xbf, c->xbf_cap,
-                              (uint64_t)(uintptr_t)c->dec_part, c->dec_part_cap, (uint64_t)c->b.n_tokens, (uint64_t)c->b.n_seqs,
-                              (uint64_t)c->b.max_blocks, (uint64_t)c->b.n_out, (uint64_t)c->b.n_qstore};
+                              (uint64_t)(uintptr_t)c->dec_part, c->dec_part_cap};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) key = mix(key, parts[i]);
     return key ? key : 1;
 }
@@ -43,7 +43,6 @@ zp_status cuda_graph_begin(zp_backend *be, uint64_t model_key, int *hit, int *re
     if (!c->graphs) {
         c->graphs = (cuda_graph_entry *)calloc(CUDA_GRAPH_MAX, sizeof *c->graphs);
         if (!c->graphs) return zp_fail(ZP_ERR_OOM, "cuda graphs: no host memory for the table");
-        c->graph_slot = -1;
     }
     const uint64_t key = backend_key(c, model_key);
     int slot = -1, lru = 0;

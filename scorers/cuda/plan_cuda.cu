@@ -46,21 +46,6 @@ __device__ static void max_normalize(float *x, int n, float *red) {
 
 #define PLAN_MAX_HG 8 /* query heads whose logits one pass over the keys computes */
 
-__device__ __forceinline__ void load8(const bf16 *p, float *o) {
-    const uint4 r = *(const uint4 *)p;
-    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&r;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const float2 f = __bfloat1622float2(h[i]);
-        o[2 * i] = f.x;
-        o[2 * i + 1] = f.y;
-    }
-}
-__device__ __forceinline__ void load8(const float *p, float *o) {
-    const float4 a = ((const float4 *)p)[0], b = ((const float4 *)p)[1];
-    o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w; o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
-}
-
 /* lg[hh * n + t] = (q_{h0+hh} . k_t) * scale for hh < nh, t < vis: each key is read once for
  * the nh heads, 8 values at a time; every dot sums e = 0 .. D-1 in order. */
 template <typename T>
@@ -74,8 +59,10 @@ __device__ static void head_logits(const zp_attn_dims &d, const T *kl, const int
         for (int hh = 0; hh < PLAN_MAX_HG; hh++) acc[hh] = 0.f;
         int e = 0;
         for (; D % 8 == 0 && e < D; e += 8) { /* rows start 16-byte aligned: vector loads */
+            raw_vec<T, 8> r;
             float kv[8];
-            load8(k + e, kv);
+            r.load(k + e);
+            r.to_float(kv);
 #pragma unroll
             for (int hh = 0; hh < PLAN_MAX_HG; hh++) {
                 if (hh >= nh) break;
@@ -284,11 +271,18 @@ __global__ static void plan_finish_kernel(zp_plan_jobs J, zp_score_plan P, int b
     }
 }
 
+/* The most dynamic shared memory a block of this device may opt into. */
+static zp_status smem_optin(int *bytes) {
+    int dev = 0;
+    ZP_CUDA_CHECK(cudaGetDevice(&dev));
+    ZP_CUDA_CHECK(cudaDeviceGetAttribute(bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return ZP_OK;
+}
+
 /* Opts a kernel into `bytes` of dynamic shared memory, or names the limit it exceeds. */
 static zp_status smem_limit(const void *fn, size_t bytes, const char *stage, int n) {
-    int dev = 0, optin = 0;
-    ZP_CUDA_CHECK(cudaGetDevice(&dev));
-    ZP_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int optin = 0;
+    ZP_TRY(smem_optin(&optin));
     if (bytes + 32 * sizeof(float) > (size_t)optin)
         return zp_fail(ZP_ERR_UNSUPPORTED, "cuda compression: %s needs %zu bytes of shared memory for %d tokens (device limit %d): "
                        "use a smaller nmax or block size", stage, bytes, n, optin);
@@ -300,9 +294,8 @@ template <typename T>
 static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, const zp_score_plan *plan, int budget,
                                    const zp_plan_jobs *j, const T *kc, const T *qc, const T *sc) {
     const int G = d->n_heads / d->n_kv_heads, D = d->head_dim;
-    int dev = 0, optin = 0;
-    ZP_CUDA_CHECK(cudaGetDevice(&dev));
-    ZP_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int optin = 0;
+    ZP_TRY(smem_optin(&optin));
     int hg = G < PLAN_MAX_HG ? G : PLAN_MAX_HG; /* as many heads per pass over the keys as shared memory holds */
     while (hg > 1 && sizeof(float) * ((size_t)G * D + (2 + (size_t)hg) * j->max_n) + 32 * sizeof(float) > (size_t)optin) hg--;
     size_t s1 = sizeof(float) * ((size_t)G * D + (2 + (size_t)hg) * j->max_n);

@@ -208,11 +208,7 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
                                const T *kc, const T *vc, int n_parts) {
     const int G = d->n_heads / d->n_kv_heads;
     const size_t smem = sizeof(float) * ((size_t)G * (D / 16) * DEC_QPAD + (size_t)DEC_WARPS * G * (DEC_TILE + 2 + D));
-    static size_t reserved = 48 * 1024; /* per instantiation: opt in once per size, not every layer */
-    if (smem > reserved) {
-        ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        reserved = smem;
-    }
+    if (smem > 48 * 1024) ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     dim3 grid(n_parts, d->n_kv_heads, c->b.n_seqs);
     decode_attn_kernel<T, D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len,
                                                                     c->d.tables, c->b.max_blocks, d->n_heads, d->n_kv_heads,

@@ -188,11 +188,8 @@ static zp_status prefill_tile_launch(cuda_ctx *c, const zp_attn_dims *d, float *
                                      const bf16 *vc) {
     const int G = d->n_heads / d->n_kv_heads;
     const size_t smem = pf_layout<D, KT>::bytes(G);
-    static size_t reserved = 0; /* per instantiation: opt in once per size, not every layer */
-    if (smem > reserved) {
-        ZP_CUDA_CHECK(cudaFuncSetAttribute(prefill_tile_kernel<D, KT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        reserved = smem;
-    }
+    /* per call, not cached in a static: the attribute belongs to the current device */
+    ZP_CUDA_CHECK(cudaFuncSetAttribute(prefill_tile_kernel<D, KT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     prefill_tile_kernel<D, KT><<<dim3(c->n_ptiles, d->n_kv_heads), 32 * G, smem, c->stream>>>(
         out, out_bf, q, kc, vc, c->d.tile_seq, c->d.tile_row0, c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
         d->n_kv_heads, d->block_size, d->scale);

@@ -103,6 +103,9 @@ struct zp_backend {
     zp_status (*rmsnorm)(zp_backend *be, void *out, const void *x, const void *w, int rows, int H, float eps);
     /* x[n] += y[n] */
     zp_status (*add)(zp_backend *be, void *x, const void *y, size_t n);
+    /* x[rows,H] += y, then out = x / rms(x) * w[H] (the residual add and the next norm in one
+     * pass; out may alias y) */
+    zp_status (*add_rmsnorm)(zp_backend *be, void *out, void *x, const void *y, const void *w, int rows, int H, float eps);
     /* out[M,N] = x[M,K] . w[N,K]^T (+ bias[N] when not NULL) */
     zp_status (*matmul)(zp_backend *be, void *out, const void *x, const void *w, const void *bias, int M, int N, int K);
     /* qkv[T,(Hq+2Hkv)D]: optional per-head RMSNorm of q and k (q_norm/k_norm [D] or NULL),

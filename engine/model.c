@@ -396,19 +396,19 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     const zp_model_config *c = &m->cfg;
     zp_backend *be = m->be;
     const int H = c->hidden, qd = c->n_heads * c->head_dim, nqkv = qd + 2 * c->n_kv_heads * c->head_dim, I = c->intermediate;
-    ZP_TRY(be->rmsnorm(be, m->h, m->x, w->attn_norm, T, H, c->rms_eps));
+    /* the residual of the layer before (its MLP output, in h) is added here, with this norm */
+    if (l == 0) ZP_TRY(be->rmsnorm(be, m->h, m->x, w->attn_norm, T, H, c->rms_eps));
+    else ZP_TRY(be->add_rmsnorm(be, m->h, m->x, m->h, w->attn_norm, T, H, c->rms_eps));
     ZP_TRY(be->matmul(be, m->qkv, m->h, w->wqkv, w->bqkv, T, nqkv, H));
     ZP_TRY(be->qkv_rope_store(be, &kv->dims, m->qkv, m->q, w->q_norm, w->k_norm, kv->k, kv->v, l));
     if (kv->q) ZP_TRY(be->query_store(be, &kv->dims, m->q, kv->q, l));
     if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
     else ZP_TRY(be->attn_decode(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
     ZP_TRY(be->matmul(be, m->h, m->att, w->wo, NULL, T, H, qd));
-    ZP_TRY(be->add(be, m->x, m->h, (size_t)T * H));
-    ZP_TRY(be->rmsnorm(be, m->h, m->x, w->mlp_norm, T, H, c->rms_eps));
+    ZP_TRY(be->add_rmsnorm(be, m->h, m->x, m->h, w->mlp_norm, T, H, c->rms_eps));
     ZP_TRY(be->matmul(be, m->gu, m->h, w->w_gate_up, NULL, T, 2 * I, H));
     ZP_TRY(be->silu_mul(be, m->act, m->gu, T, I));
-    ZP_TRY(be->matmul(be, m->h, m->act, w->w_down, NULL, T, H, I));
-    return be->add(be, m->x, m->h, (size_t)T * H);
+    return be->matmul(be, m->h, m->act, w->w_down, NULL, T, H, I); /* added to x by the next layer's norm */
 }
 
 /* The model's part of a decode graph's key: the batch shape, every buffer the forward passes
@@ -433,6 +433,7 @@ static zp_status forward_body(zp_model *m, const zp_batch *b, zp_kv_storage *kv)
     zp_backend *be = m->be;
     ZP_TRY(be->embed(be, m->x, m->embed, c->hidden));
     for (int l = 0; l < c->n_layers; l++) ZP_TRY(layer_forward(m, &m->layers[l], kv, l, b->n_tokens, b->is_prefill));
+    ZP_TRY(be->add(be, m->x, m->h, (size_t)b->n_tokens * c->hidden)); /* the last layer's residual */
     if (b->n_out == 0) return ZP_OK;
     ZP_TRY(be->gather_rows(be, m->xo, m->x, c->hidden));
     ZP_TRY(be->rmsnorm(be, m->xo, m->xo, m->final_norm, b->n_out, c->hidden, c->rms_eps));

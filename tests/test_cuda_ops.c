@@ -95,6 +95,16 @@ static void test_dense(pair *p) {
         CHECK_OK(b[k]->matmul(b[k], G[k], O[k], W[k], B[k], M, N, K));
     }
     compare("rmsnorm,add->matmul", p, G[0], G[1], M * N, 2e-2, 1e-3);
+    /* the residual add fused into the next norm, its output over the added buffer (as the model
+     * calls it), then the GEMM it feeds */
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
+        CHECK_OK(b[k]->add_rmsnorm(b[k], O[k], X[k], O[k], NW[k], M, K, 1e-6f));
+        CHECK_OK(b[k]->matmul(b[k], G[k], O[k], W[k], B[k], M, N, K));
+    }
+    compare("add_rmsnorm: sum", p, X[0], X[1], M * K, 1e-2, 1e-5);
+    compare("add_rmsnorm: norm", p, O[0], O[1], M * K, 1e-2, 1e-5);
+    compare("add_rmsnorm->matmul", p, G[0], G[1], M * N, 2e-2, 1e-3);
     for (int k = 0; k < 2; k++) { void *bufs[7] = {X[k], W[k], B[k], O[k], G[k], A[k], NW[k]}; for (int i = 0; i < 7; i++) b[k]->release(b[k], bufs[i]); }
     free(x); free(w); free(bias); free(gu);
 }

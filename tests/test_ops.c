@@ -52,6 +52,17 @@ static void test_dense_ops(zp_backend *be) {
     float a[4] = {1, 2, 3, 4}, b2[4] = {10, 20, 30, 40};
     CHECK_OK(be->add(be, a, b2, 4));
     CHECK(a[0] == 11 && a[3] == 44);
+    /* add_rmsnorm = add, then rmsnorm, exactly; out may be the added buffer */
+    {
+        float xs[M * K], ys[M * K], xr[M * K], want[M * K];
+        fill(xs, M * K, 7);
+        fill(ys, M * K, 8);
+        memcpy(xr, xs, sizeof xs);
+        CHECK_OK(be->add(be, xr, ys, M * K));
+        CHECK_OK(be->rmsnorm(be, want, xr, nw, M, K, 1e-6f));
+        CHECK_OK(be->add_rmsnorm(be, ys, xs, ys, nw, M, K, 1e-6f));
+        CHECK(memcmp(xs, xr, sizeof xs) == 0 && memcmp(ys, want, sizeof ys) == 0);
+    }
     /* embed + gather through a batch */
     int ids[3] = {4, 0, 2}, pos[3] = {0, 1, 2}, rows[2] = {2, 0};
     zp_batch bt = {.n_tokens = 3, .token_ids = ids, .positions = pos, .n_out = 2, .out_rows = rows};

@@ -112,6 +112,18 @@ static zp_status cpu_rmsnorm(zp_backend *be, void *out, const void *x, const voi
     return ZP_OK;
 }
 
+static zp_status cpu_add_rmsnorm(zp_backend *be, void *out, void *x, const void *y, const void *w, int rows, int H, float eps) {
+    (void)be;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++) {
+        float *xr = (float *)x + (size_t)r * H;
+        const float *yr = (const float *)y + (size_t)r * H;
+        for (int i = 0; i < H; i++) xr[i] += yr[i];
+        rmsnorm_row((float *)out + (size_t)r * H, xr, w, H, eps);
+    }
+    return ZP_OK;
+}
+
 static zp_status cpu_add(zp_backend *be, void *x, const void *y, size_t n) {
     (void)be;
     float *a = x;
@@ -326,6 +338,7 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->embed = cpu_embed;
     be->rmsnorm = cpu_rmsnorm;
     be->add = cpu_add;
+    be->add_rmsnorm = cpu_add_rmsnorm;
     be->matmul = cpu_matmul;
     be->qkv_rope_store = cpu_qkv_rope_store;
     be->attn_prefill = cpu_attention;

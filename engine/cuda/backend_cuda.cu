@@ -20,25 +20,57 @@ __global__ static void embed_kernel(float *out, const T *table, const int *ids, 
     for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)t * H + i] = zp_ld(row[i]);
 }
 
+/* Four bf16 roundings stored as one 8-byte word. */
+__device__ __forceinline__ void st_bf16x4(bf16 *p, float4 v) {
+    const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
+    uint2 w;
+    w.x = *(const uint32_t *)&a;
+    w.y = *(const uint32_t *)&b;
+    *(uint2 *)p = w;
+}
+__device__ __forceinline__ float4 ld_w4(const float *w) { return *(const float4 *)w; }
+__device__ __forceinline__ float4 ld_w4(const bf16 *w) {
+    const uint2 r = *(const uint2 *)w;
+    const float2 a = __bfloat1622float2(*(const __nv_bfloat162 *)&r.x), b = __bfloat1622float2(*(const __nv_bfloat162 *)&r.y);
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+
 /* out[r,:] = x[r,:] / rms * w (and its bf16 rounding to out_bf when not NULL: the operand of
- * the GEMM that follows); one block per row. out may alias x. */
+ * the GEMM that follows), after x += y when y is not NULL (each thread rereads only the values
+ * it wrote); one block per row, 4 values per thread and access (H % 4 == 0, as every supported
+ * model's hidden size). out may alias x or y. */
 template <typename T>
-__global__ static void rmsnorm_kernel(float *out, bf16 *out_bf, const float *x, const T *w, int H, float eps) {
+__global__ static void rmsnorm_kernel(float *out, bf16 *out_bf, float *x, const float *y, const T *w, int H, float eps) {
     __shared__ float sh[32];
-    const float *xr = x + (size_t)blockIdx.x * H;
+    float4 *xr = (float4 *)(x + (size_t)blockIdx.x * H);
+    const float4 *yr = y ? (const float4 *)(y + (size_t)blockIdx.x * H) : NULL;
     float ss = 0.f;
-    for (int i = threadIdx.x; i < H; i += blockDim.x) ss += xr[i] * xr[i];
+    for (int i = threadIdx.x; i < H / 4; i += blockDim.x) {
+        float4 v = xr[i];
+        if (yr) {
+            const float4 a = yr[i];
+            v.x += a.x; v.y += a.y; v.z += a.z; v.w += a.w;
+            xr[i] = v;
+        }
+        ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
     float inv = rsqrtf(zp_block_sum(ss, sh) / (float)H + eps);
-    for (int i = threadIdx.x; i < H; i += blockDim.x) {
-        const float y = zp_ld(w[i]) * (xr[i] * inv);
-        out[(size_t)blockIdx.x * H + i] = y;
-        if (out_bf) out_bf[(size_t)blockIdx.x * H + i] = __float2bfloat16(y);
+    for (int i = threadIdx.x; i < H / 4; i += blockDim.x) {
+        const float4 v = xr[i], g = ld_w4(w + 4 * i);
+        const float4 y = make_float4(g.x * (v.x * inv), g.y * (v.y * inv), g.z * (v.z * inv), g.w * (v.w * inv));
+        ((float4 *)(out + (size_t)blockIdx.x * H))[i] = y;
+        if (out_bf) st_bf16x4(out_bf + (size_t)blockIdx.x * H + 4 * i, y);
     }
 }
 
-__global__ static void add_kernel(float *x, const float *y, size_t n) {
+/* x += y over n4 groups of 4 floats. */
+__global__ static void add_kernel(float4 *x, const float4 *y, size_t n4) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] += y[i];
+    if (i >= n4) return;
+    float4 a = x[i];
+    const float4 b = y[i];
+    a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w;
+    x[i] = a;
 }
 
 __global__ static void to_bf16_kernel(bf16 *out, const float *x, size_t n) {
@@ -52,15 +84,17 @@ __global__ static void bias_kernel(float *out, const T *bias, int M, int N) {
     if (i < (size_t)M * N) out[i] += zp_ld(bias[i % N]);
 }
 
-/* out = silu(g) * u (and its bf16 rounding to out_bf when not NULL). */
+/* out = silu(g) * u (and its bf16 rounding to out_bf when not NULL), 4 values per thread
+ * (I % 4 == 0). */
+__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 __global__ static void silu_mul_kernel(float *out, bf16 *out_bf, const float *gu, int T, int I) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 4;
     if (i >= (size_t)T * I) return;
-    size_t t = i / I, j = i % I;
-    float g = gu[t * 2 * I + j], u = gu[t * 2 * I + I + j];
-    const float y = g / (1.0f + expf(-g)) * u;
-    out[i] = y;
-    if (out_bf) out_bf[i] = __float2bfloat16(y);
+    const size_t t = i / I, j = i % I;
+    const float4 g = *(const float4 *)(gu + t * 2 * I + j), u = *(const float4 *)(gu + t * 2 * I + I + j);
+    const float4 y = make_float4(silu_times(g.x, u.x), silu_times(g.y, u.y), silu_times(g.z, u.z), silu_times(g.w, u.w));
+    *(float4 *)(out + i) = y;
+    if (out_bf) st_bf16x4(out_bf + i, y);
 }
 
 __global__ static void gather_rows_kernel(float *out, const float *x, const int *rows, int H) {
@@ -278,20 +312,26 @@ bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n) {
     return c->xbf;
 }
 
-static zp_status cu_rmsnorm(zp_backend *be, void *out, const void *x, const void *w, int rows, int H, float eps) {
+static zp_status cu_add_rmsnorm(zp_backend *be, void *out, void *x, const void *y, const void *w, int rows, int H, float eps) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if (rows == 0) return ZP_OK;
+    if (H % 4) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda rmsnorm: row length %d is not a multiple of 4", H);
     bf16 *obf = cuda_xbf_produce(c, out, (size_t)rows * H);
-    ZP_DISPATCH_STORAGE(c->fp32, rmsnorm_kernel<T><<<rows, 256, 0, c->stream>>>((float *)out, obf, (const float *)x, (const T *)w, H, eps));
-    ZP_LAUNCH_CHECK("rmsnorm");
+    ZP_DISPATCH_STORAGE(c->fp32, rmsnorm_kernel<T><<<rows, 256, 0, c->stream>>>((float *)out, obf, (float *)x, (const float *)y,
+                                                                               (const T *)w, H, eps));
+    ZP_LAUNCH_CHECK(y ? "add_rmsnorm" : "rmsnorm");
     return ZP_OK;
+}
+static zp_status cu_rmsnorm(zp_backend *be, void *out, const void *x, const void *w, int rows, int H, float eps) {
+    return cu_add_rmsnorm(be, out, (void *)x, NULL, w, rows, H, eps); /* x is only read without y */
 }
 
 static zp_status cu_add(zp_backend *be, void *x, const void *y, size_t n) {
     zp_prof_scope prof(CUDA_CTX(be), ZP_OP_ELEMENTWISE);
     if (n == 0) return ZP_OK;
-    add_kernel<<<zp_ceil_div((long)n, 256), 256, 0, CUDA_CTX(be)->stream>>>((float *)x, (const float *)y, n);
+    if (n % 4) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda add: %zu values, not a multiple of 4", n);
+    add_kernel<<<zp_ceil_div((long)(n / 4), 256), 256, 0, CUDA_CTX(be)->stream>>>((float4 *)x, (const float4 *)y, n / 4);
     ZP_LAUNCH_CHECK("add");
     return ZP_OK;
 }
@@ -344,8 +384,9 @@ static zp_status cu_silu_mul(zp_backend *be, void *out, const void *gu, int T, i
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if ((size_t)T * I == 0) return ZP_OK;
+    if (I % 4) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda silu_mul: intermediate size %d is not a multiple of 4", I);
     bf16 *obf = cuda_xbf_produce(c, out, (size_t)T * I);
-    silu_mul_kernel<<<zp_ceil_div((long)T * I, 256), 256, 0, c->stream>>>((float *)out, obf, (const float *)gu, T, I);
+    silu_mul_kernel<<<zp_ceil_div((long)T * I / 4, 256), 256, 0, c->stream>>>((float *)out, obf, (const float *)gu, T, I);
     ZP_LAUNCH_CHECK("silu_mul");
     return ZP_OK;
 }
@@ -480,6 +521,8 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
         for (int i = 0; c->prof && i < 2 * ZP_PROF_MAX; i++) c->prof = cudaEventCreate(&c->pev[i]) == cudaSuccess;
     }
     if (cudaDeviceGetAttribute(&c->n_sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) c->n_sms = 1;
+    const char *db = getenv("ZIPAGE_DECODE_BLOCKS"); /* a tuning knob of the benchmarks */
+    c->dec_blocks = db && atoi(db) == 2 ? 2 : 3;
     cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH); /* no TF32: operands are bf16 anyway */
     be->alloc = cu_alloc;
     be->alloc_cache = cu_alloc_cache;
@@ -493,6 +536,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->embed = cu_embed;
     be->rmsnorm = cu_rmsnorm;
     be->add = cu_add;
+    be->add_rmsnorm = cu_add_rmsnorm;
     be->matmul = cu_matmul;
     be->qkv_rope_store = cu_qkv_rope_store;
     be->attn_prefill = cuda_attn_prefill;

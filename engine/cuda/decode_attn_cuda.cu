@@ -48,6 +48,46 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
+/* Keys [t0, t1) of partition p of a sequence of n keys cut into n_parts partitions of
+ * part_len = n / n_parts rounded up to whole DEC_GRAIN (a function of the device data only,
+ * so a recorded CUDA graph stays right as sequences grow). */
+__device__ __forceinline__ void decode_part_range(int n, int p, int n_parts, int *t0, int *t1) {
+    const int part_len = (n + n_parts * DEC_GRAIN - 1) / (n_parts * DEC_GRAIN) * DEC_GRAIN;
+    *t0 = p * part_len;
+    *t1 = *t0 + part_len < n ? *t0 + part_len : n;
+}
+
+/* An empty partition (of a shorter sequence): max -inf, sum 0 for the G heads of the group. */
+__device__ __forceinline__ void decode_part_empty(float *part_ml, size_t head0, int p, int n_parts, int G) {
+    const int tid = threadIdx.x;
+    if (tid < G) {
+        part_ml[((head0 + tid) * n_parts + p) * 2] = -INFINITY;
+        part_ml[((head0 + tid) * n_parts + p) * 2 + 1] = 0.f;
+    }
+}
+
+/* After __syncthreads: merges the DEC_WARPS warps' (max, sum) wml [DEC_WARPS][G][2] and
+ * unnormalised outputs wacc [DEC_WARPS][G][D] and writes the block's result: out[row] (and its
+ * bf16 copy) when the sequence is one partition, else the partition's partial output and
+ * statistics. */
+__device__ __forceinline__ void decode_block_finish(const float *wml, const float *wacc, int G, int D, float *out, bf16 *out_bf,
+                                                    float *part_acc, float *part_ml, int row, int Hq, int kh, size_t head0, int p,
+                                                    int n_parts) {
+    for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+        const int g = i / D, d = i % D;
+        float M, L, o;
+        softmax_merge(wml + 2 * g, 2 * G, wacc + (size_t)g * D + d, G * D, DEC_WARPS, &M, &L, &o);
+        if (n_parts == 1) {
+            const size_t oi = ((size_t)row * Hq + (size_t)kh * G + g) * D + d;
+            out[oi] = o / L;
+            if (out_bf) out_bf[oi] = __float2bfloat16(o / L);
+        } else {
+            part_acc[((head0 + g) * n_parts + p) * D + d] = o;
+            if (d == 0) { part_ml[((head0 + g) * n_parts + p) * 2] = M; part_ml[((head0 + g) * n_parts + p) * 2 + 1] = L; }
+        }
+    }
+}
+
 /* Grid (n_parts, Hkv, S), DEC_WARPS warps, head dim D a template constant. Shared:
  * q [G][D/16][DEC_QPAD] | per-warp logits [DEC_WARPS][G][DEC_TILE] | per-warp (max, sum)
  * [DEC_WARPS][G][2] | per-warp outputs [DEC_WARPS][G][D]. Sequence s of n keys is cut into
@@ -67,16 +107,14 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
     extern __shared__ float sm[];
     const int p = blockIdx.x, kh = blockIdx.y, s = blockIdx.z, G = Hq / Hkv, tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32, kk = lane / LPK, dl = lane % LPK;
-    const int n = kv_len[s], row = q_start[s], part_len = (n + n_parts * DEC_GRAIN - 1) / (n_parts * DEC_GRAIN) * DEC_GRAIN;
-    const int t0 = p * part_len, t1 = t0 + part_len < n ? t0 + part_len : n;
+    const int n = kv_len[s], row = q_start[s];
+    int t0, t1;
+    decode_part_range(n, p, n_parts, &t0, &t1);
     float *qs = sm, *lg = qs + G * LPK * DEC_QPAD, *wml = lg + DEC_WARPS * G * DEC_TILE, *wacc = wml + DEC_WARPS * G * 2;
     float *lw = lg + warp * G * DEC_TILE;
     const int *bt = tables + (size_t)s * max_blocks;
     const size_t head0 = (size_t)s * Hq + (size_t)kh * G; /* first query head of the group, as (seq, head) index */
-    if (t0 >= n) { /* an empty partition of a shorter sequence */
-        if (tid < G) { part_ml[((head0 + tid) * n_parts + p) * 2] = -INFINITY; part_ml[((head0 + tid) * n_parts + p) * 2 + 1] = 0.f; }
-        return;
-    }
+    if (t0 >= n) return decode_part_empty(part_ml, head0, p, n_parts, G);
     for (int i = tid; i < G * D; i += blockDim.x) qs[(i / 16) * DEC_QPAD + i % 16] = q[((size_t)row * Hq + (size_t)kh * G) * D + i];
     float m[DEC_MAX_G], l[DEC_MAX_G], acc[DEC_MAX_G][DV];
 #pragma unroll
@@ -176,19 +214,157 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
         for (int i = 0; i < DV; i++) wacc[(warp * G + g) * D + lane * DV + i] = acc[g][i];
     }
     __syncthreads();
-    for (int i = tid; i < G * D; i += blockDim.x) { /* merge the warps */
-        const int g = i / D, d = i % D;
-        float M, L, o;
-        softmax_merge(wml + 2 * g, 2 * G, wacc + (size_t)g * D + d, G * D, DEC_WARPS, &M, &L, &o);
-        if (n_parts == 1) {
-            const size_t oi = ((size_t)row * Hq + (size_t)kh * G + g) * D + d;
-            out[oi] = o / L;
-            if (out_bf) out_bf[oi] = __float2bfloat16(o / L);
-        } else {
-            part_acc[((head0 + g) * n_parts + p) * D + d] = o;
-            if (d == 0) { part_ml[((head0 + g) * n_parts + p) * 2] = M; part_ml[((head0 + g) * n_parts + p) * 2 + 1] = L; }
+    decode_block_finish(wml, wacc, G, D, out, out_bf, part_acc, part_ml, row, Hq, kh, head0, p, n_parts);
+}
+
+/* Tensor-core decode (bf16 caches, D 64 or 128): the same grid, partitions and warp merge as
+ * decode_attn_kernel, but each warp scores and sums its keys with mma.sync m16n8k16 (bf16 in,
+ * fp32 accumulate): rows of the A operand are the group's G query heads (rows G..15 zero), so
+ * a tile of 16 keys costs 2 x D/16 MMAs for QK^T and D/8 for PV instead of ~2 G D FMAs per key
+ * and lane. Lane (gq = lane/4, t = lane%4) loads whole 16-byte pieces and the head dims are
+ * permuted consistently instead of staged through shared memory:
+ *   QK^T: k-step 2c+h, k-positions 2t+e / 2t+8+e <-> dims 32c+8t+4h+e / +2; key n = gq of the n-tile;
+ *   PV:   k-positions 2t+e / 2t+8+e <-> keys 2t+e / 8+2t+e of the tile (the QK C fragment), and
+ *         column gq of n-tile (hd, j) <-> dim 64hd+8gq+j (two keys' words interleaved by byte_perm).
+ * Softmax in the log2 domain; Q and P rounded to bf16 for the MMAs (as in the prefill tiles). */
+#define DEC_MMA_TILE 16
+
+__device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(const uint32_t *)&v;
+}
+
+template <int D, int MINB>
+__global__ static void __launch_bounds__(DEC_WARPS * 32, MINB)
+decode_attn_mma_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const bf16 *kc, const bf16 *vc,
+                       const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale,
+                       int n_parts) {
+    static_assert(D == 64 || D == 128, "decode_attn_mma_kernel: D 64 or 128");
+    constexpr int NC = D / 32, NH = D / 64; /* 16-byte K pieces per key and lane; 64-dim V halves */
+    __shared__ float wml[DEC_WARPS * DEC_MAX_G * 2], wacc[DEC_WARPS * DEC_MAX_G * D];
+    const int p = blockIdx.x, kh = blockIdx.y, s = blockIdx.z, G = Hq / Hkv;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane >> 2, t = lane & 3;
+    const int n = kv_len[s], row = q_start[s];
+    const size_t head0 = (size_t)s * Hq + (size_t)kh * G;
+    int t0, t1;
+    decode_part_range(n, p, n_parts, &t0, &t1);
+    if (t0 >= n) return decode_part_empty(part_ml, head0, p, n_parts, G);
+    const int *bt = tables + (size_t)s * max_blocks;
+    uint32_t qa[D / 16][2]; /* A fragments of Q (rows gq < G), words R0 and R2 */
+    {
+        const float *qr = q + ((size_t)row * Hq + (size_t)kh * G + gq) * D;
+#pragma unroll
+        for (int c = 0; c < NC; c++) {
+            float4 x = make_float4(0.f, 0.f, 0.f, 0.f), y = x;
+            if (gq < G) { x = *(const float4 *)(qr + 32 * c + 8 * t); y = *(const float4 *)(qr + 32 * c + 8 * t + 4); }
+            qa[2 * c][0] = pack_bf16(x.x, x.y);
+            qa[2 * c][1] = pack_bf16(x.z, x.w);
+            qa[2 * c + 1][0] = pack_bf16(y.x, y.y);
+            qa[2 * c + 1][1] = pack_bf16(y.z, y.w);
         }
     }
+    const float sl2 = scale * 1.44269504088896341f; /* logits in log2 units */
+    float m = -INFINITY, l = 0.f, o[D / 8][2];
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = 0.f;
+    /* software pipeline: a tile's K and V loads are issued while the tile before it is being
+     * used (K after its QK^T, V after its PV), and block-table rows two tiles ahead */
+    constexpr int STRIDE = DEC_WARPS * DEC_MMA_TILE;
+    auto phys_row = [&](int c) { /* lanes 0..15: the physical row of key c + lane, or -1 past t1 */
+        return lane < DEC_MMA_TILE && c + lane < t1 ? bt[(c + lane) / bs] * bs + (c + lane) % bs : -1;
+    };
+    uint4 kr[2][NC], vr[4][NH];
+    auto load_k = [&](int prow) { /* K of key 8nt + gq of the tile; zero past the end */
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) {
+            const int r = __shfl_sync(0xffffffffu, prow, 8 * nt + gq);
+            const uint4 *src = (const uint4 *)(kc + ((size_t)(r < 0 ? 0 : r) * Hkv + kh) * D + 8 * t);
+#pragma unroll
+            for (int c = 0; c < NC; c++) kr[nt][c] = r >= 0 ? src[4 * c] : make_uint4(0u, 0u, 0u, 0u);
+        }
+    };
+    auto load_v = [&](int prow) { /* V of keys 2t, 2t+1, 2t+8, 2t+9; zero past the end (0 * garbage would be NaN) */
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int r = __shfl_sync(0xffffffffu, prow, 2 * t + (i & 1) + 8 * (i >> 1));
+            const uint4 *src = (const uint4 *)(vc + ((size_t)(r < 0 ? 0 : r) * Hkv + kh) * D + 8 * gq);
+#pragma unroll
+            for (int hd = 0; hd < NH; hd++) vr[i][hd] = r >= 0 ? src[8 * hd] : make_uint4(0u, 0u, 0u, 0u);
+        }
+    };
+    int c0 = t0 + warp * DEC_MMA_TILE, prow_next = phys_row(c0 + STRIDE);
+    {
+        const int prow = phys_row(c0);
+        load_k(prow);
+        load_v(prow);
+    }
+    for (; c0 < t1; c0 += STRIDE) {
+        const int nc = t1 - c0 < DEC_MMA_TILE ? t1 - c0 : DEC_MMA_TILE, prow_after = phys_row(c0 + 2 * STRIDE);
+        float sc[2][4];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) {
+            sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
+#pragma unroll
+            for (int c = 0; c < NC; c++) {
+                mma_bf16_16816(sc[nt], qa[2 * c][0], qa[2 * c][1], kr[nt][c].x, kr[nt][c].y);
+                mma_bf16_16816(sc[nt], qa[2 * c + 1][0], qa[2 * c + 1][1], kr[nt][c].z, kr[nt][c].w);
+            }
+        }
+        load_k(prow_next);
+        float x[4], mx = -INFINITY; /* head gq, keys 2t, 2t+1, 8+2t, 9+2t */
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            x[i] = 8 * (i >> 1) + 2 * t + (i & 1) < nc ? sc[i >> 1][i & 1] * sl2 : -INFINITY;
+            mx = fmaxf(mx, x[i]);
+        }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m, mx), corr = exp2f(m - m_new);
+        float pr[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) pr[i] = exp2f(x[i] - m_new);
+        l = l * corr + (pr[0] + pr[1]) + (pr[2] + pr[3]);
+        m = m_new;
+        const uint32_t pa0 = pack_bf16(pr[0], pr[1]), pa2 = pack_bf16(pr[2], pr[3]);
+#pragma unroll
+        for (int hd = 0; hd < NH; hd++) {
+#pragma unroll
+            for (int w = 0; w < 4; w++) {
+                const uint32_t a = (&vr[0][hd].x)[w], b = (&vr[1][hd].x)[w], c = (&vr[2][hd].x)[w], d = (&vr[3][hd].x)[w];
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const unsigned sel = e ? 0x7632u : 0x5410u;
+                    float acc[4] = {o[8 * hd + 2 * w + e][0] * corr, o[8 * hd + 2 * w + e][1] * corr, 0.f, 0.f};
+                    mma_bf16_16816(acc, pa0, pa2, __byte_perm(a, b, sel), __byte_perm(c, d, sel));
+                    o[8 * hd + 2 * w + e][0] = acc[0];
+                    o[8 * hd + 2 * w + e][1] = acc[1];
+                }
+            }
+        }
+        load_v(prow_next);
+        prow_next = prow_after;
+    }
+    /* head gq: the lanes' partial sums; n-tile (hd, j) holds dims 64hd + 16t + j and 64hd + 16t + 8 + j */
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    if (gq < G) {
+        if (t == 0) { wml[(warp * G + gq) * 2] = m * 0.69314718055994531f; wml[(warp * G + gq) * 2 + 1] = l; }
+        float *wo = wacc + (size_t)(warp * G + gq) * D;
+#pragma unroll
+        for (int hd = 0; hd < NH; hd++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                wo[64 * hd + 16 * t + j] = o[8 * hd + j][0];
+                wo[64 * hd + 16 * t + 8 + j] = o[8 * hd + j][1];
+            }
+    }
+    __syncthreads();
+    decode_block_finish(wml, wacc, G, D, out, out_bf, part_acc, part_ml, row, Hq, kh, head0, p, n_parts);
 }
 
 /* Grid (S, Hq), D threads: out = sum_p acc_p e^(m_p - M) / sum_p l_p e^(m_p - M). */
@@ -210,6 +386,14 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
     const size_t smem = sizeof(float) * ((size_t)G * (D / 16) * DEC_QPAD + (size_t)DEC_WARPS * G * (DEC_TILE + 2 + D));
     if (smem > 48 * 1024) ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     dim3 grid(n_parts, d->n_kv_heads, c->b.n_seqs);
+    if constexpr (sizeof(T) == 2 && D <= 128) { /* bf16 caches: tensor cores */
+        /* blocks per SM the registers are sized for: 3 (168 registers, a few spilled) by default */
+        auto k = c->dec_blocks == 2 ? decode_attn_mma_kernel<D, 2> : decode_attn_mma_kernel<D, 3>;
+        k<<<grid, DEC_WARPS * 32, 0, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len, c->d.tables,
+                                                 c->b.max_blocks, d->n_heads, d->n_kv_heads, d->block_size, d->scale, n_parts);
+        ZP_LAUNCH_CHECK("decode_attention_mma");
+        return ZP_OK;
+    }
     decode_attn_kernel<T, D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len,
                                                                     c->d.tables, c->b.max_blocks, d->n_heads, d->n_kv_heads,
                                                                     d->block_size, d->scale, n_parts);

@@ -35,9 +35,12 @@ bash tests/device/prepare_hf_compare.sh build-gpu /tmp/hfcases --device cuda --p
 echo "== compute-sanitizer"
 for t in test_cuda_ops test_cuda_scoring; do
   for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/$t > /tmp/san_$tool.log 2>&1
+    # racecheck skips cuBLAS's own kernels (nvjet_*: it reports shared-memory hazards inside
+    # their split-K code, which is not ours to check)
+    ex=""; [ $tool = racecheck ] && ex="--kernel-name-exclude kns=nvjet"
+    compute-sanitizer --tool $tool $ex --error-exitcode 9 build-gpu/tests/$t > /tmp/san_$tool.log 2>&1
     s=$?; echo "$t $tool: exit $s; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san_$tool.log | tail -1)"
-    [ $s -eq 0 ] || { rc=1; tail -30 /tmp/san_$tool.log; }
+    [ $s -eq 0 ] || { rc=1; grep -E -A6 "Error: Race|Invalid|Error:" /tmp/san_$tool.log | head -60; }
   done
 done
 if [ "${1:-}" != "--no-bench" ]; then

@@ -387,8 +387,9 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
     if (smem > 48 * 1024) ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     dim3 grid(n_parts, d->n_kv_heads, c->b.n_seqs);
     if constexpr (sizeof(T) == 2 && D <= 128) { /* bf16 caches: tensor cores */
-        /* blocks per SM the registers are sized for: 3 (168 registers, a few spilled) by default */
-        auto k = c->dec_blocks == 2 ? decode_attn_mma_kernel<D, 2> : decode_attn_mma_kernel<D, 3>;
+        /* blocks per SM the registers are sized for: 2 by default (3 spills a few registers and
+         * measured slower: bench/RESULTS.md) */
+        auto k = c->dec_blocks == 3 ? decode_attn_mma_kernel<D, 3> : decode_attn_mma_kernel<D, 2>;
         k<<<grid, DEC_WARPS * 32, 0, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len, c->d.tables,
                                                  c->b.max_blocks, d->n_heads, d->n_kv_heads, d->block_size, d->scale, n_parts);
         ZP_LAUNCH_CHECK("decode_attention_mma");

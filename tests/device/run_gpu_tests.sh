@@ -35,11 +35,13 @@ bash tests/device/prepare_hf_compare.sh build-gpu /tmp/hfcases --device cuda --p
 echo "== compute-sanitizer"
 for t in test_cuda_ops test_cuda_scoring; do
   for tool in memcheck racecheck; do
-    # racecheck skips cuBLAS's own kernels (nvjet_*: it reports shared-memory hazards inside
-    # their split-K code, which is not ours to check)
-    ex=""; [ $tool = racecheck ] && ex="--kernel-name-exclude kns=nvjet"
-    compute-sanitizer --tool $tool $ex --error-exitcode 9 build-gpu/tests/$t > /tmp/san_$tool.log 2>&1
+    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/$t > /tmp/san_$tool.log 2>&1
     s=$?; echo "$t $tool: exit $s; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san_$tool.log | tail -1)"
+    # racecheck reports shared-memory hazards inside cuBLAS's own split-K kernels (nvjet_*), not
+    # ours to check (excluding them by name crashes the sanitizer): only other kernels fail
+    if [ $tool = racecheck ] && [ $s -eq 9 ] && ! grep -E "Race reported|access at|Error:" /tmp/san_$tool.log | grep -vE "nvjet_" | grep -q .; then
+      echo "  (every hazard is inside cuBLAS's nvjet kernels)"; s=0
+    fi
     [ $s -eq 0 ] || { rc=1; grep -E -A6 "Error: Race|Invalid|Error:" /tmp/san_$tool.log | head -60; }
   done
 done

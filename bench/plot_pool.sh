@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # plot_pool.sh - the TPS-vs-KV-pool curve (one line per policy) of the reasoning rows of a
-# zipage bench CSV, with gnuplot, and the pool size where Zipage overtakes full KV (the first
-# pool of the sorted list at which Zipage's tokens/s is at least full KV's; both must have a
-# row at that pool).  Usage: bash bench/plot_pool.sh bench.csv [out.png] [title]
+# zipage bench CSV, with gnuplot, the ratio at every pool both policies have a row for, and
+# where the curves cross (each pair of neighbouring pools between which the leader changes).  Usage: bash bench/plot_pool.sh bench.csv [out.png] [title]
 set -euo pipefail
 CSV=$1; PNG=${2:-${CSV%.csv}_pool.png}; TITLE=${3:-$(basename "$CSV")}
 [ -s "$CSV" ] || { echo "plot_pool: $CSV is missing or empty" >&2; exit 1; }
@@ -20,10 +19,16 @@ full, zip_ = tps.get("full", {}), tps.get("zipage", {})
 pools = sorted(set(full) & set(zip_))
 for p in pools:
     print(f"pool {p:>9} tokens: full {full[p]:9.1f} tok/s, zipage {zip_[p]:9.1f} tok/s, ratio {zip_[p] / full[p]:.2f}")
-cross = next((p for p in pools if zip_[p] >= full[p]), None)
 if not pools:
     print("no pool size has both a full KV and a zipage row")
-else:
-    print("zipage >= full KV from a pool of %s tokens" % cross if cross else "zipage stays below full KV at every pool measured")
+elif all(zip_[p] >= full[p] for p in pools):
+    print("zipage >= full KV at every pool measured")
+elif all(zip_[p] < full[p] for p in pools):
+    print("zipage stays below full KV at every pool measured")
+else:  # every sign change along the sorted pools is a crossing
+    for a, b in zip(pools, pools[1:]):
+        if (zip_[a] >= full[a]) != (zip_[b] >= full[b]):
+            lead = "zipage" if zip_[b] >= full[b] else "full KV"
+            print(f"the curves cross between pools of {a} and {b} tokens: {lead} leads from {b}")
 PY
 echo "plot: $PNG"

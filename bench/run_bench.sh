@@ -14,7 +14,9 @@
 #               KV-pool sizes POOL (tokens, comma-separated: one row per size, weights loaded
 #               once per policy): Zipage (N_max 8, block 256, w 16, hybrid, async, prefix
 #               cache), then full KV, each process stopped after RT seconds (default 270; the
-#               rows of the sizes it finished stay); then plot
+#               rows of the sizes it finished stay); then plot. POLICIES=zipage or
+#               POLICIES=full runs one of them (a throughput figure needs many more requests
+#               than slots, e.g. REQ=128: one call per policy); GRAPHS=1 adds --cuda-graphs
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
 #               short and long contexts, blocks in order and scattered; causal prefill
@@ -27,6 +29,7 @@ set -uo pipefail
 B=${1:?build folder}; STEP=${2:?step}; POOL=${3:-65536,131072,262144}
 O=${OUT:-/tmp}; CSV=$O/bench.csv
 P=Qwen3-8B; BATCH=256; PROMPT=256; GEN=256; REQ=${REQ:-32}; MAXT=${MAXT:-8192}; RT=${RT:-270}
+POLICIES=${POLICIES:-zipage,full}; GRAPHS=${GRAPHS:-0}
 if [ "$STEP" = quick ]; then P=Qwen3-0.6B; BATCH=32; PROMPT=128; GEN=64; REQ=16; MAXT=2048; POOL=16384,65536; fi
 
 gate() {
@@ -49,10 +52,13 @@ fixed() {
 }
 batch1() { $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --csv $CSV --label zipage-batch1; }
 reasoning() {
-  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV"
-  timeout $RT $B/zipage bench $common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid --async --label zipage \
-    || echo "reasoning: zipage did not finish every pool of $POOL in $RT s"
-  timeout $RT $B/zipage bench $common --label full || echo "reasoning: full KV did not finish every pool of $POOL in $RT s"
+  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV" g=""
+  [ "$GRAPHS" = 1 ] && g="-graphs" && common="$common --cuda-graphs"
+  case ",$POLICIES," in *,zipage,*)
+    timeout $RT $B/zipage bench $common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid --async --label zipage$g \
+      || echo "reasoning: zipage did not finish every pool of $POOL in $RT s";; esac
+  case ",$POLICIES," in *,full,*)
+    timeout $RT $B/zipage bench $common --label full$g || echo "reasoning: full KV did not finish every pool of $POOL in $RT s";; esac
 }
 graphs() {
   $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV --label zipage-fixed-graphs

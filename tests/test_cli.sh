@@ -26,6 +26,13 @@ ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-
 if command -v gnuplot >/dev/null; then
   ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/b.csv" "$T/pool.png" test
   [ -s "$T/pool.png" ] && grep -q "no pool size has both" "$T/out" || { echo "FAIL: plot_pool"; cat "$T/out"; fails=$((fails+1)); }
+  # the crossing report on a sweep where Zipage leads at small pools and full KV at large ones
+  { head -1 "$T/b.csv"; for r in "zipage 128 100" "zipage 256 150" "zipage 512 160" "full 128 50" "full 256 140" "full 512 170"; do
+      set -- $r; echo "x,cuda,m,reasoning,8,1,1,$1,8,16,256,$2,0,0,1,1,$3"; done; } > "$T/cross.csv"
+  ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/cross.csv" "$T/cross.png" test
+  grep -q "pool     32768 tokens: full      50.0 tok/s, zipage     100.0 tok/s, ratio 2.00" "$T/out" \
+    && grep -q "cross between pools of 65536 and 131072 tokens: full KV leads from 131072" "$T/out" \
+    || { echo "FAIL: plot_pool crossing report"; cat "$T/out"; fails=$((fails+1)); }
 fi
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --pools 64,128 --csv "$T/p.csv" --label p
 [ "$(cut -d, -f1,12 "$T/p.csv" | tail -n +2 | tr '\n' ' ')" = "p,4 p,8 " ] \

@@ -471,7 +471,7 @@ static zp_status idle_step(zp_engine *e) {
                    e->sched.waiting.n, e->sched.running.n, e->pool.num_blocks);
 }
 
-zp_status zp_engine_step(zp_engine *e) {
+static zp_status engine_step(zp_engine *e) {
     ZP_TRY(collect_worker(e, 0));
     ZP_TRY(sched_schedule(&e->sched, &e->batch));
     int n_run = e->batch.n;
@@ -505,6 +505,18 @@ zp_status zp_engine_step(zp_engine *e) {
     }
     zp_status s = sample_and_append(e, e->batch.seqs, n_run, used ? e->sids : NULL);
     e->stats.sample_seconds += now_s() - t1;
+    return s;
+}
+
+zp_status zp_engine_step(zp_engine *e) {
+    const int saturated = e->sched.waiting.n > 0;
+    const int64_t g0 = e->stats.generated_tokens;
+    const double t0 = saturated ? now_s() : 0;
+    zp_status s = engine_step(e);
+    if (saturated) {
+        e->stats.saturated_seconds += now_s() - t0;
+        e->stats.saturated_tokens += e->stats.generated_tokens - g0;
+    }
     return s;
 }
 

@@ -76,6 +76,10 @@ typedef struct {
     double decode_op_seconds[ZP_OP_COUNT]; /* the same, of decode steps only */
     int64_t graph_records, graph_replays; /* CUDA graphs of decode steps recorded / replayed */
     int64_t decode_kv_tokens;  /* K/V tokens attended, summed over the sequences of every decode step */
+    /* steps that began with requests waiting for admission (the engine at its capacity, before
+     * the drain of the last requests): their wall time and the tokens they sampled */
+    double saturated_seconds;
+    int64_t saturated_tokens;
     int n_qslots;
 } zp_engine_stats;
 

@@ -38,6 +38,11 @@ static void test_preemption(void) {
     CHECK(big.st.preemptions == 0);
     CHECK(tiny.st.preemptions > 0);
     CHECK(tiny.st.peak_blocks <= 10);
+    /* the saturated phase (requests waiting at the start of a step): all of the big pool's run
+     * is admitted at once, the tiny pool keeps requests waiting for part of its run, not all */
+    const int64_t total = rs.n_req * (int64_t)rs.sp.max_tokens;
+    CHECK(big.st.saturated_tokens < total / 2 && tiny.st.saturated_tokens > big.st.saturated_tokens);
+    CHECK(tiny.st.saturated_tokens < tiny.st.generated_tokens && tiny.st.saturated_seconds > 0);
     CHECK(run_same_outputs(&big, &tiny));
     for (int r = 0; r < rs.n_req; r++) CHECK(tiny.n[r] == rs.sp.max_tokens && tiny.finish[r] == ZP_FINISH_LENGTH);
     run_result_free(&big);

@@ -143,13 +143,21 @@ static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_wor
     return s;
 }
 
+/* Reasoning workload: tokens/s over the steps that began with requests still waiting for
+ * admission, i.e. the engine at capacity before the last requests drain (with few requests the
+ * whole-run figure is bound by the longest one); 0 for the fixed workload. */
+static double saturated_tps(const bench_args *b, const zp_engine_stats *st) {
+    if (strcmp(b->workload, "reasoning") || st->saturated_seconds <= 0) return 0.0;
+    return (double)st->saturated_tokens / st->saturated_seconds;
+}
+
 static void print_row(FILE *f, const bench_args *b, const bench_workload *w, const bench_result *r, int header) {
     const zp_engine_stats *st = &r->st;
     if (header)
         fprintf(f, "label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
                    "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
                    "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
-                   "step_gbytes_mean,roofline_ratio,compressions\n");
+                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated\n");
     double pl = 0, gl = 0, dev = 0;
     for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
     for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
@@ -160,7 +168,7 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
     const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
     const int all = st->prefill_steps + st->decode_steps > 0;
     fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.3f,%.3f,%lld\n",
+               "%.3f,%.3f,%lld,%.1f\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
@@ -169,7 +177,7 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
             st->peak_running, (long long)st->decode_steps, 1e3 * st->decode_seconds / steps, st->decode_op_seconds[ZP_OP_GEMM] / DS,
             st->decode_op_seconds[ZP_OP_ATTENTION] / DS, st->decode_op_seconds[ZP_OP_ELEMENTWISE] / DS, st->decode_op_seconds[ZP_OP_SAMPLING] / DS,
             comp / W, dev > 0 ? (DS - dev) / DS : 0.0, r->mem_gib, cli_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
-            (long long)st->compressions);
+            (long long)st->compressions, saturated_tps(b, st));
 }
 
 /* Prints the row of one finished configuration, and appends it to --csv. */

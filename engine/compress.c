@@ -117,6 +117,17 @@ static zp_status compress_one(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
 
 /* Device path: the backend runs the policy's plan and compacts, all requests of a layer
  * group in one call; the wall time to completion is counted as scoring. */
+/* Layers per device launch: all of them when the longest request's score rows fit the work
+ * area (one launch of n_layers x Hkv jobs per request instead of n_layers / layer_stride
+ * small ones that leave most SMs idle), fewer for very long requests. layer_stride only sizes
+ * the host path's buffers. */
+static int device_layer_group(const zp_model_config *mc, zp_seq *const *seqs, int n) {
+    int max_n = 1;
+    for (int i = 0; i < n; i++) max_n = seqs[i]->n_kv > max_n ? seqs[i]->n_kv : max_n;
+    const size_t per_layer = (size_t)max_n * (size_t)mc->n_kv_heads, fit = ZP_COMPRESS_DEVICE_ROWS / per_layer;
+    return fit < 1 ? 1 : fit > (size_t)mc->n_layers ? mc->n_layers : (int)fit;
+}
+
 static zp_status compress_device(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n) {
     zp_backend *be = m->be;
     const zp_model_config *mc = &m->cfg;
@@ -132,8 +143,9 @@ static zp_status compress_device(zp_compressor *c, zp_model *m, zp_kv_storage *k
         reqs[i] = (zp_compress_req){q->blocks, q->target, q->n_kv, use_hist && q->compressed ? budget : 0, q->qid};
     }
     const double t0 = now_s();
-    for (int l0 = 0; l0 < mc->n_layers && st == ZP_OK; l0 += c->layer_stride) {
-        const int l1 = l0 + c->layer_stride < mc->n_layers ? l0 + c->layer_stride : mc->n_layers;
+    const int group = device_layer_group(mc, seqs, n);
+    for (int l0 = 0; l0 < mc->n_layers && st == ZP_OK; l0 += group) {
+        const int l1 = l0 + group < mc->n_layers ? l0 + group : mc->n_layers;
         for (int r0 = 0, r1; r0 < n && st == ZP_OK; r0 = r1) { /* chunks within ZP_COMPRESS_DEVICE_ROWS score rows */
             size_t rows = 0;
             for (r1 = r0; r1 < n; r1++) {

@@ -38,7 +38,8 @@ typedef struct {
     int window;                /* w: window queries kept per request (default 16) */
     int max_concurrency;       /* M query slots; 0: min(max_num_seqs, num_blocks / (nmax + 1)) */
     const char *scheduler;     /* "hybrid" (default with an evicting policy), "strict", "full" */
-    int layer_stride;          /* layers scored and compacted together (default 8) */
+    int layer_stride;          /* host path: layers scored and compacted together (default 8); the
+                                  device path takes as many layers per launch as its work area holds */
     int async_compress;        /* compress on a worker thread while others decode */
     int max_compress_blocks;   /* async: requests per compression task = this / (nmax + 1) (default 600) */
 } zp_engine_config;

@@ -225,6 +225,46 @@ __global__ static void plan_pairs_kernel(zp_plan_jobs J, zp_attn_dims d, const T
     J.cl[o] = last >= 0 ? clast : clo;
 }
 
+/* The selection order of scorer_topk as one unsigned key per token: a higher score first, on
+ * equal scores the earlier token (scores are never NaN here; -0 counts as +0). Keys are
+ * unique, so the k largest of them are exactly the k best-ranked tokens. */
+__device__ __forceinline__ unsigned long long rank_key(float s, int t) {
+    const unsigned u = __float_as_uint(s == 0.f ? 0.f : s), ord = u & 0x80000000u ? ~u : u | 0x80000000u;
+    return (unsigned long long)ord << 32 | (0xffffffffu - (unsigned)t);
+}
+
+/* The k-th largest rank_key among C[0, m) (1 <= k <= m), by radix select: 8 rounds of a
+ * 256-bin histogram of the keys that share the prefix found so far. O(m) per round instead of
+ * an O(m^2) rank count. Every thread of the block calls; every thread gets the key. */
+__device__ static unsigned long long kth_largest_key(const float *C, int m, int k) {
+    __shared__ unsigned hist[256];
+    __shared__ unsigned long long prefix_sh;
+    __shared__ int k_sh;
+    unsigned long long prefix = 0ull, mask = 0ull;
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        for (int b = threadIdx.x; b < 256; b += blockDim.x) hist[b] = 0u;
+        __syncthreads();
+        for (int t = threadIdx.x; t < m; t += blockDim.x) {
+            const unsigned long long key = rank_key(C[t], t);
+            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) { /* the bin holding the k-th largest, counting from the top */
+            int b = 255;
+            unsigned above = 0u;
+            while (above + hist[b] < (unsigned)k) above += hist[b--];
+            prefix_sh = prefix | (unsigned long long)b << shift;
+            k_sh = k - (int)above;
+        }
+        __syncthreads();
+        prefix = prefix_sh;
+        k = k_sh;
+        mask |= 255ull << shift;
+        __syncthreads(); /* prefix_sh and k_sh are rewritten in the next round */
+    }
+    return prefix;
+}
+
 /* Finish stage, one block per job. Shared: C [n] | R [n]. */
 __global__ static void plan_finish_kernel(zp_plan_jobs J, zp_score_plan P, int block_size, int budget) {
     extern __shared__ float smem[];
@@ -259,16 +299,11 @@ __global__ static void plan_finish_kernel(zp_plan_jobs J, zp_score_plan P, int b
     int recent = P.recent < budget ? P.recent : budget;
     recent = recent < n ? (recent < 0 ? 0 : recent) : n;
     const int m = n - recent, k = budget - recent;
-    for (int t = threadIdx.x; t < n; t += blockDim.x) {
-        int keep = 1;
-        if (t < m) { /* rank among the candidates: higher score first, then the earlier token */
-            const float s = C[t];
-            int rank = 0;
-            for (int u = 0; u < m && rank < k; u++) rank += C[u] > s || (C[u] == s && u < t);
-            keep = rank < k;
-        }
-        J.keep[off + t] = (uint8_t)keep;
-    }
+    /* candidates t < m: kept when among the k best (higher score first, then the earlier
+     * token), i.e. when their key is at least the k-th largest */
+    const unsigned long long kth = k > 0 && k < m ? kth_largest_key(C, m, k) : 0ull;
+    for (int t = threadIdx.x; t < n; t += blockDim.x)
+        J.keep[off + t] = (uint8_t)(t >= m || k >= m || (k > 0 && rank_key(C[t], t) >= kth));
 }
 
 /* The most dynamic shared memory a block of this device may opt into. */
@@ -279,11 +314,14 @@ static zp_status smem_optin(int *bytes) {
     return ZP_OK;
 }
 
-/* Opts a kernel into `bytes` of dynamic shared memory, or names the limit it exceeds. */
+/* Opts a kernel into `bytes` of dynamic shared memory, or names the limit it exceeds (with
+ * the kernel's static shared memory). */
 static zp_status smem_limit(const void *fn, size_t bytes, const char *stage, int n) {
     int optin = 0;
     ZP_TRY(smem_optin(&optin));
-    if (bytes + 32 * sizeof(float) > (size_t)optin)
+    cudaFuncAttributes fa;
+    ZP_CUDA_CHECK(cudaFuncGetAttributes(&fa, fn));
+    if (bytes + fa.sharedSizeBytes > (size_t)optin)
         return zp_fail(ZP_ERR_UNSUPPORTED, "cuda compression: %s needs %zu bytes of shared memory for %d tokens (device limit %d): "
                        "use a smaller nmax or block size", stage, bytes, n, optin);
     ZP_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));

@@ -504,9 +504,18 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->name = "cuda";
     be->cache_elem_bytes = (int)c->elem;
     be->destroy = cu_destroy;
-    if (cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess || cublasCreate(&c->cublas) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetStream(c->cublas, c->stream) != CUBLAS_STATUS_SUCCESS ||
-        cudaStreamCreateWithFlags(&c->cstream, cudaStreamNonBlocking) != cudaSuccess ||
+    /* ZIPAGE_COMPRESS_PRIORITY=low (a tuning knob of the benchmarks): the model stream gets the
+     * highest stream priority and the compression stream the lowest, so pending decode blocks
+     * are dispatched before compression blocks (running blocks are never preempted) */
+    int least = 0, greatest = 0, prio_model = 0, prio_comp = 0;
+    const char *cp = getenv("ZIPAGE_COMPRESS_PRIORITY");
+    if (cp && !strcmp(cp, "low") && cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess) {
+        prio_model = greatest;
+        prio_comp = least;
+    }
+    if (cudaStreamCreateWithPriority(&c->stream, cudaStreamNonBlocking, prio_model) != cudaSuccess ||
+        cublasCreate(&c->cublas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(c->cublas, c->stream) != CUBLAS_STATUS_SUCCESS ||
+        cudaStreamCreateWithPriority(&c->cstream, cudaStreamNonBlocking, prio_comp) != cudaSuccess ||
         cudaEventCreateWithFlags(&c->ev_model, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreateWithFlags(&c->ev_done, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreateWithFlags(&c->ev_upload, cudaEventDisableTiming) != cudaSuccess) {

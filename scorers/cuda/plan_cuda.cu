@@ -181,8 +181,11 @@ __device__ static void load_unit_keys(const T *kl, const int *table, int r0, int
     }
 }
 
-/* Pairs stage: block (x: 128-token tile, y: job), one thread per token y of the tile.
- * Shared: own keys [128][D+1] (padded: no bank conflicts) | partner keys [32][D]. */
+/* Pairs stage: block (x: 128-token tile, y: job), one thread per token y of the tile; each
+ * thread keeps its dots with all PAIRS_X staged partners in registers, so a float4 of its own
+ * key serves PAIRS_X partners (about 4 FMAs per shared load instead of one per two). Every dot
+ * still sums e = 0 .. D-1 in order. Shared: own keys [128][DX+4] (rows 16-byte aligned and 4
+ * banks apart: conflict-free float4 reads) | partner keys [32][DX], DX = D rounded up to 4. */
 template <typename T>
 __global__ static void plan_pairs_kernel(zp_plan_jobs J, zp_attn_dims d, const T *kc, int lightning, float theta) {
     extern __shared__ float smem[];
@@ -191,7 +194,7 @@ __global__ static void plan_pairs_kernel(zp_plan_jobs J, zp_attn_dims d, const T
     const int n = rq[ZP_REQ_N], y0 = blockIdx.x * PAIRS_Y;
     if (y0 >= n) return; /* the whole block: grids are sized for the longest request */
     const int *table = J.tables + rq[ZP_REQ_SRC];
-    const int D = d.head_dim, DP = D + 1, bs = d.block_size, Hkv = d.n_kv_heads, g = jb.z;
+    const int D = d.head_dim, D4 = D & ~3, DX = (D + 3) & ~3, DP = DX + 4, bs = d.block_size, Hkv = d.n_kv_heads, g = jb.z;
     const int ny = n - y0 < PAIRS_Y ? n - y0 : PAIRS_Y;
     const T *kl = kc + (size_t)jb.y * d.num_blocks * bs * Hkv * D;
     float *ky = smem, *kx = smem + PAIRS_Y * DP;
@@ -205,17 +208,34 @@ __global__ static void plan_pairs_kernel(zp_plan_jobs J, zp_attn_dims d, const T
     for (int xb = xlo; xb < xhi; xb += PAIRS_X) {
         const int nx = xhi - xb < PAIRS_X ? xhi - xb : PAIRS_X;
         __syncthreads();
-        load_unit_keys(kl, table, xb, nx, bs, Hkv, g, D, kx, D);
+        load_unit_keys(kl, table, xb, nx, bs, Hkv, g, D, kx, DX);
         __syncthreads();
-        if (!valid) continue;
-        for (int i = 0; i < nx; i++) {
+        if (!valid || xb + nx <= lo || xb >= hi) continue;
+        const float *own = ky + (size_t)threadIdx.x * DP;
+        float c[PAIRS_X];
+#pragma unroll
+        for (int i = 0; i < PAIRS_X; i++) c[i] = 0.f;
+        for (int e = 0; e < D4; e += 4) {
+            const float4 b = *(const float4 *)(own + e);
+#pragma unroll
+            for (int i = 0; i < PAIRS_X; i++) { /* every thread reads the same partner row: a broadcast */
+                const float4 a = *(const float4 *)(kx + i * DX + e);
+                c[i] += a.x * b.x;
+                c[i] += a.y * b.y;
+                c[i] += a.z * b.z;
+                c[i] += a.w * b.w;
+            }
+        }
+        for (int e = D4; e < D; e++)
+#pragma unroll
+            for (int i = 0; i < PAIRS_X; i++) c[i] += kx[i * DX + e] * own[e];
+#pragma unroll
+        for (int i = 0; i < PAIRS_X; i++) { /* partners in order; rows past nx are stale and skipped */
             const int x = xb + i;
-            if (x < lo || x >= hi || x == y) continue;
-            float c = 0.f;
-            for (int e = 0; e < D; e++) c += kx[i * D + e] * ky[threadIdx.x * DP + e];
-            colsum += c; /* c is symmetric: the column sum of y is its row sum */
-            if (c > theta) { last = x; clast = c; }
-            if (x == lo) clo = c;
+            if (i >= nx || x < lo || x >= hi || x == y) continue;
+            colsum += c[i]; /* c is symmetric: the column sum of y is its row sum */
+            if (c[i] > theta) { last = x; clast = c[i]; }
+            if (x == lo) clo = c[i];
         }
     }
     if (!valid) return;
@@ -341,7 +361,8 @@ static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, c
     plan_stage1_kernel<T><<<j->n_jobs, 256, s1, stream>>>(*j, *plan, *d, kc, qc, sc, hg, j->max_n);
     ZP_LAUNCH_CHECK("plan_stage1");
     if (plan->redundancy != ZP_RED_NONE) {
-        size_t s2 = sizeof(float) * ((size_t)PAIRS_Y * (D + 1) + (size_t)PAIRS_X * D);
+        const size_t DX = (size_t)(D + 3) & ~(size_t)3;
+        size_t s2 = sizeof(float) * ((size_t)PAIRS_Y * (DX + 4) + (size_t)PAIRS_X * DX);
         ZP_TRY(smem_limit((const void *)plan_pairs_kernel<T>, s2, "redundancy", j->max_n));
         dim3 grid(zp_ceil_div(j->max_n, PAIRS_Y), j->n_jobs);
         plan_pairs_kernel<T><<<grid, PAIRS_Y, s2, stream>>>(*j, *d, kc, plan->redundancy == ZP_RED_LIGHTNING, plan->theta);

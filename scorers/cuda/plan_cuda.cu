@@ -47,17 +47,19 @@ __device__ static void max_normalize(float *x, int n, float *red) {
 #define PLAN_MAX_HG 8 /* query heads whose logits one pass over the keys computes */
 
 /* lg[hh * n + t] = (q_{h0+hh} . k_t) * scale for hh < nh, t < vis: each key is read once for
- * the nh heads, 8 values at a time; every dot sums e = 0 .. D-1 in order. */
-template <typename T>
+ * the nh heads, 8 values at a time; every dot sums e = 0 .. D-1 in order. DT: the head dim as
+ * a constant (the key's loads unrolled and issued together), or 0 for d.head_dim. */
+template <typename T, int DT>
 __device__ static void head_logits(const zp_attn_dims &d, const T *kl, const int *table, int g, int vis, const float *qs, int h0, int nh,
                                    float *lg, int n) {
-    const int D = d.head_dim, bs = d.block_size, Hkv = d.n_kv_heads;
+    const int D = DT ? DT : d.head_dim, bs = d.block_size, Hkv = d.n_kv_heads;
     for (int t = threadIdx.x; t < vis; t += blockDim.x) {
         const T *k = key_row(kl, table, t, bs, Hkv, g, D);
         float acc[PLAN_MAX_HG];
 #pragma unroll
         for (int hh = 0; hh < PLAN_MAX_HG; hh++) acc[hh] = 0.f;
         int e = 0;
+#pragma unroll
         for (; D % 8 == 0 && e < D; e += 8) { /* rows start 16-byte aligned: vector loads */
             raw_vec<T, 8> r;
             float kv[8];
@@ -85,7 +87,7 @@ __device__ static void head_logits(const zp_attn_dims &d, const T *kl, const int
 
 /* A[n] += one window row j (group-reduced probabilities over the visible keys). The G query
  * heads go through the keys hg at a time (lg holds [hg][n] logits). */
-template <typename T>
+template <typename T, int DT>
 __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims &d, const T *kl, const int *table, int g, int n,
                                      int j, int hg, const float *qs, float *row, float *lg, float *A, float *red) {
     const int G = d.n_heads / d.n_kv_heads, w = d.window;
@@ -96,7 +98,7 @@ __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims 
     for (int h0 = 0; h0 < G; h0 += hg) {
         const int nh = G - h0 < hg ? G - h0 : hg;
         __syncthreads(); /* lg of the previous group is consumed */
-        head_logits(d, kl, table, g, vis, qs, h0, nh, lg, n);
+        head_logits<T, DT>(d, kl, table, g, vis, qs, h0, nh, lg, n);
         if (logit_mix) { /* each thread combines its own keys' logits, heads in order */
             for (int t = threadIdx.x; t < vis; t += blockDim.x)
                 for (int hh = 0; hh < nh; hh++) {
@@ -117,7 +119,7 @@ __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims 
 }
 
 /* Stage 1, one block per job. Shared: q [G*D] | row [n] | A [n] | lg [hg][n]. */
-template <typename T>
+template <typename T, int DT>
 __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_attn_dims d, const T *kc, const T *qc, const T *sc, int hg,
                                           int max_n) {
     extern __shared__ float smem[];
@@ -136,7 +138,7 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
             __syncthreads(); /* everyone is done with the previous row's queries */
             for (int i = threadIdx.x; i < G * D; i += blockDim.x) qs[i] = zp_ld(qrow[i]);
             __syncthreads();
-            attention_row(P, d, kl, table, g, n, j, hg, qs, row, lg, A, red);
+            attention_row<T, DT>(P, d, kl, table, g, n, j, hg, qs, row, lg, A, red);
         }
         if (P.attn.qred == ZP_QRED_MEAN)
             for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= (float)w;
@@ -357,8 +359,10 @@ static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, c
     int hg = G < PLAN_MAX_HG ? G : PLAN_MAX_HG; /* as many heads per pass over the keys as shared memory holds */
     while (hg > 1 && sizeof(float) * ((size_t)G * D + (2 + (size_t)hg) * j->max_n) + 32 * sizeof(float) > (size_t)optin) hg--;
     size_t s1 = sizeof(float) * ((size_t)G * D + (2 + (size_t)hg) * j->max_n);
-    ZP_TRY(smem_limit((const void *)plan_stage1_kernel<T>, s1, "window attention", j->max_n));
-    plan_stage1_kernel<T><<<j->n_jobs, 256, s1, stream>>>(*j, *plan, *d, kc, qc, sc, hg, j->max_n);
+    /* the common head dims as constants (unrolled key loads), any other at run time */
+    auto s1k = D == 128 ? plan_stage1_kernel<T, 128> : D == 64 ? plan_stage1_kernel<T, 64> : plan_stage1_kernel<T, 0>;
+    ZP_TRY(smem_limit((const void *)s1k, s1, "window attention", j->max_n));
+    s1k<<<j->n_jobs, 256, s1, stream>>>(*j, *plan, *d, kc, qc, sc, hg, j->max_n);
     ZP_LAUNCH_CHECK("plan_stage1");
     if (plan->redundancy != ZP_RED_NONE) {
         const size_t DX = (size_t)(D + 3) & ~(size_t)3;

@@ -1,15 +1,16 @@
 /* decode_attn_cuda.cu - paged decode attention (one query row per sequence), flash-decoding
  * style: a thread block per (KV partition, KV head, sequence) serves the whole GQA group of
  * the KV head (K and V are read once for G query heads). Each of its DEC_WARPS warps walks its
- * own tiles of DEC_TILE keys with its own online softmax (no block-wide barrier inside the
- * key loop); the warps' results are merged once at the end, and, when a sequence is split over
- * several partitions (small batches with long contexts, so every SM has work), a second kernel
- * merges the partitions by their softmax statistics. Keys: a group of D/16 lanes per key, 16
- * dims per lane; values: 32 lanes across the head dim (each warp reads whole rows). The block
- * table is read once per tile (one key per lane, passed on by shuffles) and a tile's K loads,
- * then its V loads, are all issued before they are used, so the kernel keeps enough bytes in
- * flight to stream at bandwidth. No [seq, seq] or [n_kv] matrix leaves shared memory.
- * Not here: prefill (ragged rows, causal; prefill_attn_cuda.cu) and tensor-core MMA (fp32 FMA).
+ * own tiles of keys with its own online softmax (no block-wide barrier inside the key loop);
+ * the warps' results are merged once at the end, and, when a sequence is split over several
+ * partitions (small batches with long contexts, so every SM has work), a second kernel merges
+ * the partitions by their softmax statistics. Two kernels share that frame:
+ *   decode_attn_mma_kernel  bf16 caches, head dim 64/128: QK^T and PV on tensor cores
+ *                           (mma.sync), the next tile's loads in flight (the default path);
+ *   decode_attn_kernel      fp32 caches (the parity mode) and head dim 256: fp32 FMAs, keys by
+ *                           groups of D/16 lanes, values across the warp.
+ * No [seq, seq] or [n_kv] matrix leaves shared memory.
+ * Not here: prefill (ragged rows, causal; prefill_attn_cuda.cu).
  */
 #include <math.h>
 

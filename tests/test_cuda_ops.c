@@ -4,6 +4,7 @@
  * cached values, 1e-5 for elementwise fp32 ops. fp32 storage: every op within 1e-4 relative
  * (only summation order differs). Exits 77 (skipped) without a GPU. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
@@ -267,6 +268,14 @@ int main(void) {
         test_paged_attention(&p, 4, pf_len, pf_q, 8, 2, 256, "prefill attn D256");
         p.gpu->destroy(p.gpu);
     }
+    /* bf16 GEMMs by measured cublasLt algorithms (ZIPAGE_GEMM_TUNE=1): the dense ops again */
+    setenv("ZIPAGE_GEMM_TUNE", "1", 1);
+    CHECK_OK(zp_backend_cuda_create(0, 0, &p.gpu));
+    unsetenv("ZIPAGE_GEMM_TUNE");
+    p.tight = 1.0;
+    printf("CUDA storage bf16, ZIPAGE_GEMM_TUNE=1:\n");
+    test_dense(&p);
+    p.gpu->destroy(p.gpu);
     p.cpu->destroy(p.cpu);
     return zp_test_finish("test_cuda_ops");
 }

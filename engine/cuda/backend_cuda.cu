@@ -352,9 +352,12 @@ static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void 
         }
         xop = c->xbf;
     }
+    int done = 0;
+    if (!c->fp32) ZP_TRY(cuda_gemm_tuned(c, (float *)out, (const bf16 *)w, (const bf16 *)xop, M, N, K, &done));
     const cudaDataType_t t = c->fp32 ? CUDA_R_32F : CUDA_R_16BF;
     /* row-major out[M,N] = x[M,K] . w[N,K]^T  ==  column-major out^T = w^T^T . x^T */
-    ZP_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w, t, K, xop, t, K, &beta, out, CUDA_R_32F, N,
+    if (!done)
+        ZP_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w, t, K, xop, t, K, &beta, out, CUDA_R_32F, N,
                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     if (bias) {
         ZP_DISPATCH_STORAGE(c->fp32, bias_kernel<T><<<zp_ceil_div((long)M * N, 256), 256, 0, c->stream>>>((float *)out, (const T *)bias, M, N));
@@ -470,6 +473,7 @@ static void cu_destroy(zp_backend *be) {
     cudaFree(c->srows);
     cudaFree(c->dec_part);
     cuda_graph_free(c);
+    cuda_gemm_tuner_free(c);
     pthread_mutex_destroy(&c->record_lock);
     cudaFreeHost(c->hbatch);
     if (c->ev_upload) cudaEventDestroy(c->ev_upload);
@@ -565,6 +569,11 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->graph_begin = cuda_graph_begin;
     be->graph_end = cuda_graph_end;
     c->graph_slot = -1;
+    if (cuda_gemm_tuner_create(c) != ZP_OK) {
+        cu_destroy(be);
+        zp_error_prefix("cuda backend: ZIPAGE_GEMM_TUNE");
+        return ZP_ERR_BACKEND;
+    }
     *out = be;
     return ZP_OK;
 }

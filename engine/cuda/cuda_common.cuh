@@ -187,6 +187,7 @@ typedef struct {
     int graph_slot;             /* the entry being recorded, or -1 */
     pthread_mutex_t record_lock; /* held while a graph records the model stream: the async
                                     compression thread's event record on that stream waits */
+    struct cuda_gemm_tuner *gemm; /* ZIPAGE_GEMM_TUNE=1: measured cublasLt algorithms (gemm_cuda.cu) */
 } cuda_ctx;
 
 #define CUDA_CTX(be) ((cuda_ctx *)(be)->ctx)
@@ -235,6 +236,11 @@ zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, co
                             int layer);
 zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
                            int layer);
+/* gemm_cuda.cu: with ZIPAGE_GEMM_TUNE=1 and bf16 storage, out[M,N] = x[M,K] . w[N,K]^T by the
+ * fastest measured cublasLt algorithm for the shape (*done = 1), else *done = 0 */
+zp_status cuda_gemm_tuner_create(cuda_ctx *c);
+void cuda_gemm_tuner_free(cuda_ctx *c);
+zp_status cuda_gemm_tuned(cuda_ctx *c, float *out, const bf16 *w, const bf16 *x, int M, int N, int K, int *done);
 /* sample_cuda.cu */
 zp_status cuda_sample(zp_backend *be, const void *logits, int n, int V, const zp_sample_row *rows, int *ids);
 

@@ -1,0 +1,150 @@
+/* gemm_cuda.cu - bf16 GEMMs through cublasLt with a measured choice of algorithm per shape
+ * (ZIPAGE_GEMM_TUNE=1, a benchmark knob, off by default): at the first call of an (M, N, K)
+ * the heuristic's best candidates are each timed on the real operands, and the fastest is kept
+ * for that shape. cuBLAS's default heuristic is tuned for typical shapes; the decode GEMMs
+ * (M = running requests, N and K of one model) are few and repeat every step, so measuring
+ * them once is cheap.
+ * Not here: fp32 storage (cublasGemmEx, untouched, so the parity mode's sums stay put), and
+ * tuning inside a CUDA graph capture (a shape is tuned when first seen, and graphs record a
+ * shape at its second sighting; an untuned shape met while capturing goes to cublasGemmEx).
+ */
+#include <cublasLt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_common.cuh"
+
+#define GEMM_CANDIDATES 8
+#define GEMM_TUNE_MAX 512           /* shapes remembered; later ones use cublasGemmEx */
+#define GEMM_WORKSPACE (32u << 20)  /* bytes */
+
+struct cuda_gemm_entry {
+    int M, N, K;
+    int use;                        /* 0: no candidate ran; cublasGemmEx does this shape */
+    cublasLtMatmulAlgo_t algo;
+    cublasLtMatrixLayout_t a, b, d; /* w, x, out as below (NULL when !use) */
+};
+
+struct cuda_gemm_tuner {
+    cublasLtHandle_t lt;
+    cublasLtMatmulDesc_t op;
+    void *ws;                       /* [GEMM_WORKSPACE] device workspace */
+    cudaEvent_t e0, e1;
+    struct cuda_gemm_entry tab[GEMM_TUNE_MAX];
+    int n;
+};
+
+static void gemm_entry_clear(struct cuda_gemm_entry *t) {
+    if (t->a) cublasLtMatrixLayoutDestroy(t->a);
+    if (t->b) cublasLtMatrixLayoutDestroy(t->b);
+    if (t->d) cublasLtMatrixLayoutDestroy(t->d);
+    t->a = t->b = t->d = NULL;
+    t->use = 0;
+}
+
+zp_status cuda_gemm_tuner_create(cuda_ctx *c) {
+    const char *t = getenv("ZIPAGE_GEMM_TUNE");
+    if (!t || strcmp(t, "1") || c->fp32) return ZP_OK;
+    struct cuda_gemm_tuner *g = (struct cuda_gemm_tuner *)calloc(1, sizeof *g);
+    if (!g) return zp_fail(ZP_ERR_OOM, "cuda gemm tuner: out of host memory");
+    c->gemm = g;
+    ZP_CUBLAS_CHECK(cublasLtCreate(&g->lt));
+    ZP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&g->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    ZP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    ZP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    ZP_CUDA_CHECK(cudaMalloc(&g->ws, GEMM_WORKSPACE));
+    ZP_CUDA_CHECK(cudaEventCreate(&g->e0));
+    ZP_CUDA_CHECK(cudaEventCreate(&g->e1));
+    return ZP_OK;
+}
+
+void cuda_gemm_tuner_free(cuda_ctx *c) {
+    struct cuda_gemm_tuner *g = c->gemm;
+    if (!g) return;
+    for (int i = 0; i < g->n; i++) gemm_entry_clear(&g->tab[i]);
+    if (g->e0) cudaEventDestroy(g->e0);
+    if (g->e1) cudaEventDestroy(g->e1);
+    cudaFree(g->ws);
+    if (g->op) cublasLtMatmulDescDestroy(g->op);
+    if (g->lt) cublasLtDestroy(g->lt);
+    free(g);
+    c->gemm = NULL;
+}
+
+/* The layouts of out^T[N,M] = w[N,K] . x[M,K]^T in column-major terms (as cu_matmul). */
+static zp_status gemm_layouts(int M, int N, int K, cublasLtMatrixLayout_t *a, cublasLtMatrixLayout_t *b, cublasLtMatrixLayout_t *d) {
+    ZP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(a, CUDA_R_16BF, K, N, K));
+    ZP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(b, CUDA_R_16BF, K, M, K));
+    ZP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(d, CUDA_R_32F, N, M, N));
+    return ZP_OK;
+}
+
+static zp_status gemm_run(struct cuda_gemm_tuner *g, cudaStream_t st, const cublasLtMatmulAlgo_t *algo, float *out, const bf16 *w,
+                          const bf16 *x, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t d) {
+    const float alpha = 1.f, beta = 0.f;
+    ZP_CUBLAS_CHECK(cublasLtMatmul(g->lt, g->op, &alpha, w, a, x, b, &beta, out, d, out, d, algo, g->ws, GEMM_WORKSPACE, st));
+    return ZP_OK;
+}
+
+/* Times each candidate (one warm run, then the best of 3) and returns the fastest in *best. */
+static zp_status gemm_pick(struct cuda_gemm_tuner *g, cudaStream_t st, float *out, const bf16 *w, const bf16 *x, cublasLtMatrixLayout_t a,
+                           cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t d, cublasLtMatmulAlgo_t *best, int *found) {
+    cublasLtMatmulPreference_t pref;
+    ZP_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t wsb = GEMM_WORKSPACE;
+    cublasStatus_t ps = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+    cublasLtMatmulHeuristicResult_t res[GEMM_CANDIDATES];
+    int nres = 0;
+    if (ps == CUBLAS_STATUS_SUCCESS) ps = cublasLtMatmulAlgoGetHeuristic(g->lt, g->op, a, b, d, d, pref, GEMM_CANDIDATES, res, &nres);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (ps != CUBLAS_STATUS_SUCCESS) return zp_fail(ZP_ERR_BACKEND, "cublasLt: no heuristic (status %d)", (int)ps);
+    float best_ms = 0.f;
+    *found = 0;
+    for (int i = 0; i < nres; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
+        if (gemm_run(g, st, &res[i].algo, out, w, x, a, b, d) != ZP_OK) continue; /* a candidate that cannot run is skipped */
+        float ms = 0.f;
+        for (int r = 0; r < 3; r++) {
+            float t = 0.f;
+            ZP_CUDA_CHECK(cudaEventRecord(g->e0, st));
+            ZP_TRY(gemm_run(g, st, &res[i].algo, out, w, x, a, b, d));
+            ZP_CUDA_CHECK(cudaEventRecord(g->e1, st));
+            ZP_CUDA_CHECK(cudaEventSynchronize(g->e1));
+            ZP_CUDA_CHECK(cudaEventElapsedTime(&t, g->e0, g->e1));
+            ms = r == 0 || t < ms ? t : ms;
+        }
+        if (!*found || ms < best_ms) { best_ms = ms; *best = res[i].algo; *found = 1; }
+    }
+    return ZP_OK;
+}
+
+zp_status cuda_gemm_tuned(cuda_ctx *c, float *out, const bf16 *w, const bf16 *x, int M, int N, int K, int *done) {
+    struct cuda_gemm_tuner *g = c->gemm;
+    *done = 0;
+    if (!g) return ZP_OK;
+    struct cuda_gemm_entry *e = NULL;
+    for (int i = 0; i < g->n && !e; i++)
+        if (g->tab[i].M == M && g->tab[i].N == N && g->tab[i].K == K) e = &g->tab[i];
+    if (!e) {
+        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+        ZP_CUDA_CHECK(cudaStreamIsCapturing(c->stream, &cap));
+        if (cap != cudaStreamCaptureStatusNone || g->n == GEMM_TUNE_MAX) return ZP_OK; /* cublasGemmEx does it */
+        struct cuda_gemm_entry *t = &g->tab[g->n];
+        memset(t, 0, sizeof *t);
+        zp_status s = gemm_layouts(M, N, K, &t->a, &t->b, &t->d);
+        int found = 0;
+        if (s == ZP_OK) s = gemm_pick(g, c->stream, out, w, x, t->a, t->b, t->d, &t->algo, &found);
+        if (s != ZP_OK) { gemm_entry_clear(t); return s; }
+        if (!found) gemm_entry_clear(t); /* remembered as a cublasGemmEx shape */
+        t->use = found;
+        t->M = M;
+        t->N = N;
+        t->K = K;
+        e = &g->tab[g->n++];
+    }
+    if (!e->use) return ZP_OK;
+    ZP_TRY(gemm_run(g, c->stream, &e->algo, out, w, x, e->a, e->b, e->d));
+    *done = 1;
+    return ZP_OK;
+}

@@ -11,7 +11,8 @@
 #   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (--cuda-graphs)
 #   reasoning   Qwen3-8B shape, REQ reasoning requests (default 32, --max-tokens MAXT 8192, so
 #               that both runs fit one call; raise both where calls may be longer) at the
-#               KV-pool sizes POOL (tokens, comma-separated: one row per size, weights loaded
+#               KV-pool sizes POOL (tokens, or memory such as 9GiB,18GiB: the same bytes of KV
+#               state for both policies; comma-separated: one row per size, weights loaded
 #               once per policy): Zipage (N_max 8, block 256, w 16, hybrid, async, prefix
 #               cache), then full KV, each process stopped after RT seconds (default 270; the
 #               rows of the sizes it finished stay); then plot. POLICIES=zipage or

@@ -60,9 +60,7 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     }
     if (c->nmax <= 0 || c->window <= 0 || c->window > c->block_size)
         return zp_fail(ZP_ERR_INVALID, "nmax %d must be positive and window %d in [1, block_size %d]", c->nmax, c->window, c->block_size);
-    int m = c->max_concurrency > 0 ? c->max_concurrency : num_blocks / (c->nmax + 1);
-    if (m > c->max_num_seqs) m = c->max_num_seqs;
-    if (m < 1) m = 1;
+    const int m = engine_query_slots(e, num_blocks);
     ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, c->nmax, c->block_size, c->window, c->layer_stride));
     e->comp.device = !c->host_only;
     ZP_TRY(sched_enable_compression(&e->sched, kind, c->nmax, c->window, m));
@@ -95,7 +93,10 @@ static zp_status engine_setup(zp_engine *e) {
     const zp_engine_config *cfg = &e->cfg;
     int nb = 0;
     zp_status s = ZP_OK;
+    if (cfg->kv_pool_bytes > 0 && (cfg->kv_pool_tokens > 0 || cfg->num_blocks > 0))
+        return zp_fail(ZP_ERR_INVALID, "kv_pool_bytes excludes kv_pool_tokens and num_blocks");
     if (cfg->num_blocks > 0) nb = cfg->num_blocks;
+    else if (cfg->kv_pool_bytes > 0) s = engine_bytes_num_blocks(e, cfg->kv_pool_bytes, &nb);
     else if (cfg->kv_pool_tokens <= 0 && e->be->mem_info) s = engine_device_num_blocks(e, &nb);
     else nb = default_num_blocks(&e->model->cfg, cfg);
     if (s == ZP_OK) s = zp_model_kv_alloc(e->model, nb, cfg->block_size, &e->kv);
@@ -109,6 +110,7 @@ static zp_status engine_setup(zp_engine *e) {
     }
     e->stats.num_blocks = nb;
     e->stats.block_size = cfg->block_size;
+    e->stats.kv_state_bytes = s == ZP_OK ? engine_kv_state_bytes(e, nb) : 0;
     return s;
 }
 

@@ -25,6 +25,9 @@ typedef struct {
     int num_blocks;            /* KV pool blocks; 0: from kv_pool_tokens */
     int64_t kv_pool_tokens;    /* KV pool size in tokens; 0: default (CPU: 32768 tokens, at most 2 GiB;
                                   CUDA: from free memory, see gpu_memory_utilization) */
+    double kv_pool_bytes;      /* or the KV state's memory in bytes: K/V blocks plus, with an evicting
+                                  policy, its score cache and query slots, so every policy gets the
+                                  same memory (excludes kv_pool_tokens); 0: unused */
     float gpu_memory_utilization; /* CUDA: share of device memory for weights, activations and KV (default 0.9) */
     int max_num_seqs;          /* default 256 */
     int max_num_batched_tokens;/* default 8192 */
@@ -63,6 +66,7 @@ typedef struct {
     int64_t prefill_steps, decode_steps;
     double prefill_seconds, decode_seconds, sample_seconds;
     int peak_blocks, num_blocks, block_size;
+    double kv_state_bytes;     /* memory of the K/V blocks, score cache and query slots allocated */
     int64_t preemptions;
     int peak_running;
     int64_t running_sum;       /* running requests summed over steps (mean = / steps) */

@@ -48,6 +48,12 @@ struct zp_engine {
 zp_status engine_warm_up(zp_model *m, int T, int n_out, int bs);
 /* KV blocks that fit a device backend's free memory (engine_memory.c). */
 zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks);
+/* Query slots of an evicting policy for a pool of nb blocks (0 without one), the bytes of the
+ * KV state (blocks, score cache, query slots) they take, and the most blocks whose state fits
+ * `bytes` (engine_memory.c). */
+int engine_query_slots(const zp_engine *e, int nb);
+double engine_kv_state_bytes(const zp_engine *e, int nb);
+zp_status engine_bytes_num_blocks(const zp_engine *e, double bytes, int *num_blocks);
 
 /* Checks block tables, ref counts, free list, lengths, cap and query slots (tests). */
 zp_status zp_engine_check_invariants(const zp_engine *e);

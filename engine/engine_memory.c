@@ -5,7 +5,9 @@
  * workspace to its peak; what is then in use, plus the compression state (query cache for
  * max_num_seqs slots, per-block score cache, the device compression work area), is subtracted
  * from gpu_memory_utilization x total, and the rest becomes KV blocks. The CPU pool is sized
- * in engine.c (a token count); this file only serves backends with mem_info.
+ * in engine.c (a token count). kv_pool_bytes sizes the pool of any backend so that the KV
+ * state of every policy (K/V blocks, and for an evicting one its score cache and query slots)
+ * takes the same memory.
  */
 #include <stdlib.h>
 
@@ -43,10 +45,21 @@ zp_status engine_warm_up(zp_model *m, int T, int n_out, int bs) {
     return s;
 }
 
+/* Bytes per KV block (with the score cache of a policy that keeps history) and per query slot
+ * (0 without an evicting policy), in the backend's cache element size. */
+static void kv_state_costs(const zp_engine *e, size_t *per_block, size_t *per_slot) {
+    const zp_engine_config *c = &e->cfg;
+    const zp_model_config *mc = &e->model->cfg;
+    const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
+    const int evicts = ops && ops->evicts, history = evicts && ops->needs_history;
+    const size_t es = (size_t)e->be->cache_elem_bytes, L = (size_t)mc->n_layers, bs = (size_t)c->block_size;
+    *per_block = zp_model_kv_block_bytes(mc, c->block_size, (int)es) + (history ? L * bs * mc->n_kv_heads * es : 0);
+    *per_slot = evicts ? L * (size_t)c->window * mc->n_heads * mc->head_dim * es : 0;
+}
+
 zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks) {
     const zp_engine_config *c = &e->cfg;
     zp_backend *be = e->be;
-    const zp_model_config *mc = &e->model->cfg;
     const double util = c->gpu_memory_utilization > 0 ? c->gpu_memory_utilization : 0.9;
     if (!(util <= 1.0))
         return zp_fail(ZP_ERR_INVALID, "gpu_memory_utilization %g must be in (0, 1]", c->gpu_memory_utilization);
@@ -54,11 +67,10 @@ zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks) {
     ZP_TRY(engine_warm_up(e->model, T, n_out, c->block_size));
     size_t free_b = 0, total_b = 0;
     ZP_TRY(be->mem_info(be, &free_b, &total_b));
-    const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
-    const int evicts = ops && ops->evicts, history = evicts && ops->needs_history;
-    const size_t es = (size_t)be->cache_elem_bytes, L = (size_t)mc->n_layers, bs = (size_t)c->block_size;
-    const size_t per_block = zp_model_kv_block_bytes(mc, c->block_size, (int)es) + (history ? L * bs * mc->n_kv_heads * es : 0);
-    const size_t reserve = evicts ? L * (size_t)c->max_num_seqs * (size_t)c->window * mc->n_heads * mc->head_dim * es + ZP_COMPRESS_DEVICE_BYTES : 0;
+    size_t per_block, per_slot;
+    kv_state_costs(e, &per_block, &per_slot);
+    const int evicts = per_slot > 0;
+    const size_t reserve = evicts ? per_slot * (size_t)c->max_num_seqs + ZP_COMPRESS_DEVICE_BYTES : 0;
     const double avail = util * (double)total_b - (double)(total_b - free_b) - (double)reserve;
     const double need = (double)per_block * (evicts ? c->nmax + 1 : 1);
     if (avail < need)
@@ -68,5 +80,39 @@ zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks) {
                        util, avail / (1 << 30), need / (1 << 30));
     const double nb = avail / (double)per_block;
     *num_blocks = nb > 2e9 ? 2000000000 : (int)nb;
+    return ZP_OK;
+}
+
+int engine_query_slots(const zp_engine *e, int nb) {
+    const zp_engine_config *c = &e->cfg;
+    const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
+    if (!ops || !ops->evicts || c->nmax <= 0) return 0;
+    int m = c->max_concurrency > 0 ? c->max_concurrency : nb / (c->nmax + 1);
+    if (m > c->max_num_seqs) m = c->max_num_seqs;
+    return m < 1 ? 1 : m;
+}
+
+double engine_kv_state_bytes(const zp_engine *e, int nb) {
+    size_t per_block, per_slot;
+    kv_state_costs(e, &per_block, &per_slot);
+    return (double)per_block * nb + (double)per_slot * engine_query_slots(e, nb);
+}
+
+zp_status engine_bytes_num_blocks(const zp_engine *e, double bytes, int *num_blocks) {
+    size_t per_block, per_slot;
+    kv_state_costs(e, &per_block, &per_slot);
+    double nb = bytes / (double)per_block;
+    if (nb > 2e9) nb = 2e9;
+    int n = (int)nb;
+    while (n > 0 && engine_kv_state_bytes(e, n) > bytes) { /* the query slots grow with the pool: step down to a fit */
+        const double over = engine_kv_state_bytes(e, n) - bytes;
+        const int step = (int)(over / (double)per_block);
+        n -= step > 1 ? step : 1;
+    }
+    const int need = e->cfg.nmax > 0 && per_slot ? e->cfg.nmax + 1 : 1;
+    if (n < need)
+        return zp_fail(ZP_ERR_CAPACITY, "kv_pool_bytes %.0f holds %d blocks of %zu bytes%s; a request needs %d", bytes, n < 0 ? 0 : n,
+                       per_block, per_slot ? " with their query slots" : "", need);
+    *num_blocks = n;
     return ZP_OK;
 }

@@ -18,11 +18,12 @@ ok "$Z" logits --model "$T/m" --prompt-ids 1,2,3,4 --all --out "$T/l.json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['logits'])==4 and len(d['logits'][0])==1024" "$T/l.json" \
   || { echo "FAIL: logits JSON"; fails=$((fails+1)); }
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16
-grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,.*,0\.0$' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
+grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,.*,0\.0,,[0-9.]*$' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
 ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-tokens 256 --block-size 16 --policy zipage \
   --nmax 2 --window 8 --csv "$T/b.csv" --label r
 [ "$(grep -c '' "$T/b.csv")" = 2 ] && grep -q '^r,cpu,tiny-qwen3-vocab,reasoning,2,[0-9.]*,256.0,zipage,2,8,16,' "$T/b.csv" \
-  && head -1 "$T/b.csv" | grep -q ',compressions,tps_saturated$' && tail -1 "$T/b.csv" | grep -qE ',[0-9]+,[0-9]*[1-9][0-9]*\.[0-9]$' \
+  && head -1 "$T/b.csv" | grep -q ',compressions,tps_saturated,pool,kv_state_gib$' \
+  && tail -1 "$T/b.csv" | grep -qE ',[0-9]+,[0-9]*[1-9][0-9]*\.[0-9],,[0-9.]+$' \
   || { echo "FAIL: bench reasoning CSV"; cat "$T/out" "$T/b.csv"; fails=$((fails+1)); }
 if command -v gnuplot >/dev/null; then
   ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/b.csv" "$T/pool.png" test
@@ -32,12 +33,26 @@ if command -v gnuplot >/dev/null; then
       set -- $r; echo "x,cuda,m,reasoning,8,1,1,$1,8,16,256,$2,0,0,1,1,$3"; done; } > "$T/cross.csv"
   ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/cross.csv" "$T/cross.png" test
   grep -q "pool     32768 tokens: full      50.0 tok/s, zipage     100.0 tok/s, ratio 2.00" "$T/out" \
-    && grep -q "cross between pools of 65536 and 131072 tokens: full KV leads from 131072" "$T/out" \
+    && grep -q "cross between pools of 65536 tokens and 131072 tokens: full KV leads from 131072 tokens" "$T/out" \
     || { echo "FAIL: plot_pool crossing report"; cat "$T/out"; fails=$((fails+1)); }
 fi
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --pools 64,128 --csv "$T/p.csv" --label p
 [ "$(cut -d, -f1,12 "$T/p.csv" | tail -n +2 | tr '\n' ' ')" = "p,4 p,8 " ] \
   || { echo "FAIL: bench --pools rows (one per pool, 4 then 8 blocks)"; cat "$T/out" "$T/p.csv"; fails=$((fails+1)); }
+# memory pools: the same bytes for both policies, Zipage's score and query caches inside them
+ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --pools 1MiB --csv "$T/mem.csv" --label f
+ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --pools 1MiB --policy zipage --nmax 2 --window 8 \
+  --csv "$T/mem.csv" --label z
+python3 - "$T/mem.csv" <<'PY' || { echo "FAIL: bench memory pools"; cat "$T/mem.csv"; fails=$((fails+1)); }
+import csv, sys
+f, z = list(csv.DictReader(open(sys.argv[1])))
+assert f["pool"] == z["pool"] == "1MiB", (f["pool"], z["pool"])
+assert 0 < float(z["kv_state_gib"]) <= 1 / 1024 and 0 < float(f["kv_state_gib"]) <= 1 / 1024
+assert int(z["kv_blocks"]) < int(f["kv_blocks"]), (z["kv_blocks"], f["kv_blocks"])
+PY
+bad "mixes token counts and memory sizes" "$Z" bench --model "$T/m" --pools 1MiB,64
+bad "not an integer" "$Z" bench --model "$T/m" --pools 1KiB
+bad "exclude each other" "$Z" bench --model "$T/m" --pools 1MiB --kv-pool-gib 1
 bad "exclude each other" "$Z" bench --model "$T/m" --pools 64 --kv-pool-tokens 64
 bad "not an integer" "$Z" bench --model "$T/m" --pools 64,x
 bad "neither fixed nor reasoning" "$Z" bench --preset tiny-qwen3 --workload chat

@@ -169,8 +169,44 @@ static void test_reinit(void) {
     zp_engine_free(kept);
 }
 
+/* kv_pool_bytes: the same memory for every policy; an evicting one spends part of it on its
+ * score cache and query slots, so it gets fewer blocks; one block more would not fit. */
+static void test_pool_bytes(void) {
+    run_spec rs = run_spec_default("tiny-qwen3");
+    zp_engine_config c = rs.ec;
+    c.model_dir = zp_test_model(rs.preset);
+    c.block_size = 16;
+    c.num_blocks = 0;
+    c.kv_pool_tokens = 0;
+    const double bytes = 3e6;
+    c.kv_pool_bytes = bytes;
+    zp_engine *full = NULL, *zip = NULL, *bad = NULL;
+    zp_engine_stats sf, sz;
+    CHECK_OK(zp_engine_init(&c, &full));
+    zp_engine_get_stats(full, &sf);
+    const double per_block = sf.kv_state_bytes / sf.num_blocks;
+    CHECK(sf.num_blocks > 0 && sf.kv_state_bytes <= bytes && sf.kv_state_bytes + per_block > bytes && sf.n_qslots == 0);
+    c.policy = "zipage";
+    c.nmax = 2;
+    c.window = 4;
+    CHECK_OK(zp_engine_init(&c, &zip));
+    zp_engine_get_stats(zip, &sz);
+    CHECK(sz.n_qslots > 0 && sz.num_blocks < sf.num_blocks && sz.kv_state_bytes <= bytes);
+    CHECK(engine_kv_state_bytes(zip, sz.num_blocks + 1) > bytes);
+    CHECK(sz.kv_state_bytes == engine_kv_state_bytes(zip, sz.num_blocks));
+    c.kv_pool_tokens = 1024; /* two pool sizes at once */
+    CHECK(zp_engine_init(&c, &bad) == ZP_ERR_INVALID && strstr(zp_last_error(), "excludes"));
+    c.kv_pool_tokens = 0;
+    c.kv_pool_bytes = 1000; /* not one request's blocks */
+    CHECK(zp_engine_init(&c, &bad) == ZP_ERR_CAPACITY && strstr(zp_last_error(), "kv_pool_bytes"));
+    CHECK(bad == NULL);
+    zp_engine_free(full);
+    zp_engine_free(zip);
+}
+
 int main(void) {
     test_warm_up();
+    test_pool_bytes();
     test_prefix_cache();
     test_preemption();
     test_schedule_independent_sampling();

@@ -9,6 +9,8 @@
 const char CLI_ENGINE_USAGE[] =
     "  --block-size B         KV block size (default 256)\n"
     "  --kv-pool-tokens N     KV pool size in tokens (default: CPU 32768, at most 2 GiB; CUDA from free memory)\n"
+    "  --kv-pool-gib X        or the KV state's memory: K/V blocks plus an evicting policy's score and query\n"
+    "                         caches (every policy gets the same memory)\n"
     "  --gpu-memory-utilization F  CUDA: share of device memory for weights, activations and KV (default 0.9)\n"
     "  --max-num-seqs N       running requests at most (default 256)\n"
     "  --no-prefix-cache      disable prefix caching\n"
@@ -33,7 +35,11 @@ zp_status cli_engine_flag(const char *a, const char *v, zp_engine_config *ec, in
     else if (!strcmp(a, "--precision")) ec->precision = v;
     else if (!strcmp(a, "--block-size")) return cli_int(a, v, 1, 65536, &ec->block_size);
     else if (!strcmp(a, "--kv-pool-tokens")) return cli_i64(a, v, 1, INT64_MAX, &ec->kv_pool_tokens);
-    else if (!strcmp(a, "--gpu-memory-utilization")) return cli_float(a, v, 0.01, 1.0, &ec->gpu_memory_utilization);
+    else if (!strcmp(a, "--kv-pool-gib")) {
+        float x;
+        ZP_TRY(cli_float(a, v, 1e-3, 1e6, &x));
+        ec->kv_pool_bytes = (double)x * 1073741824.0;
+    } else if (!strcmp(a, "--gpu-memory-utilization")) return cli_float(a, v, 0.01, 1.0, &ec->gpu_memory_utilization);
     else if (!strcmp(a, "--max-num-seqs")) return cli_int(a, v, 1, 1 << 20, &ec->max_num_seqs);
     else if (!strcmp(a, "--no-prefix-cache")) ec->enable_prefix_cache = 0;
     else if (!strcmp(a, "--threads")) return cli_int(a, v, 0, 4096, &ec->n_threads);

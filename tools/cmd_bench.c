@@ -27,8 +27,10 @@ static void usage(FILE *f) {
                "  --seed S               prompt, length and sampling seed (default 0)\n"
                "  --profile              device time per op kind (CUDA; sets ZIPAGE_PROFILE=1, slows the run)\n"
                "  --csv FILE             append the row to FILE (header when new);  --label TEXT: first column\n"
-               "  --pools N1,N2,...      run the workload once per KV-pool size (tokens), one row each, loading the\n"
-               "                         weights once (instead of --kv-pool-tokens)\n");
+               "  --pools N1,N2,...      run the workload once per KV-pool size, one row each, loading the weights\n"
+               "                         once (instead of --kv-pool-tokens): tokens (65536), or the KV state's memory\n"
+               "                         (9.5GiB, 512MiB: K/V plus an evicting policy's score and query caches, the\n"
+               "                         same memory for every policy)\n");
     fputs(CLI_ENGINE_USAGE, f);
 }
 
@@ -36,13 +38,32 @@ typedef struct {
     zp_engine_config ec;
     const char *workload, *datasets, *csv, *label, *model_name;
     int batch, prompt, gen, requests, max_tokens, profile;
-    int n_pools;
-    int64_t pools[32];
+    int n_pools, pool_bytes;   /* pool_bytes: the sizes are bytes of KV state, not tokens */
+    double pools[32];
+    char pool_spec[32][32];    /* each size as given (the CSV's pool column) */
     float temperature;
     int64_t seed, weight_seed;
 } bench_args;
 
-/* --pools: a comma-separated list of positive token counts. */
+/* One --pools entry: a token count, or a memory size with a GiB / MiB suffix (bytes). */
+static zp_status parse_pool(char *tok, double *value, int *bytes) {
+    const size_t n = strlen(tok);
+    *bytes = n > 3 && (!strcmp(tok + n - 3, "GiB") || !strcmp(tok + n - 3, "MiB"));
+    if (!*bytes) {
+        int64_t t;
+        ZP_TRY(cli_i64("--pools", tok, 1, INT64_MAX, &t));
+        *value = (double)t;
+        return ZP_OK;
+    }
+    const double unit = tok[n - 3] == 'G' ? 1073741824.0 : 1048576.0;
+    tok[n - 3] = 0;
+    float x;
+    ZP_TRY(cli_float("--pools", tok, 1e-3, 1e6, &x));
+    *value = (double)x * unit;
+    return ZP_OK;
+}
+
+/* --pools: a comma-separated list of sizes, all token counts or all memory sizes. */
 static zp_status parse_pools(const char *v, bench_args *b) {
     char buf[1024];
     if (strlen(v) >= sizeof buf) return zp_fail(ZP_ERR_INVALID, "--pools: list too long");
@@ -50,10 +71,22 @@ static zp_status parse_pools(const char *v, bench_args *b) {
     b->n_pools = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (b->n_pools == (int)(sizeof b->pools / sizeof *b->pools)) return zp_fail(ZP_ERR_INVALID, "--pools: at most 32 sizes");
-        ZP_TRY(cli_i64("--pools", tok, 1, INT64_MAX, &b->pools[b->n_pools]));
+        if (strlen(tok) >= sizeof b->pool_spec[0]) return zp_fail(ZP_ERR_INVALID, "--pools: \"%s\" is too long", tok);
+        snprintf(b->pool_spec[b->n_pools], sizeof b->pool_spec[0], "%s", tok);
+        int bytes;
+        ZP_TRY(parse_pool(tok, &b->pools[b->n_pools], &bytes));
+        if (b->n_pools > 0 && bytes != b->pool_bytes)
+            return zp_fail(ZP_ERR_INVALID, "--pools: \"%s\" mixes token counts and memory sizes", v);
+        b->pool_bytes = bytes;
         b->n_pools++;
     }
     return b->n_pools ? ZP_OK : zp_fail(ZP_ERR_INVALID, "--pools: \"%s\" holds no size", v);
+}
+
+/* Sets the engine's pool to --pools entry i. */
+static void set_pool(bench_args *b, int i) {
+    b->ec.kv_pool_tokens = b->pool_bytes ? 0 : (int64_t)b->pools[i];
+    b->ec.kv_pool_bytes = b->pool_bytes ? b->pools[i] : 0;
 }
 
 static zp_status parse(int argc, char **argv, bench_args *b) {
@@ -94,14 +127,15 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
     }
     if (!b->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR or --preset NAME is required");
     if (b->n_pools && b->ec.kv_pool_tokens) return zp_fail(ZP_ERR_INVALID, "--pools and --kv-pool-tokens exclude each other");
-    if (b->n_pools) b->ec.kv_pool_tokens = b->pools[0];
+    if (b->n_pools && b->ec.kv_pool_bytes) return zp_fail(ZP_ERR_INVALID, "--pools and --kv-pool-gib exclude each other");
+    if (b->n_pools) set_pool(b, 0);
     if (strcmp(b->workload, "fixed") && strcmp(b->workload, "reasoning"))
         return zp_fail(ZP_ERR_INVALID, "--workload: \"%s\" is neither fixed nor reasoning", b->workload);
     b->ec.weight_seed = (uint64_t)b->weight_seed;
     const char *slash = strrchr(b->ec.model_dir, '/');
     b->model_name = slash && slash[1] ? slash + 1 : b->ec.model_dir;
     if (!strcmp(b->workload, "fixed")) {
-        if (!b->ec.kv_pool_tokens && (!b->ec.device || !strcmp(b->ec.device, "cpu")))
+        if (!b->ec.kv_pool_tokens && !b->ec.kv_pool_bytes && (!b->ec.device || !strcmp(b->ec.device, "cpu")))
             b->ec.kv_pool_tokens = (int64_t)b->batch * (b->prompt + b->gen + b->ec.block_size);
         b->ec.max_num_seqs = b->batch;
         b->ec.max_num_batched_tokens = b->batch * b->prompt > 8192 ? b->batch * b->prompt : 8192;
@@ -121,6 +155,7 @@ typedef struct {
     double wall, copy_bw, mem_gib;
     zp_engine_stats st;
     size_t weight_bytes, kv_token_bytes;
+    const char *pool;          /* the --pools entry of this row, or "" */
 } bench_result;
 
 static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_workload *w, bench_result *res) {
@@ -157,7 +192,7 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
         fprintf(f, "label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
                    "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
                    "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
-                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated\n");
+                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib\n");
     double pl = 0, gl = 0, dev = 0;
     for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
     for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
@@ -168,7 +203,7 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
     const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
     const int all = st->prefill_steps + st->decode_steps > 0;
     fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.3f,%.3f,%lld,%.1f\n",
+               "%.3f,%.3f,%lld,%.1f,%s,%.6f\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
@@ -177,7 +212,7 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
             st->peak_running, (long long)st->decode_steps, 1e3 * st->decode_seconds / steps, st->decode_op_seconds[ZP_OP_GEMM] / DS,
             st->decode_op_seconds[ZP_OP_ATTENTION] / DS, st->decode_op_seconds[ZP_OP_ELEMENTWISE] / DS, st->decode_op_seconds[ZP_OP_SAMPLING] / DS,
             comp / W, dev > 0 ? (DS - dev) / DS : 0.0, r->mem_gib, cli_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
-            (long long)st->compressions, saturated_tps(b, st));
+            (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0);
 }
 
 /* Prints the row of one finished configuration, and appends it to --csv. */
@@ -223,10 +258,11 @@ static zp_status run(bench_args *b) {
     const int runs = b->n_pools ? b->n_pools : 1;
     for (int i = 0; s == ZP_OK && i < runs; i++) { /* one row per pool size; the weights stay */
         if (i > 0) {
-            b->ec.kv_pool_tokens = b->pools[i];
+            set_pool(b, i);
             if ((s = zp_engine_reinit(&e, &b->ec)) != ZP_OK) break;
         }
         bench_result r = base;
+        r.pool = b->n_pools ? b->pool_spec[i] : "";
         s = run_workload(b, e, &w, &r);
         if (s == ZP_OK) s = report(b, &w, e, &r);
     }

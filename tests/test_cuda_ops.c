@@ -259,6 +259,7 @@ int main(void) {
         for (int s = 0; s < 150; s++) short_len[s] = 1 + (s * 97) % 300;
         test_paged_attention(&p, 150, short_len, NULL, 8, 2, 128, "decode attn batch");
         test_paged_attention(&p, 40, short_len, NULL, 4, 4, 64, "decode attn D64");
+        test_paged_attention(&p, 40, short_len, NULL, 16, 2, 128, "decode attn G8"); /* every A row of the tensor-core tiles */
         test_paged_attention(&p, 3, long_len, NULL, 16, 2, 256, "decode attn D256");
         /* prefill: whole prompts, a chunk after earlier KV, single rows (decode rows of a mixed step) */
         const int pf_len[4] = {300, 77, 530, 5}, pf_q[4] = {300, 77, 130, 1};

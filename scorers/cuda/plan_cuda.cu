@@ -46,9 +46,24 @@ __device__ static void max_normalize(float *x, int n, float *red) {
 
 #define PLAN_MAX_HG 8 /* query heads whose logits one pass over the keys computes */
 
+/* acc[hh] += q_{h0+hh}[e, e+8) . kv[0, 8) for hh < nh, in e order (q rows in shared memory:
+ * every thread reads the same ones, a broadcast). */
+__device__ __forceinline__ void logit_chunk(float *acc, const float *kv, const float *qs, int h0, int nh, int D, int e) {
+#pragma unroll
+    for (int hh = 0; hh < PLAN_MAX_HG; hh++) {
+        if (hh >= nh) break;
+        const float4 *q4 = (const float4 *)(qs + (size_t)(h0 + hh) * D + e);
+        const float4 a = q4[0], b = q4[1];
+        const float q[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int i = 0; i < 8; i++) acc[hh] += q[i] * kv[i];
+    }
+}
+
 /* lg[hh * n + t] = (q_{h0+hh} . k_t) * scale for hh < nh, t < vis: each key is read once for
  * the nh heads, 8 values at a time; every dot sums e = 0 .. D-1 in order. DT: the head dim as
- * a constant (the key's loads unrolled and issued together), or 0 for d.head_dim. */
+ * a constant, or 0 for d.head_dim; with bf16 keys and a constant DT, each half of a key row is
+ * loaded at once (8 loads of 16 bytes in flight for D 128) before its dots. */
 template <typename T, int DT>
 __device__ static void head_logits(const zp_attn_dims &d, const T *kl, const int *table, int g, int vis, const float *qs, int h0, int nh,
                                    float *lg, int n) {
@@ -58,26 +73,37 @@ __device__ static void head_logits(const zp_attn_dims &d, const T *kl, const int
         float acc[PLAN_MAX_HG];
 #pragma unroll
         for (int hh = 0; hh < PLAN_MAX_HG; hh++) acc[hh] = 0.f;
-        int e = 0;
+        if constexpr (DT > 0 && DT % 16 == 0 && sizeof(T) == 2) {
+            constexpr int HALF = DT / 2;
 #pragma unroll
-        for (; D % 8 == 0 && e < D; e += 8) { /* rows start 16-byte aligned: vector loads */
-            raw_vec<T, 8> r;
-            float kv[8];
-            r.load(k + e);
-            r.to_float(kv);
+            for (int e0 = 0; e0 < DT; e0 += HALF) {
+                raw_vec<T, HALF> r;
+                r.load(k + e0);
 #pragma unroll
-            for (int hh = 0; hh < PLAN_MAX_HG; hh++) {
-                if (hh >= nh) break;
-                const float4 *q4 = (const float4 *)(qs + (size_t)(h0 + hh) * D + e); /* broadcast: every thread reads it */
-                const float4 a = q4[0], b = q4[1];
-                const float q[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+                for (int c = 0; c < HALF / 8; c++) {
+                    float kv[8];
 #pragma unroll
-                for (int i = 0; i < 8; i++) acc[hh] += q[i] * kv[i];
+                    for (int i = 0; i < 4; i++) {
+                        const float2 f = __bfloat1622float2(*(const __nv_bfloat162 *)&r.w[4 * c + i]);
+                        kv[2 * i] = f.x;
+                        kv[2 * i + 1] = f.y;
+                    }
+                    logit_chunk(acc, kv, qs, h0, nh, D, e0 + 8 * c);
+                }
             }
-        }
-        for (; e < D; e++) {
-            const float kv = zp_ld(k[e]);
-            for (int hh = 0; hh < nh; hh++) acc[hh] += qs[(size_t)(h0 + hh) * D + e] * kv;
+        } else {
+            int e = 0;
+            for (; D % 8 == 0 && e < D; e += 8) { /* rows start 16-byte aligned: vector loads */
+                raw_vec<T, 8> r;
+                float kv[8];
+                r.load(k + e);
+                r.to_float(kv);
+                logit_chunk(acc, kv, qs, h0, nh, D, e);
+            }
+            for (; e < D; e++) {
+                const float kv = zp_ld(k[e]);
+                for (int hh = 0; hh < nh; hh++) acc[hh] += qs[(size_t)(h0 + hh) * D + e] * kv;
+            }
         }
 #pragma unroll
         for (int hh = 0; hh < PLAN_MAX_HG; hh++)

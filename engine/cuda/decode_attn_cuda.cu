@@ -383,9 +383,6 @@ __global__ static void decode_merge_kernel(float *out, bf16 *out_bf, const float
 template <typename T, int D>
 static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q,
                                const T *kc, const T *vc, int n_parts) {
-    const int G = d->n_heads / d->n_kv_heads;
-    const size_t smem = sizeof(float) * ((size_t)G * (D / 16) * DEC_QPAD + (size_t)DEC_WARPS * G * (DEC_TILE + 2 + D));
-    if (smem > 48 * 1024) ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     dim3 grid(n_parts, d->n_kv_heads, c->b.n_seqs);
     if constexpr (sizeof(T) == 2 && D <= 128) { /* bf16 caches: tensor cores */
         /* blocks per SM the registers are sized for: 2 by default (3 spills a few registers and
@@ -396,6 +393,9 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
         ZP_LAUNCH_CHECK("decode_attention_mma");
         return ZP_OK;
     }
+    const int G = d->n_heads / d->n_kv_heads;
+    const size_t smem = sizeof(float) * ((size_t)G * (D / 16) * DEC_QPAD + (size_t)DEC_WARPS * G * (DEC_TILE + 2 + D));
+    if (smem > 48 * 1024) ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     decode_attn_kernel<T, D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len,
                                                                     c->d.tables, c->b.max_blocks, d->n_heads, d->n_kv_heads,
                                                                     d->block_size, d->scale, n_parts);

@@ -115,8 +115,6 @@ static zp_status compress_one(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
     return ZP_OK;
 }
 
-/* Device path: the backend runs the policy's plan and compacts, all requests of a layer
- * group in one call; the wall time to completion is counted as scoring. */
 /* Layers per device launch: all of them when the longest request's score rows fit the work
  * area (one launch of n_layers x Hkv jobs per request instead of n_layers / layer_stride
  * small ones that leave most SMs idle), fewer for very long requests. layer_stride only sizes
@@ -128,6 +126,8 @@ static int device_layer_group(const zp_model_config *mc, zp_seq *const *seqs, in
     return fit < 1 ? 1 : fit > (size_t)mc->n_layers ? mc->n_layers : (int)fit;
 }
 
+/* Device path: the backend runs the policy's plan and compacts, all requests of a layer
+ * group in one call; the wall time to completion is counted as scoring. */
 static zp_status compress_device(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n) {
     zp_backend *be = m->be;
     const zp_model_config *mc = &m->cfg;

@@ -104,8 +104,7 @@ zp_status engine_bytes_num_blocks(const zp_engine *e, double bytes, int *num_blo
     double nb = bytes / (double)per_block;
     if (nb > 2e9) nb = 2e9;
     int n = (int)nb;
-    while (n > 0 && engine_kv_state_bytes(e, n) > bytes) { /* the query slots grow with the pool: step down to a fit */
-        const double over = engine_kv_state_bytes(e, n) - bytes;
+    for (double over; n > 0 && (over = engine_kv_state_bytes(e, n) - bytes) > 0;) { /* the query slots take their share */
         const int step = (int)(over / (double)per_block);
         n -= step > 1 ? step : 1;
     }

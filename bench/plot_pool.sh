@@ -9,7 +9,7 @@ set -euo pipefail
 CSV=$1; PNG=${2:-${CSV%.csv}_pool.png}; TITLE=${3:-$(basename "$CSV")}
 [ -s "$CSV" ] || { echo "plot_pool: $CSV is missing or empty" >&2; exit 1; }
 head -1 "$CSV" | grep -q '^label,device,model,workload,' || { echo "plot_pool: $CSV has no zipage bench header" >&2; exit 1; }
-DAT=$(mktemp); trap 'rm -f "$DAT"' EXIT
+DAT=$(mktemp); trap 'rm -f "$DAT" "$DAT.unit"' EXIT
 # DAT: policy,x,tps per row (x: tokens, or GiB for memory pools); then the report
 python3 - "$CSV" "$DAT" <<'PY'
 import csv, sys
@@ -54,7 +54,7 @@ else:  # every sign change along the sorted pools is a crossing
 with open(sys.argv[2] + ".unit", "w") as f:
     f.write(unit)
 PY
-UNIT=$(cat "$DAT.unit"); rm -f "$DAT.unit"
+UNIT=$(cat "$DAT.unit")
 POL=$(cut -d, -f1 "$DAT" | sort -u | tr '\n' ' ')
 gnuplot -e "data='$DAT'; out='$PNG'; title='$TITLE'; policies='$POL'; unit='$UNIT'" "$(dirname "$0")/../plots/bench_pool.gp"
 echo "plot: $PNG"

@@ -48,6 +48,7 @@ void run_requests(const run_spec *rs, run_result *out) {
         CHECK_OK(zp_engine_init(&ec, &e));
     }
     if (!e) return;
+    if (rs->logits_hook) zp_engine_set_logits_hook(e, rs->logits_hook, rs->ctx);
     const int V = zp_engine_model_config(e)->vocab;
     int *ids = malloc(sizeof(int) * (size_t)(rs->prompt_len + rs->prompt_step * rs->n_req + 1));
     for (int k = 0; k < rs->n_req; k++) {

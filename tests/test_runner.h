@@ -17,6 +17,8 @@ typedef struct {
     /* called after every step when set (white-box checks) */
     void (*on_step)(zp_engine *e, void *ctx);
     void *ctx;
+    /* installed with zp_engine_set_logits_hook when set (a hook also moves sampling to the host) */
+    zp_logits_hook logits_hook;
     /* when set: run on *engine (reinitialised to ec with zp_engine_reinit when not NULL, else
      * created) and leave it there for the next run instead of freeing it */
     zp_engine **engine;

@@ -17,7 +17,9 @@
 #               cache), then full KV, each process stopped after RT seconds (default 270; the
 #               rows of the sizes it finished stay); then plot. POLICIES=zipage or
 #               POLICIES=full runs one of them (a throughput figure needs many more requests
-#               than slots, e.g. REQ=128: one call per policy); GRAPHS=1 adds --cuda-graphs
+#               than slots, e.g. REQ=128: one call per policy); GRAPHS=1 adds --cuda-graphs;
+#               ASYNC=0 runs Zipage's compression synchronously (label zipage-sync: its
+#               compression time is then all on the critical path, a measure of its cost)
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
 #               short and long contexts, blocks in order and scattered; causal prefill
@@ -30,7 +32,7 @@ set -uo pipefail
 B=${1:?build folder}; STEP=${2:?step}; POOL=${3:-65536,131072,262144}
 O=${OUT:-/tmp}; CSV=$O/bench.csv
 P=Qwen3-8B; BATCH=256; PROMPT=256; GEN=256; REQ=${REQ:-32}; MAXT=${MAXT:-8192}; RT=${RT:-270}
-POLICIES=${POLICIES:-zipage,full}; GRAPHS=${GRAPHS:-0}
+POLICIES=${POLICIES:-zipage,full}; GRAPHS=${GRAPHS:-0}; ASYNC=${ASYNC:-1}
 if [ "$STEP" = quick ]; then P=Qwen3-0.6B; BATCH=32; PROMPT=128; GEN=64; REQ=16; MAXT=2048; POOL=16384,65536; fi
 
 gate() {
@@ -53,10 +55,11 @@ fixed() {
 }
 batch1() { $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --csv $CSV --label zipage-batch1; }
 reasoning() {
-  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV" g=""
+  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV" g="" a="--async" zl=zipage
   [ "$GRAPHS" = 1 ] && g="-graphs" && common="$common --cuda-graphs"
+  [ "$ASYNC" = 0 ] && a="" && zl=zipage-sync
   case ",$POLICIES," in *,zipage,*)
-    timeout $RT $B/zipage bench $common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid --async --label zipage$g \
+    timeout $RT $B/zipage bench $common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid $a --label $zl$g \
       || echo "reasoning: zipage did not finish every pool of $POOL in $RT s";; esac
   case ",$POLICIES," in *,full,*)
     timeout $RT $B/zipage bench $common --label full$g || echo "reasoning: full KV did not finish every pool of $POOL in $RT s";; esac

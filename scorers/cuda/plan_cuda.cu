@@ -6,7 +6,8 @@
  *            pooling; writes S and P.
  *   pairs    (redundancy only) one block per 128 tokens of a job: cosine similarities of
  *            normalised keys against the token's comparison set (its block for lightning, the
- *            request for raw), row sums and the "last above theta" partner; O(n bs D) or O(n^2 D).
+ *            request for raw) as register-tiled dot blocks, row sums and the "last above theta"
+ *            partner; O(n bs D) or O(n^2 D).
  *   finish   one block per job: redundancy r, softmax, max-norm, the lambda mix, sinks, and the
  *            keep-recent top-k by exact rank (ties: the earlier token wins, as scorer_topk).
  * Sums run in a different order than on the host, so scores agree to float rounding, not bits.
@@ -15,8 +16,10 @@
 
 #include "plan_cuda.cuh"
 
-#define PAIRS_Y 128 /* tokens per block of the pairs stage (its threads) */
-#define PAIRS_X 32  /* partner keys staged per iteration */
+#define PAIRS_Y 128            /* tokens per block of the pairs stage */
+#define PAIRS_X 64             /* partner keys per chunk */
+#define PAIRS_E 32             /* head dims per staged partner slice */
+#define PAIRS_CS (PAIRS_X + 1) /* row stride of the dot tile */
 
 /* Key row of token t (physical order) of one (layer, KV head), through the block table. */
 template <typename T>
@@ -194,40 +197,56 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
     }
 }
 
-/* Rows [r0, r0+nr) of one (layer, KV head), normalised by max(||k||, 1e-6), to out[i*stride]. */
+/* 1 / max(||k||, 1e-6) of rows [r0, r0+nr) of one (layer, KV head) to inv[i]: one warp per
+ * row, each lane summing dims lane, lane+32, ... then a butterfly (the unit-key rule). */
 template <typename T>
-__device__ static void load_unit_keys(const T *kl, const int *table, int r0, int nr, int bs, int Hkv, int g, int D, float *out,
-                                      int stride) {
+__device__ static void unit_inv_norms(const T *kl, const int *table, int r0, int nr, int bs, int Hkv, int g, int D, float *inv) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
     for (int i = warp; i < nr; i += nw) {
         const T *k = key_row(kl, table, r0 + i, bs, Hkv, g, D);
         float ss = 0.f;
         for (int e = lane; e < D; e += 32) ss += zp_ld(k[e]) * zp_ld(k[e]);
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-        const float inv = 1.0f / fmaxf(sqrtf(ss), 1e-6f);
-        for (int e = lane; e < D; e += 32) out[(size_t)i * stride + e] = zp_ld(k[e]) * inv;
+        if (lane == 0) inv[i] = 1.0f / fmaxf(sqrtf(ss), 1e-6f);
     }
 }
 
-/* Pairs stage: block (x: 128-token tile, y: job), one thread per token y of the tile; each
- * thread keeps its dots with all PAIRS_X staged partners in registers, so a float4 of its own
- * key serves PAIRS_X partners (about 4 FMAs per shared load instead of one per two). Every dot
- * still sums e = 0 .. D-1 in order. Shared: own keys [128][DX+4] (rows 16-byte aligned and 4
- * banks apart: conflict-free float4 reads) | partner keys [32][DX], DX = D rounded up to 4. */
+/* Unit keys of rows [r0, r0+nr) (of `rows` staged; blockDim a multiple of rows), dims
+ * [e0, e0+ne), transposed to out[(e - e0) * rows + i]; rows past nr and dims past D are 0.
+ * Each thread keeps one row, so its table lookup is done once. */
 template <typename T>
-__global__ static void plan_pairs_kernel(zp_plan_jobs J, zp_attn_dims d, const T *kc, int lightning, float theta) {
-    extern __shared__ float smem[];
+__device__ static void stage_unit_keys_t(const T *kl, const int *table, int r0, int nr, int rows, int bs, int Hkv, int g, int D,
+                                         int e0, int ne, const float *inv, float *out) {
+    const int r = threadIdx.x % rows, step = blockDim.x / rows;
+    const T *k = r < nr ? key_row(kl, table, r0 + r, bs, Hkv, g, D) : NULL;
+    const float s = r < nr ? inv[r] : 0.f;
+    for (int e = threadIdx.x / rows; e < ne; e += step) out[e * rows + r] = k && e0 + e < D ? zp_ld(k[e0 + e]) * s : 0.f;
+}
+
+/* Pairs stage: block (x: PAIRS_Y-token tile, y: job), 256 threads. The tile's unit keys stay
+ * in shared memory, transposed [DP][PAIRS_Y]; partners come in chunks of PAIRS_X, their dims
+ * in slices of PAIRS_E. Each thread holds an 8 x 4 block of the tile's dots in registers (3
+ * shared loads per 32 FMAs), every dot summed over e = 0 .. D-1 in order; the chunk's dots
+ * then go through shared memory so that one thread per token scans its partners in order
+ * (the row sum in the host's order, the last partner above theta, the block's first).
+ * Shared: own keys [DP][Y] | partner slice [E][X] | dots [Y][X+1] | inverse norms [Y] + [X]. */
+template <typename T>
+__global__ static void __launch_bounds__(256) plan_pairs_kernel(zp_plan_jobs J, zp_attn_dims d, const T *kc, int lightning,
+                                                                float theta) {
+    extern __shared__ __align__(16) float smem[];
     const int4 jb = J.jobs[blockIdx.y];
     const int *rq = J.reqs + ZP_REQ_FIELDS * jb.x;
     const int n = rq[ZP_REQ_N], y0 = blockIdx.x * PAIRS_Y;
     if (y0 >= n) return; /* the whole block: grids are sized for the longest request */
     const int *table = J.tables + rq[ZP_REQ_SRC];
-    const int D = d.head_dim, D4 = D & ~3, DX = (D + 3) & ~3, DP = DX + 4, bs = d.block_size, Hkv = d.n_kv_heads, g = jb.z;
+    const int D = d.head_dim, DP = (D + PAIRS_E - 1) / PAIRS_E * PAIRS_E, bs = d.block_size, Hkv = d.n_kv_heads, g = jb.z;
     const int ny = n - y0 < PAIRS_Y ? n - y0 : PAIRS_Y;
     const T *kl = kc + (size_t)jb.y * d.num_blocks * bs * Hkv * D;
-    float *ky = smem, *kx = smem + PAIRS_Y * DP;
-    load_unit_keys(kl, table, y0, ny, bs, Hkv, g, D, ky, DP);
-    const int y = y0 + threadIdx.x, valid = threadIdx.x < ny;
+    float *ky = smem, *kx = ky + DP * PAIRS_Y, *dots = kx + PAIRS_E * PAIRS_X, *inv_y = dots + PAIRS_Y * PAIRS_CS, *inv_x = inv_y + PAIRS_Y;
+    unit_inv_norms(kl, table, y0, ny, bs, Hkv, g, D, inv_y);
+    __syncthreads();
+    stage_unit_keys_t(kl, table, y0, ny, PAIRS_Y, bs, Hkv, g, D, 0, DP, inv_y, ky);
+    const int t = threadIdx.x, y = y0 + t, valid = t < ny, tx = t % 16, ty = t / 16;
     const int lo = lightning ? (y / bs) * bs : 0, hi = lightning ? (lo + bs < n ? lo + bs : n) : n;
     const int xlo = lightning ? (y0 / bs) * bs : 0;
     const int xhi = lightning ? (((y0 + ny - 1) / bs + 1) * bs < n ? ((y0 + ny - 1) / bs + 1) * bs : n) : n;
@@ -235,36 +254,42 @@ __global__ static void plan_pairs_kernel(zp_plan_jobs J, zp_attn_dims d, const T
     int last = -1;
     for (int xb = xlo; xb < xhi; xb += PAIRS_X) {
         const int nx = xhi - xb < PAIRS_X ? xhi - xb : PAIRS_X;
-        __syncthreads();
-        load_unit_keys(kl, table, xb, nx, bs, Hkv, g, D, kx, DX);
-        __syncthreads();
-        if (!valid || xb + nx <= lo || xb >= hi) continue;
-        const float *own = ky + (size_t)threadIdx.x * DP;
-        float c[PAIRS_X];
+        unit_inv_norms(kl, table, xb, nx, bs, Hkv, g, D, inv_x);
+        float acc[8][4];
 #pragma unroll
-        for (int i = 0; i < PAIRS_X; i++) c[i] = 0.f;
-        for (int e = 0; e < D4; e += 4) {
-            const float4 b = *(const float4 *)(own + e);
+        for (int i = 0; i < 8; i++)
 #pragma unroll
-            for (int i = 0; i < PAIRS_X; i++) { /* every thread reads the same partner row: a broadcast */
-                const float4 a = *(const float4 *)(kx + i * DX + e);
-                c[i] += a.x * b.x;
-                c[i] += a.y * b.y;
-                c[i] += a.z * b.z;
-                c[i] += a.w * b.w;
+            for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
+        for (int e0 = 0; e0 < DP; e0 += PAIRS_E) {
+            __syncthreads(); /* inv_x written; the previous slice read */
+            stage_unit_keys_t(kl, table, xb, nx, PAIRS_X, bs, Hkv, g, D, e0, PAIRS_E, inv_x, kx);
+            __syncthreads();
+#pragma unroll 8
+            for (int e = 0; e < PAIRS_E; e++) {
+                const float4 a0 = *(const float4 *)(ky + (e0 + e) * PAIRS_Y + ty * 8), a1 = *(const float4 *)(ky + (e0 + e) * PAIRS_Y + ty * 8 + 4);
+                const float4 b = *(const float4 *)(kx + e * PAIRS_X + tx * 4);
+                const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w}, bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) acc[i][j] += bv[j] * av[i];
             }
         }
-        for (int e = D4; e < D; e++)
 #pragma unroll
-            for (int i = 0; i < PAIRS_X; i++) c[i] += kx[i * DX + e] * own[e];
+        for (int i = 0; i < 8; i++)
 #pragma unroll
-        for (int i = 0; i < PAIRS_X; i++) { /* partners in order; rows past nx are stale and skipped */
-            const int x = xb + i;
-            if (i >= nx || x < lo || x >= hi || x == y) continue;
-            colsum += c[i]; /* c is symmetric: the column sum of y is its row sum */
-            if (c[i] > theta) { last = x; clast = c[i]; }
-            if (x == lo) clo = c[i];
-        }
+            for (int j = 0; j < 4; j++) dots[(ty * 8 + i) * PAIRS_CS + tx * 4 + j] = acc[i][j];
+        __syncthreads();
+        if (valid)
+            for (int i = 0; i < nx; i++) { /* partners in order */
+                const int x = xb + i;
+                if (x < lo || x >= hi || x == y) continue;
+                const float c = dots[t * PAIRS_CS + i];
+                colsum += c; /* dots are symmetric: the column sum of y is its row sum */
+                if (c > theta) { last = x; clast = c; }
+                if (x == lo) clo = c;
+            }
+        __syncthreads(); /* the dots read before the next chunk writes them */
     }
     if (!valid) return;
     const size_t o = (size_t)jb.w + y;
@@ -391,11 +416,11 @@ static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, c
     s1k<<<j->n_jobs, 256, s1, stream>>>(*j, *plan, *d, kc, qc, sc, hg, j->max_n);
     ZP_LAUNCH_CHECK("plan_stage1");
     if (plan->redundancy != ZP_RED_NONE) {
-        const size_t DX = (size_t)(D + 3) & ~(size_t)3;
-        size_t s2 = sizeof(float) * ((size_t)PAIRS_Y * (DX + 4) + (size_t)PAIRS_X * DX);
+        const size_t DP = (size_t)(D + PAIRS_E - 1) / PAIRS_E * PAIRS_E;
+        size_t s2 = sizeof(float) * (DP * PAIRS_Y + PAIRS_E * PAIRS_X + PAIRS_Y * PAIRS_CS + PAIRS_Y + PAIRS_X);
         ZP_TRY(smem_limit((const void *)plan_pairs_kernel<T>, s2, "redundancy", j->max_n));
         dim3 grid(zp_ceil_div(j->max_n, PAIRS_Y), j->n_jobs);
-        plan_pairs_kernel<T><<<grid, PAIRS_Y, s2, stream>>>(*j, *d, kc, plan->redundancy == ZP_RED_LIGHTNING, plan->theta);
+        plan_pairs_kernel<T><<<grid, 256, s2, stream>>>(*j, *d, kc, plan->redundancy == ZP_RED_LIGHTNING, plan->theta);
         ZP_LAUNCH_CHECK("plan_pairs");
     }
     size_t s3 = sizeof(float) * 2 * (size_t)j->max_n;

@@ -136,7 +136,8 @@ zp_status zp_engine_reinit(zp_engine **ep, const zp_engine_config *cfg) {
     zp_engine *old = *ep;
     const zp_engine_config *oc = &old->cfg;
     ZP_TRY(check_block_size(cfg));
-    if (zp_engine_has_unfinished(old)) return zp_fail(ZP_ERR_INVALID, "engine reinit: requests are still unfinished");
+    if (!old->abandoned && zp_engine_has_unfinished(old))
+        return zp_fail(ZP_ERR_INVALID, "engine reinit: requests are still unfinished");
     if (!same_str(cfg->model_dir, oc->model_dir) || cfg->random_weights != oc->random_weights ||
         (cfg->random_weights && cfg->weight_seed != oc->weight_seed) || !same_str(cfg->device, oc->device) ||
         !same_str(cfg->precision, oc->precision) || cfg->n_threads != oc->n_threads)
@@ -165,6 +166,13 @@ static void seq_destroy(zp_seq *q) {
     free(q->target);
     free(q->release);
     free(q);
+}
+
+void zp_engine_abandon(zp_engine *e) {
+    if (!e) return;
+    if (e->worker_running) pthread_join(e->worker, NULL); /* its compactions are complete; the results go */
+    e->worker_running = 0;
+    e->abandoned = 1;
 }
 
 void zp_engine_free(zp_engine *e) {
@@ -511,6 +519,7 @@ static zp_status engine_step(zp_engine *e) {
 }
 
 zp_status zp_engine_step(zp_engine *e) {
+    if (e->abandoned) return zp_fail(ZP_ERR_INVALID, "engine: stepped after zp_engine_abandon");
     const int saturated = e->sched.waiting.n > 0;
     const int64_t g0 = e->stats.generated_tokens;
     const double t0 = saturated ? now_s() : 0;

@@ -41,6 +41,7 @@ struct zp_engine {
     int worker_running;
     zp_status worker_status;
     char worker_error[512];
+    int abandoned;            /* zp_engine_abandon: unfinished requests are dropped, no more steps */
 };
 
 /* One prefill step of T rows (sequences of up to 1,024 tokens) with n_out logits rows on a

@@ -169,6 +169,43 @@ static void test_reinit(void) {
     zp_engine_free(kept);
 }
 
+/* abandon: a run cut mid-way (async compression in flight) drops its unfinished requests;
+ * the engine refuses further steps, and reinit then gives an engine whose outputs equal a
+ * fresh one's. */
+static void test_abandon(void) {
+    run_spec rs = run_spec_default("tiny-qwen3");
+    rs.ec.policy = "zipage";
+    rs.ec.nmax = 2;
+    rs.ec.window = 4;
+    rs.ec.async_compress = 1;
+    rs.check_invariants = 1;
+    zp_engine_config ec = rs.ec;
+    ec.model_dir = zp_test_model("tiny-qwen3");
+    zp_engine *e = NULL;
+    CHECK_OK(zp_engine_init(&ec, &e));
+    if (!e) return;
+    int ids[24] = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28};
+    zp_sampling_params sp = zp_sampling_default();
+    sp.max_tokens = 400;
+    sp.ignore_eos = 1;
+    for (int r = 0; r < 6; r++) /* staggered lengths: the batch keeps running while one compresses */
+        CHECK_OK(zp_engine_add_request(e, ids, 3 + 4 * r, &sp, r, 0, 1));
+    int steps = 0;
+    while (!e->worker_running && steps < 1000 && zp_engine_step(e) == ZP_OK) steps++;
+    CHECK(e->worker_running); /* cut while a compression is in flight */
+    zp_engine_abandon(e);
+    CHECK(!e->worker_running);
+    CHECK(zp_engine_step(e) == ZP_ERR_INVALID && strstr(zp_last_error(), "abandon") != NULL);
+    run_result fresh, reused;
+    run_requests(&rs, &fresh);
+    rs.engine = &e;
+    run_requests(&rs, &reused);
+    CHECK(e != NULL && run_same_outputs(&fresh, &reused) && reused.st.compressions == fresh.st.compressions);
+    run_result_free(&fresh);
+    run_result_free(&reused);
+    zp_engine_free(e);
+}
+
 /* kv_pool_bytes: the same memory for every policy; an evicting one spends part of it on its
  * score cache and query slots, so it gets fewer blocks; one block more would not fit. */
 static void test_pool_bytes(void) {
@@ -212,5 +249,6 @@ int main(void) {
     test_schedule_independent_sampling();
     test_stop_and_errors();
     test_reinit();
+    test_abandon();
     return zp_test_finish("test_engine");
 }

@@ -5,7 +5,8 @@
  * compressing, device memory, and the ratio to the memory-bandwidth roofline (weights + K/V
  * attended per decode step, over the copy bandwidth measured at the start of the same run).
  * --preset builds a real shape with random weights in memory (no checkpoint file); --pools
- * sweeps KV-pool sizes on one set of weights. A benchmark, not a test: compare ratios
+ * sweeps KV-pool sizes on one set of weights; --max-seconds cuts each run at a time limit and
+ * still reports it (throughput at capacity of workloads longer than a 10-minute device call). A benchmark, not a test: compare ratios
  * measured in one run. The transformers peer writes the same columns (bench/peer_hf.py). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,9 @@ static void usage(FILE *f) {
                "  --seed S               prompt, length and sampling seed (default 0)\n"
                "  --profile              device time per op kind (CUDA; sets ZIPAGE_PROFILE=1, slows the run)\n"
                "  --csv FILE             append the row to FILE (header when new);  --label TEXT: first column\n"
+               "  --max-seconds S        stop each run S seconds into the workload and report what it did so far (the\n"
+               "                         requests still unfinished are dropped; the row's `finished` column counts\n"
+               "                         the rest): throughput at capacity of a workload longer than the time at hand\n"
                "  --pools N1,N2,...      run the workload once per KV-pool size, one row each, loading the weights\n"
                "                         once (instead of --kv-pool-tokens): tokens (65536), or the KV state's memory\n"
                "                         (9.5GiB, 512MiB: K/V plus an evicting policy's score and query caches, the\n"
@@ -41,7 +45,7 @@ typedef struct {
     int n_pools, pool_bytes;   /* pool_bytes: the sizes are bytes of KV state, not tokens */
     double pools[32];
     char pool_spec[32][32];    /* each size as given (the CSV's pool column) */
-    float temperature;
+    float temperature, max_seconds;
     int64_t seed, weight_seed;
 } bench_args;
 
@@ -119,6 +123,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
         else if (!strcmp(a, "--csv")) b->csv = v;
         else if (!strcmp(a, "--label")) b->label = v;
         else if (!strcmp(a, "--pools")) ZP_TRY(parse_pools(v, b));
+        else if (!strcmp(a, "--max-seconds")) ZP_TRY(cli_float(a, v, 1e-3f, 1e7f, &b->max_seconds));
         else {
             int matched;
             ZP_TRY(cli_engine_flag(a, v, &b->ec, &matched));
@@ -156,6 +161,7 @@ typedef struct {
     zp_engine_stats st;
     size_t weight_bytes, kv_token_bytes;
     const char *pool;          /* the --pools entry of this row, or "" */
+    int finished;              /* requests finished (all of them unless --max-seconds cut the run) */
 } bench_result;
 
 static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_workload *w, bench_result *res) {
@@ -170,11 +176,19 @@ static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_wor
         s = zp_engine_add_request(e, w->prompt[r], w->prompt_len[r], &sp, r, 0, (uint64_t)b->seed);
     }
     const double t0 = cli_now();
-    while (s == ZP_OK && zp_engine_has_unfinished(e)) s = zp_engine_step(e);
+    int cut = 0;
+    while (s == ZP_OK && zp_engine_has_unfinished(e) && !cut) {
+        s = zp_engine_step(e);
+        cut = b->max_seconds > 0 && cli_now() - t0 >= b->max_seconds;
+    }
     res->wall = cli_now() - t0;
+    if (s == ZP_OK && zp_engine_has_unfinished(e)) zp_engine_abandon(e); /* cut: the unfinished ones are dropped */
     zp_output o[64];
+    res->finished = 0;
     for (int n; (n = zp_engine_poll(e, o, 64)) > 0;)
-        for (int i = 0; i < n; i++) zp_output_free(&o[i]);
+        for (int i = 0; i < n; i++, res->finished++) zp_output_free(&o[i]);
+    if (s == ZP_OK && res->finished < w->n)
+        printf("# stopped after %.1f s (--max-seconds): %d of %d requests finished\n", res->wall, res->finished, w->n);
     return s;
 }
 
@@ -192,7 +206,7 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
         fprintf(f, "label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
                    "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
                    "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
-                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib\n");
+                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished\n");
     double pl = 0, gl = 0, dev = 0;
     for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
     for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
@@ -203,16 +217,16 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
     const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
     const int all = st->prefill_steps + st->decode_steps > 0;
     fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.3f,%.3f,%lld,%.1f,%s,%.6f\n",
+               "%.3f,%.3f,%lld,%.1f,%s,%.6f,%d\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
             (double)st->generated_tokens / W, st->prefill_seconds > 0 ? (double)st->prefill_tokens / st->prefill_seconds : 0.0,
-            st->decode_seconds > 0 ? (double)st->decode_tokens / st->decode_seconds : 0.0, w->n / W, all ? (double)st->running_sum / (double)(st->prefill_steps + st->decode_steps) : 0.0,
+            st->decode_seconds > 0 ? (double)st->decode_tokens / st->decode_seconds : 0.0, r->finished / W, all ? (double)st->running_sum / (double)(st->prefill_steps + st->decode_steps) : 0.0,
             st->peak_running, (long long)st->decode_steps, 1e3 * st->decode_seconds / steps, st->decode_op_seconds[ZP_OP_GEMM] / DS,
             st->decode_op_seconds[ZP_OP_ATTENTION] / DS, st->decode_op_seconds[ZP_OP_ELEMENTWISE] / DS, st->decode_op_seconds[ZP_OP_SAMPLING] / DS,
             comp / W, dev > 0 ? (DS - dev) / DS : 0.0, r->mem_gib, cli_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
-            (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0);
+            (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0, r->finished);
 }
 
 /* Prints the row of one finished configuration, and appends it to --csv. */

@@ -2,6 +2,8 @@
 # plot_pool.sh - the TPS-vs-KV-pool curve (one line per policy) of the reasoning rows of a
 # zipage bench CSV, with gnuplot, the ratio at every pool both policies have a row for, and
 # where the curves cross (each pair of neighbouring pools between which the leader changes).
+# One curve per policy, or per label when a policy has several rows at one pool (sync and
+# async Zipage): each evicting curve is then compared with each full-KV curve.
 # Rows are keyed by the pool they were asked for: the `pool` column (`--pools` entries:
 # tokens, or the KV state's memory as 9.5GiB / 512MiB, the same memory for every policy), or
 # for older CSVs block_size x kv_blocks tokens.  Usage: bash bench/plot_pool.sh bench.csv [out.png] [title]
@@ -23,34 +25,47 @@ def pool_of(r):
     if spec.endswith("GiB"): return float(spec[:-3]), "GiB"
     if spec.endswith("MiB"): return float(spec[:-3]) / 1024, "GiB"
     return float(spec), "tokens"
-tps, units = {}, set()
+tps, units, pol, seen, dup = {}, set(), {}, set(), False
 for r in rows:
     x, u = pool_of(r)
     units.add(u)
-    tps.setdefault(r["policy"], {})[x] = float(r["tps"])
+    dup = dup or (r["policy"], x) in seen
+    seen.add((r["policy"], x))
 if len(units) > 1:
     sys.exit("plot_pool: the CSV mixes token pools and memory pools; plot them apart")
 unit = units.pop()
+# one curve per policy, or per label where one policy has several configurations (e.g. the
+# sync and async Zipage rows of run_bench's ASYNC=0)
+for r in rows:
+    key = (r["label"] if dup else r["policy"]).replace(" ", "_").replace(",", "_")
+    pol[key] = r["policy"]
+    tps.setdefault(key, {})[pool_of(r)[0]] = float(r["tps"])
 with open(sys.argv[2], "w") as f:
     for p in sorted(tps):
         for x in sorted(tps[p]):
             f.write(f"{p},{x},{tps[p][x]}\n")
 fmt = (lambda x: f"{x:9.0f} tokens") if unit == "tokens" else (lambda x: f"{x:8.3f} GiB")
-full, zip_ = tps.get("full", {}), tps.get("zipage", {})
-pools = sorted(set(full) & set(zip_))
-for p in pools:
-    print(f"pool {fmt(p)}: full {full[p]:9.1f} tok/s, zipage {zip_[p]:9.1f} tok/s, ratio {zip_[p] / full[p]:.2f}")
-if not pools:
+fulls = [k for k in sorted(tps) if pol[k] == "full"]
+zips = [k for k in sorted(tps) if pol[k] != "full"]
+for fk in fulls:
+    for zk in zips:
+        full, zip_ = tps[fk], tps[zk]
+        pools = sorted(set(full) & set(zip_))
+        for p in pools:
+            print(f"pool {fmt(p)}: {fk} {full[p]:9.1f} tok/s, {zk} {zip_[p]:9.1f} tok/s, ratio {zip_[p] / full[p]:.2f}")
+        if not pools:
+            print(f"no pool size has both a {fk} and a {zk} row")
+        elif all(zip_[p] >= full[p] for p in pools):
+            print(f"{zk} >= {fk} at every pool measured")
+        elif all(zip_[p] < full[p] for p in pools):
+            print(f"{zk} stays below {fk} at every pool measured")
+        else:  # every sign change along the sorted pools is a crossing
+            for a, b in zip(pools, pools[1:]):
+                if (zip_[a] >= full[a]) != (zip_[b] >= full[b]):
+                    lead = zk if zip_[b] >= full[b] else "full KV" if fk == "full" else fk
+                    print(f"the curves cross between pools of {fmt(a).strip()} and {fmt(b).strip()}: {lead} leads from {fmt(b).strip()}")
+if not fulls or not zips:
     print("no pool size has both a full KV and a zipage row")
-elif all(zip_[p] >= full[p] for p in pools):
-    print("zipage >= full KV at every pool measured")
-elif all(zip_[p] < full[p] for p in pools):
-    print("zipage stays below full KV at every pool measured")
-else:  # every sign change along the sorted pools is a crossing
-    for a, b in zip(pools, pools[1:]):
-        if (zip_[a] >= full[a]) != (zip_[b] >= full[b]):
-            lead = "zipage" if zip_[b] >= full[b] else "full KV"
-            print(f"the curves cross between pools of {fmt(a).strip()} and {fmt(b).strip()}: {lead} leads from {fmt(b).strip()}")
 with open(sys.argv[2] + ".unit", "w") as f:
     f.write(unit)
 PY

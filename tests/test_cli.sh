@@ -35,6 +35,13 @@ if command -v gnuplot >/dev/null; then
   grep -q "pool     32768 tokens: full      50.0 tok/s, zipage     100.0 tok/s, ratio 2.00" "$T/out" \
     && grep -q "cross between pools of 65536 tokens and 131072 tokens: full KV leads from 131072 tokens" "$T/out" \
     || { echo "FAIL: plot_pool crossing report"; cat "$T/out"; fails=$((fails+1)); }
+  # two Zipage configurations at the same pools (sync and async): one curve per label
+  { head -1 "$T/b.csv"; for r in "zs zipage 128 90" "za zipage 128 120" "fk full 128 60"; do
+      set -- $r; echo "$1,cuda,m,reasoning,8,1,1,$2,8,16,256,$3,0,0,1,1,$4"; done; } > "$T/labels.csv"
+  ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/labels.csv" "$T/labels.png" test
+  grep -q "pool     32768 tokens: fk      60.0 tok/s, za     120.0 tok/s, ratio 2.00" "$T/out" \
+    && grep -q "pool     32768 tokens: fk      60.0 tok/s, zs      90.0 tok/s, ratio 1.50" "$T/out" \
+    || { echo "FAIL: plot_pool curves per label"; cat "$T/out"; fails=$((fails+1)); }
 fi
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --pools 64,128 --csv "$T/p.csv" --label p
 [ "$(cut -d, -f1,12 "$T/p.csv" | tail -n +2 | tr '\n' ' ')" = "p,4 p,8 " ] \

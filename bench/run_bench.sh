@@ -7,8 +7,9 @@
 #               tiny-qwen3, full KV and Zipage (300 tokens x 4 samples, block 16)
 #   fixed       Qwen3-8B shape, batch 256, prompt 256, gen 256, full KV: zipage bench, then the
 #               transformers peer (bench/peer_hf.py, static cache, compiled), same CSV
-#   batch1      Qwen3-8B shape, batch-1 decode (roofline ratio)
-#   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (--cuda-graphs)
+#   batch1      Qwen3-8B shape, batch-1 decode (roofline ratio); fixed and batch1 launch every
+#               kernel (--no-cuda-graphs), the reference for the graphs step
+#   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (the default)
 #   reasoning   Qwen3-8B shape, REQ reasoning requests (default 32, --max-tokens MAXT 8192, so
 #               that both runs fit one call; raise both where calls may be longer) at the
 #               KV-pool sizes POOL (tokens, or memory such as 9GiB,18GiB: the same bytes of KV
@@ -18,7 +19,7 @@
 #               its workload and is still reported (--max-seconds: tokens/s at capacity, the
 #               CSV's `finished` column counts the requests done); then plot. POLICIES=zipage or
 #               POLICIES=full runs one of them (a throughput figure needs many more requests
-#               than slots, e.g. REQ=128: one call per policy); GRAPHS=1 adds --cuda-graphs;
+#               than slots, e.g. REQ=128: one call per policy); graphs on (GRAPHS=0: off);
 #               ASYNC=0 runs Zipage's compression synchronously (label zipage-sync: its
 #               compression time is then all on the critical path, a measure of its cost)
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
@@ -33,7 +34,7 @@ set -uo pipefail
 B=${1:?build folder}; STEP=${2:?step}; POOL=${3:-65536,131072,262144}
 O=${OUT:-/tmp}; CSV=$O/bench.csv
 P=Qwen3-8B; BATCH=256; PROMPT=256; GEN=256; REQ=${REQ:-32}; MAXT=${MAXT:-8192}; RT=${RT:-}
-POLICIES=${POLICIES:-zipage,full}; GRAPHS=${GRAPHS:-0}; ASYNC=${ASYNC:-1}
+POLICIES=${POLICIES:-zipage,full}; GRAPHS=${GRAPHS:-1}; ASYNC=${ASYNC:-1}
 if [ "$STEP" = quick ]; then P=Qwen3-0.6B; BATCH=32; PROMPT=128; GEN=64; REQ=16; MAXT=2048; POOL=16384,65536; fi
 
 gate() {
@@ -51,13 +52,13 @@ assert [s['tokens'] for s in a] == [s['tokens'] for s in b]" || { echo "gate FAI
   done
 }
 fixed() {
-  $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --csv $CSV --label zipage-fixed
+  $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --no-cuda-graphs --csv $CSV --label zipage-fixed
   python3 bench/peer_hf.py --preset $P --batch $BATCH --prompt $PROMPT --gen $GEN --csv $CSV --label hf-static-compiled
 }
-batch1() { $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --csv $CSV --label zipage-batch1; }
+batch1() { $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --no-cuda-graphs --csv $CSV --label zipage-batch1; }
 reasoning() {
   local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV" g="" a="--async" zl=zipage
-  [ "$GRAPHS" = 1 ] && g="-graphs" && common="$common --cuda-graphs"
+  if [ "$GRAPHS" = 1 ]; then g="-graphs"; common="$common --cuda-graphs"; else common="$common --no-cuda-graphs"; fi
   [ "$ASYNC" = 0 ] && a="" && zl=zipage-sync
   [ -n "$RT" ] && common="$common --max-seconds $RT"
   case ",$POLICIES," in *,zipage,*)

@@ -34,6 +34,7 @@ zp_engine_config zp_engine_config_default(void) {
     c.layer_stride = 8;
     c.max_compress_blocks = 600;
     c.gpu_memory_utilization = 0.9;
+    c.cuda_graphs = -1;
     return c;
 }
 
@@ -80,9 +81,9 @@ static zp_status check_block_size(const zp_engine_config *cfg) {
 
 /* The backend's switches of cfg (CUDA graphs). */
 static zp_status engine_backend_flags(zp_engine *e, const zp_engine_config *cfg) {
-    if (cfg->cuda_graphs && !e->be->graph_begin)
+    if (cfg->cuda_graphs > 0 && !e->be->graph_begin)
         return zp_fail(ZP_ERR_INVALID, "cuda_graphs needs the CUDA backend (device is %s)", e->be->name);
-    e->be->use_graphs = cfg->cuda_graphs;
+    e->be->use_graphs = cfg->cuda_graphs > 0 || (cfg->cuda_graphs < 0 && e->be->graph_begin);
     e->be->graph_records = e->be->graph_replays = 0; /* this engine's counts */
     return ZP_OK;
 }

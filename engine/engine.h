@@ -33,7 +33,8 @@ typedef struct {
     int max_num_batched_tokens;/* default 8192 */
     int enable_prefix_cache;   /* default on */
     int host_only;             /* sample and score compression on the host even on CUDA (tests, debugging) */
-    int cuda_graphs;           /* CUDA: replay decode forwards as graphs, one per batch shape (default off) */
+    int cuda_graphs;           /* replay decode forwards as CUDA graphs, one per batch shape: -1 (default) where the
+                                  backend has them, 0 off, 1 on (an error on a backend without them) */
     /* compression */
     const char *policy;        /* "full" (default), "zipage", "snapkv", ... (policies/) */
     const char *policy_params; /* JSON object of policy parameters, NULL for defaults */

@@ -82,6 +82,9 @@ bad "neither a config file nor a preset" "$Z" bench --preset no-such-model
 ok "$Z" generate --model "$T/m" --prompt-ids 1,2,3,4,5 --policy zipage --nmax 2 --window 8 --block-size 16 --max-tokens 2000 --ignore-eos
 grep -q "^2000 tokens" "$T/out" && grep -q "policy zipage: 123 compressions" "$T/out" \
   || { echo "FAIL: 2000-token zipage generation"; cat "$T/out"; fails=$((fails+1)); }
+# CUDA graphs: on by default where the backend has them (not the CPU), refused when insisted on there
+ok "$Z" generate --model "$T/m" --prompt-ids 1,2,3 --max-tokens 4 --block-size 16 --no-cuda-graphs
+bad "cuda_graphs needs the CUDA backend" "$Z" generate --model "$T/m" --prompt-ids 1,2,3 --max-tokens 4 --cuda-graphs
 bad "unknown policy" "$Z" generate --model "$T/m" --prompt-ids 1 --policy lru
 bad "unknown parameter" "$Z" generate --model "$T/m" --prompt-ids 1 --policy zipage --policy-params '{"lamda":1}'
 bad "window" "$Z" generate --model "$T/m" --prompt-ids 1 --policy zipage --window 64 --block-size 16

@@ -6,7 +6,8 @@
  * bf16 storage near-ties may flip, so agreement is reported, not asserted. Sampling on the
  * device (temperature alone, top-k, top-p, both): 6 requests x 2 samples x 64 tokens identical
  * to the host sampler on the same CUDA logits in fp32 storage (same Philox numbers, same rule),
- * with full KV and with Zipage; agreement with the CPU engine is reported. The same greedy parity with decode steps replayed as CUDA graphs (full,
+ * with full KV and with Zipage, decode steps as CUDA graphs (the default; the greedy checks
+ * set graphs off or on explicitly); agreement with the CPU engine is reported. The same greedy parity with decode steps replayed as CUDA graphs (full,
  * Zipage sync and async, SnapKV), which must have been replayed at least once. Memory sizing: with gpu_memory_utilization 0.5 the engine leaves at most
  * half the device in use and gives the KV pool most of it; an impossible share fails cleanly.
  * Exits 77 (skipped) without a GPU. */

@@ -23,10 +23,11 @@ const char CLI_ENGINE_USAGE[] =
     "  --scheduler S          hybrid (default with a policy), strict, full\n"
     "  --layer-stride N       layers compressed together (default 8)\n"
     "  --async                compress on a worker thread while others decode\n"
-    "  --cuda-graphs          CUDA: replay decode steps as graphs, one per batch shape\n";
+    "  --no-cuda-graphs       CUDA: launch every decode step's kernels (default: replay them as graphs,\n"
+    "                         one per batch shape; --cuda-graphs insists, an error on the CPU)\n";
 
 int cli_engine_switch(const char *flag) {
-    return !strcmp(flag, "--no-prefix-cache") || !strcmp(flag, "--async") || !strcmp(flag, "--cuda-graphs");
+    return !strcmp(flag, "--no-prefix-cache") || !strcmp(flag, "--async") || !strcmp(flag, "--cuda-graphs") || !strcmp(flag, "--no-cuda-graphs");
 }
 
 zp_status cli_engine_flag(const char *a, const char *v, zp_engine_config *ec, int *matched) {
@@ -52,6 +53,7 @@ zp_status cli_engine_flag(const char *a, const char *v, zp_engine_config *ec, in
     else if (!strcmp(a, "--layer-stride")) return cli_int(a, v, 1, 4096, &ec->layer_stride);
     else if (!strcmp(a, "--async")) ec->async_compress = 1;
     else if (!strcmp(a, "--cuda-graphs")) ec->cuda_graphs = 1;
+    else if (!strcmp(a, "--no-cuda-graphs")) ec->cuda_graphs = 0;
     else *matched = 0;
     return ZP_OK;
 }

@@ -239,7 +239,7 @@ static zp_status report(const bench_args *b, const bench_workload *w, zp_engine 
     printf("# zipage bench %s on %s (%s, %d layers, hidden %d, %.2f B parameters)\n", b->workload, b->model_name, mc->arch_name,
            mc->n_layers, mc->hidden, (double)r->weight_bytes / be->cache_elem_bytes / 1e9);
     print_row(stdout, b, w, r, 1);
-    if (b->ec.cuda_graphs)
+    if (be->use_graphs)
         printf("# CUDA graphs: %lld decode-step graphs recorded, %lld replays\n", (long long)r->st.graph_records,
                (long long)r->st.graph_replays);
     fflush(stdout);

@@ -120,6 +120,10 @@ struct zp_backend {
                              const void *v_cache, int layer);
     /* out[T,I] = silu(gu[:, :I]) * gu[:, I:]   with gu [T,2I] */
     zp_status (*silu_mul)(zp_backend *be, void *out, const void *gu, int T, int I);
+    /* act[T,I] = silu_mul of gu = x[T,H] . w[2I,H]^T: the MLP's gate/up GEMM and activation in
+     * one op; gu [T,2I] is its scratch, its contents afterwards unspecified (CUDA bf16 storage
+     * keeps it in bf16). Optional (NULL on the CPU): the model then calls matmul and silu_mul. */
+    zp_status (*gate_up_silu)(zp_backend *be, void *act, void *gu, const void *x, const void *w, int T, int I, int H);
     /* out[n_out,H] = x[out_rows[i], :] */
     zp_status (*gather_rows)(zp_backend *be, void *out, const void *x, int H);
 

@@ -406,8 +406,11 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     else ZP_TRY(be->attn_decode(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
     ZP_TRY(be->matmul(be, m->h, m->att, w->wo, NULL, T, H, qd));
     ZP_TRY(be->add_rmsnorm(be, m->h, m->x, m->h, w->mlp_norm, T, H, c->rms_eps));
-    ZP_TRY(be->matmul(be, m->gu, m->h, w->w_gate_up, NULL, T, 2 * I, H));
-    ZP_TRY(be->silu_mul(be, m->act, m->gu, T, I));
+    if (be->gate_up_silu) ZP_TRY(be->gate_up_silu(be, m->act, m->gu, m->h, w->w_gate_up, T, I, H));
+    else {
+        ZP_TRY(be->matmul(be, m->gu, m->h, w->w_gate_up, NULL, T, 2 * I, H));
+        ZP_TRY(be->silu_mul(be, m->act, m->gu, T, I));
+    }
     return be->matmul(be, m->h, m->act, w->w_down, NULL, T, H, I); /* added to x by the next layer's norm */
 }
 

@@ -50,17 +50,20 @@ static void compare(const char *op, pair *p, const void *a, const void *b, size_
 static void test_dense(pair *p) {
     enum { M = 37, N = 96, K = 256, I = 160 };
     float *x = malloc(sizeof(float) * M * K), *w = malloc(sizeof(float) * N * K), *bias = malloc(sizeof(float) * N), *gu = malloc(sizeof(float) * M * 2 * I);
+    float *wgu = malloc(sizeof(float) * 2 * I * K);
+    for (int i = 0; i < 2 * I * K; i++) wgu[i] = rnd((uint32_t)i, 5) * 0.1f;
     for (int i = 0; i < M * K; i++) x[i] = rnd((uint32_t)i, 1);
     for (int i = 0; i < N * K; i++) w[i] = rnd((uint32_t)i, 2) * 0.1f;
     for (int i = 0; i < N; i++) bias[i] = rnd((uint32_t)i, 3);
     for (int i = 0; i < M * 2 * I; i++) gu[i] = 3 * rnd((uint32_t)i, 4);
     zp_backend *b[2] = {p->cpu, p->gpu};
-    void *X[2], *W[2], *B[2], *O[2], *G[2], *A[2], *NW[2];
+    void *X[2], *W[2], *B[2], *O[2], *G[2], *A[2], *NW[2], *WGU[2];
     int ids[M], rows[5] = {0, 36, 5, 5, 17};
     for (int t = 0; t < M; t++) ids[t] = (t * 7) % N;
     zp_batch bt = {.n_tokens = M, .token_ids = ids, .positions = ids, .n_out = 5, .out_rows = rows};
     for (int k = 0; k < 2; k++) {
         X[k] = up(b[k], x, M * K); W[k] = upw(b[k], w, N * K); B[k] = upw(b[k], bias, N); NW[k] = upw(b[k], w, K);
+        WGU[k] = upw(b[k], wgu, 2 * I * K);
         G[k] = up(b[k], gu, M * 2 * I);
         CHECK_OK(b[k]->alloc(b[k], M * N > M * K ? M * N : M * K, &O[k]));
         CHECK_OK(b[k]->alloc(b[k], M * I, &A[k]));
@@ -90,6 +93,21 @@ static void test_dense(pair *p) {
         CHECK_OK(b[k]->matmul(b[k], G[k], O[k], W[k], B[k], M, N, K));
     }
     compare("rmsnorm->matmul", p, G[0], G[1], M * N, 2e-2, 1e-3);
+    /* the fused gate/up GEMM and activation (CUDA; the CPU runs matmul, then silu_mul), fed by
+     * an RMSNorm as in the model, then the down GEMM it feeds */
+    CHECK(p->gpu->gate_up_silu != NULL);
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
+        if (b[k]->gate_up_silu) CHECK_OK(b[k]->gate_up_silu(b[k], A[k], G[k], O[k], WGU[k], M, I, K));
+        else {
+            CHECK_OK(b[k]->matmul(b[k], G[k], O[k], WGU[k], NULL, M, 2 * I, K));
+            CHECK_OK(b[k]->silu_mul(b[k], A[k], G[k], M, I));
+        }
+        CHECK_OK(b[k]->matmul(b[k], O[k], A[k], W[k], NULL, M, N, I));
+    }
+    compare("gate_up_silu", p, A[0], A[1], M * I, 2e-2, 1e-3);
+    compare("gate_up_silu->matmul", p, O[0], O[1], M * N, 2e-2, 1e-3);
+
     for (int k = 0; k < 2; k++) {
         CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
         CHECK_OK(b[k]->add(b[k], O[k], X[k], M * K));
@@ -106,8 +124,8 @@ static void test_dense(pair *p) {
     compare("add_rmsnorm: sum", p, X[0], X[1], M * K, 1e-2, 1e-5);
     compare("add_rmsnorm: norm", p, O[0], O[1], M * K, 1e-2, 1e-5);
     compare("add_rmsnorm->matmul", p, G[0], G[1], M * N, 2e-2, 1e-3);
-    for (int k = 0; k < 2; k++) { void *bufs[7] = {X[k], W[k], B[k], O[k], G[k], A[k], NW[k]}; for (int i = 0; i < 7; i++) b[k]->release(b[k], bufs[i]); }
-    free(x); free(w); free(bias); free(gu);
+    for (int k = 0; k < 2; k++) { void *bufs[8] = {X[k], W[k], B[k], O[k], G[k], A[k], NW[k], WGU[k]}; for (int i = 0; i < 8; i++) b[k]->release(b[k], bufs[i]); }
+    free(x); free(w); free(bias); free(gu); free(wgu);
 }
 
 /* q/k norm + RoPE + KV store, query store, paged attention over scattered blocks, key gather,

@@ -20,14 +20,6 @@ __global__ static void embed_kernel(float *out, const T *table, const int *ids, 
     for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)t * H + i] = zp_ld(row[i]);
 }
 
-/* Four bf16 roundings stored as one 8-byte word. */
-__device__ __forceinline__ void st_bf16x4(bf16 *p, float4 v) {
-    const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
-    uint2 w;
-    w.x = *(const uint32_t *)&a;
-    w.y = *(const uint32_t *)&b;
-    *(uint2 *)p = w;
-}
 __device__ __forceinline__ float4 ld_w4(const float *w) { return *(const float4 *)w; }
 __device__ __forceinline__ float4 ld_w4(const bf16 *w) {
     const uint2 r = *(const uint2 *)w;
@@ -86,7 +78,6 @@ __global__ static void bias_kernel(float *out, const T *bias, int M, int N) {
 
 /* out = silu(g) * u (and its bf16 rounding to out_bf when not NULL), 4 values per thread
  * (I % 4 == 0). */
-__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 __global__ static void silu_mul_kernel(float *out, bf16 *out_bf, const float *gu, int T, int I) {
     const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 4;
     if (i >= (size_t)T * I) return;
@@ -312,6 +303,18 @@ bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n) {
     return c->xbf;
 }
 
+zp_status cuda_gemm_operand(cuda_ctx *c, const void *x, size_t nx, const bf16 **xop) {
+    const int ready = c->xbf_src == x && c->xbf_n == nx && c->op_seq == c->xbf_seq + 1; /* written by the op just before */
+    c->xbf_src = NULL;
+    if (!ready) {
+        ZP_TRY(xbf_reserve(c, nx));
+        to_bf16_kernel<<<zp_ceil_div((long)nx, 256), 256, 0, c->stream>>>(c->xbf, (const float *)x, nx);
+        ZP_LAUNCH_CHECK("matmul operand to bf16");
+    }
+    *xop = c->xbf;
+    return ZP_OK;
+}
+
 static zp_status cu_add_rmsnorm(zp_backend *be, void *out, void *x, const void *y, const void *w, int rows, int H, float eps) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
@@ -343,14 +346,9 @@ static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void 
     const float alpha = 1.f, beta = 0.f;
     const void *xop = x;
     if (!c->fp32) { /* bf16 operands, fp32 accumulation */
-        const int ready = c->xbf_src == x && c->xbf_n == nx && c->op_seq == c->xbf_seq + 1; /* written by the op just before */
-        c->xbf_src = NULL;
-        if (!ready) {
-            ZP_TRY(xbf_reserve(c, nx));
-            to_bf16_kernel<<<zp_ceil_div((long)nx, 256), 256, 0, c->stream>>>(c->xbf, (const float *)x, nx);
-            ZP_LAUNCH_CHECK("matmul operand to bf16");
-        }
-        xop = c->xbf;
+        const bf16 *xb;
+        ZP_TRY(cuda_gemm_operand(c, x, nx, &xb));
+        xop = xb;
     }
     int done = 0;
     if (!c->fp32) ZP_TRY(cuda_gemm_tuned(c, (float *)out, (const bf16 *)w, (const bf16 *)xop, M, N, K, &done));
@@ -555,6 +553,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->attn_prefill = cuda_attn_prefill;
     be->attn_decode = cuda_attn_decode;
     be->silu_mul = cu_silu_mul;
+    be->gate_up_silu = cuda_gate_up_silu;
     be->gather_rows = cu_gather_rows;
     be->query_store = cuda_query_store;
     be->query_read = cuda_query_read;

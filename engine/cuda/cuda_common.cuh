@@ -210,9 +210,22 @@ struct zp_prof_scope {
         if (i >= 0) cudaEventRecord(c->pev[2 * i + 1], c->stream);
     }
 };
+/* Four bf16 roundings stored as one 8-byte word. */
+__device__ __forceinline__ void st_bf16x4(bf16 *p, float4 v) {
+    const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
+    uint2 w;
+    w.x = *(const uint32_t *)&a;
+    w.y = *(const uint32_t *)&b;
+    *(uint2 *)p = w;
+}
+/* The MLP activation of one gate value g and its up value u. */
+__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 /* bf16 storage: the xbf scratch to write bf16(out[0, n)) into, for a GEMM that is the next op
  * (NULL in fp32 storage); see backend_cuda.cu. */
 bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n);
+/* bf16 storage: *xop = the bf16 operand of a GEMM on x[0, nx): the copy the op just before
+ * produced, else a fresh conversion into xbf. */
+zp_status cuda_gemm_operand(cuda_ctx *c, const void *x, size_t nx, const bf16 **xop);
 /* Adds the recorded ops' times to psec (waits for them). */
 zp_status cuda_prof_flush(cuda_ctx *c);
 
@@ -241,6 +254,8 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
 zp_status cuda_gemm_tuner_create(cuda_ctx *c);
 void cuda_gemm_tuner_free(cuda_ctx *c);
 zp_status cuda_gemm_tuned(cuda_ctx *c, float *out, const bf16 *w, const bf16 *x, int M, int N, int K, int *done);
+/* gemm_cuda.cu: the backend op gate_up_silu (bf16 storage: the gate/up GEMM writes bf16) */
+zp_status cuda_gate_up_silu(zp_backend *be, void *act, void *gu, const void *x, const void *w, int T, int I, int H);
 /* sample_cuda.cu */
 zp_status cuda_sample(zp_backend *be, const void *logits, int n, int V, const zp_sample_row *rows, int *ids);
 

@@ -211,15 +211,42 @@ __device__ static void unit_inv_norms(const T *kl, const int *table, int r0, int
     }
 }
 
+/* Eight consecutive values of a key row as floats (one 16-byte load for bf16, two for fp32). */
+__device__ __forceinline__ void load8(const bf16 *p, float *v) {
+    const uint4 w = *(const uint4 *)p;
+    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 f = __bfloat1622float2(*(const __nv_bfloat162 *)&u[i]);
+        v[2 * i] = f.x;
+        v[2 * i + 1] = f.y;
+    }
+}
+__device__ __forceinline__ void load8(const float *p, float *v) {
+    const float4 a = *(const float4 *)p, b = *(const float4 *)(p + 4);
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+}
+
 /* Unit keys of rows [r0, r0+nr) (of `rows` staged; blockDim a multiple of rows), dims
  * [e0, e0+ne), transposed to out[(e - e0) * rows + i]; rows past nr and dims past D are 0.
- * Each thread keeps one row, so its table lookup is done once. */
+ * Each thread keeps one row, so its table lookup is done once. With D, e0 and ne multiples of
+ * 8, a thread loads 8 dims at once (the warp's 32 rows in 32 loads instead of 256); the
+ * stores go to 32 consecutive rows, one bank each. Same products either way. */
 template <typename T>
 __device__ static void stage_unit_keys_t(const T *kl, const int *table, int r0, int nr, int rows, int bs, int Hkv, int g, int D,
                                          int e0, int ne, const float *inv, float *out) {
     const int r = threadIdx.x % rows, step = blockDim.x / rows;
     const T *k = r < nr ? key_row(kl, table, r0 + r, bs, Hkv, g, D) : NULL;
     const float s = r < nr ? inv[r] : 0.f;
+    if (D % 8 == 0 && e0 % 8 == 0 && ne % 8 == 0) {
+        for (int e = 8 * (threadIdx.x / rows); e < ne; e += 8 * step) {
+            float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+            if (k && e0 + e < D) load8(k + e0 + e, v);
+#pragma unroll
+            for (int j = 0; j < 8; j++) out[(e + j) * rows + r] = k && e0 + e < D ? v[j] * s : 0.f;
+        }
+        return;
+    }
     for (int e = threadIdx.x / rows; e < ne; e += step) out[e * rows + r] = k && e0 + e < D ? zp_ld(k[e0 + e]) * s : 0.f;
 }
 

@@ -1,10 +1,11 @@
 /* test_ops.c - every CPU backend op against a naive dense double-precision implementation:
  * matmul (+bias), RMSNorm, SiLU-mul, embedding, row gather, llama3 RoPE frequencies, and
  * q/k-norm + RoPE + KV store + paged attention over scattered blocks against contiguous
- * causal attention. */
+ * causal attention; the decode-attention partition rule of the CUDA backend (arithmetic). */
 #include <string.h>
 
 #include "backend.h"
+#include "cuda/decode_split.h"
 #include "model.h"
 #include "sampler.h"
 #include "test_util.h"
@@ -171,7 +172,23 @@ static void test_paged_attention(zp_backend *be) {
     free(qkv); free(q); free(out); free(kc); free(vc);
 }
 
+/* The wave-efficiency split of decode attention (pure arithmetic, used by the CUDA backend). */
+static void test_decode_split(void) {
+    CHECK(zp_decode_parts_waves(24 * 8, 264, 48) == 4);    /* 576 blocks would be 2.18 rounds; 768 are 2.91 */
+    CHECK(zp_decode_parts_waves(256 * 8, 264, 6) == 1);    /* 2048 blocks: 7.76 of 8 rounds already */
+    CHECK(zp_decode_parts_waves(8, 264, 10) == 10);        /* batch 1: never a full round, every partition */
+    CHECK(zp_decode_parts_waves(20 * 8, 264, 48) == 3);    /* 480 blocks, 1.82 of 2 rounds */
+    CHECK(zp_decode_parts_waves(5, 264, 0) == 1);
+    for (long base = 1; base <= 600; base += 7)
+        for (int mp = 1; mp <= 80; mp += 9) {
+            const int n = zp_decode_parts_waves(base, 264, mp);
+            CHECK(n >= 1 && n <= mp);
+            if (base * mp > 264) CHECK(base * n >= 264); /* at least one whole round when it can be had */
+        }
+}
+
 int main(void) {
+    test_decode_split();
     zp_backend *be;
     CHECK_OK(zp_backend_cpu_create(2, &be));
     test_dense_ops(be);

@@ -534,6 +534,8 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     if (cudaDeviceGetAttribute(&c->n_sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) c->n_sms = 1;
     const char *db = getenv("ZIPAGE_DECODE_BLOCKS"); /* a tuning knob of the benchmarks */
     c->dec_blocks = db && atoi(db) == 3 ? 3 : 2;
+    const char *ds = getenv("ZIPAGE_DECODE_SPLIT"); /* likewise */
+    c->dec_split_waves = ds && !strcmp(ds, "waves");
     cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH); /* no TF32: operands are bf16 anyway */
     be->alloc = cu_alloc;
     be->alloc_cache = cu_alloc_cache;

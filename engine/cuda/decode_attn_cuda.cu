@@ -15,6 +15,7 @@
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "decode_split.h"
 
 #define DEC_WARPS 4
 #define DEC_TILE 32                       /* keys of one warp round */
@@ -418,6 +419,8 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     const int max_parts = zp_ceil_div((long)c->b.max_blocks * d->block_size, DEC_GRAIN);
     int n_parts = zp_ceil_div(4L * c->n_sms, (long)S * d->n_kv_heads);
     n_parts = n_parts < 1 ? 1 : n_parts > max_parts ? max_parts : n_parts;
+    if (c->dec_split_waves && !c->fp32 && D <= 128)
+        n_parts = zp_decode_parts_waves((long)S * d->n_kv_heads, (long)c->n_sms * c->dec_blocks, max_parts);
     if (n_parts > 1) {
         const size_t heads = (size_t)S * d->n_heads * n_parts;
         ZP_TRY(cuda_grow(&c->dec_part, &c->dec_part_cap, sizeof(float) * heads * (D + 2)));

@@ -22,6 +22,10 @@
 #               than slots, e.g. REQ=128: one call per policy); graphs on (GRAPHS=0: off);
 #               ASYNC=0 runs Zipage's compression synchronously (label zipage-sync: its
 #               compression time is then all on the critical path, a measure of its cost)
+#   knobs       Zipage on the reasoning workload (REQ, MAXT, one pool POOL, graphs) once per
+#               CUDA tuning knob: defaults, ZIPAGE_DECODE_SPLIT=waves, ZIPAGE_COMPRESS_PRIORITY=low,
+#               each cut at RT seconds (default 120) so the three fit one call; same CSV, labels
+#               zipage-knob-*
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
 #               short and long contexts, blocks in order and scattered; causal prefill
@@ -71,6 +75,13 @@ graphs() {
   $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV --label zipage-fixed-graphs
   $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --cuda-graphs --csv $CSV --label zipage-batch1-graphs
 }
+knobs() {
+  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools ${POOL%%,*} --csv $CSV"
+  common="$common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid --async --max-seconds ${RT:-120}"
+  $B/zipage bench $common --label zipage-knob-default || echo "knobs: default failed"
+  ZIPAGE_DECODE_SPLIT=waves $B/zipage bench $common --label zipage-knob-split-waves || echo "knobs: split waves failed"
+  ZIPAGE_COMPRESS_PRIORITY=low $B/zipage bench $common --label zipage-knob-priority-low || echo "knobs: priority low failed"
+}
 redundancy() { $B/bench_redundancy 16; }
 attention() {
   for a in "256 384" "256 384 256 --scatter" "256 4096" "32 8192" "8 32768" "256 384 16"; do $B/bench_attention decode $a; done
@@ -85,10 +96,11 @@ case $STEP in
   batch1) batch1 ;;
   graphs) graphs ;;
   reasoning) reasoning ;;
+  knobs) knobs ;;
   redundancy) redundancy ;;
   attention) attention ;;
   plot) plot ;;
   quick) fixed; batch1; graphs; reasoning; redundancy; plot ;;
-  *) echo "run_bench: unknown step $STEP (gate, fixed, batch1, graphs, reasoning, redundancy, attention, plot, quick)"; exit 2 ;;
+  *) echo "run_bench: unknown step $STEP (gate, fixed, batch1, graphs, reasoning, knobs, redundancy, attention, plot, quick)"; exit 2 ;;
 esac
 echo "== rows so far"; cat $CSV 2>/dev/null

@@ -95,11 +95,11 @@ zp_engine_config zp_engine_config_default(void);
 /* Bytes of one KV block on this engine's backend (K and V, all layers). */
 size_t zp_engine_block_bytes(const zp_engine *e);
 zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out);
-/* Replaces *e (no unfinished requests, unless abandoned) by an engine of cfg that keeps its backend and weights:
- * cfg must name the same model, weights, device, precision and threads; the KV pool,
- * scheduler, compression and statistics start afresh (a sweep over pool sizes or policies
- * loads the weights once). On an error about cfg *e is left as it was; on a later one (e.g. no
- * memory for the new pool) *e is freed and set to NULL. */
+/* Replaces *e (no unfinished requests, unless abandoned) by an engine of cfg that keeps its
+ * backend and weights: cfg must name the same model, weights, device, precision and threads;
+ * the KV pool, scheduler, compression and statistics start afresh (a sweep over pool sizes or
+ * policies loads the weights once). On an error about cfg *e is left as it was; on a later
+ * one (e.g. no memory for the new pool) *e is freed and set to NULL. */
 zp_status zp_engine_reinit(zp_engine **e, const zp_engine_config *cfg);
 /* Stops e for good: waits for a compression in flight and discards it, and marks the engine
  * so that zp_engine_reinit may drop its unfinished requests (a run cut at a time limit); later

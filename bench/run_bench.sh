@@ -24,7 +24,8 @@
 #               compression time is then all on the critical path, a measure of its cost)
 #   knobs       Zipage on the reasoning workload (REQ, MAXT, one pool POOL, graphs) once per
 #               CUDA tuning knob: defaults, ZIPAGE_DECODE_SPLIT=waves, ZIPAGE_COMPRESS_PRIORITY=low,
-#               each cut at RT seconds (default 120) so the three fit one call; same CSV, labels
+#               ZIPAGE_DECODE_KERNEL=async, each cut at RT seconds (default 120; RT=100 fits the
+#               four in one call); same CSV, labels
 #               zipage-knob-*
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
@@ -81,6 +82,7 @@ knobs() {
   $B/zipage bench $common --label zipage-knob-default || echo "knobs: default failed"
   ZIPAGE_DECODE_SPLIT=waves $B/zipage bench $common --label zipage-knob-split-waves || echo "knobs: split waves failed"
   ZIPAGE_COMPRESS_PRIORITY=low $B/zipage bench $common --label zipage-knob-priority-low || echo "knobs: priority low failed"
+  ZIPAGE_DECODE_KERNEL=async $B/zipage bench $common --label zipage-knob-decode-async || echo "knobs: decode async failed"
 }
 redundancy() { $B/bench_redundancy 16; }
 attention() {

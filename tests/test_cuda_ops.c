@@ -295,20 +295,24 @@ int main(void) {
     printf("CUDA storage bf16, ZIPAGE_GEMM_TUNE=1:\n");
     test_dense(&p);
     p.gpu->destroy(p.gpu);
-    /* decode attention partitioned by wave efficiency (ZIPAGE_DECODE_SPLIT=waves) */
-    setenv("ZIPAGE_DECODE_SPLIT", "waves", 1);
-    CHECK_OK(zp_backend_cuda_create(0, 0, &p.gpu));
-    unsetenv("ZIPAGE_DECODE_SPLIT");
-    printf("CUDA storage bf16, ZIPAGE_DECODE_SPLIT=waves:\n");
-    {
+    /* decode attention under its knobs: partitions by wave efficiency (ZIPAGE_DECODE_SPLIT=waves),
+     * the cp.async kernel (ZIPAGE_DECODE_KERNEL=async) */
+    const char *knob[2][2] = {{"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_DECODE_KERNEL", "async"}};
+    for (int k = 0; k < 2; k++) {
+        setenv(knob[k][0], knob[k][1], 1);
+        CHECK_OK(zp_backend_cuda_create(0, 0, &p.gpu));
+        unsetenv(knob[k][0]);
+        printf("CUDA storage bf16, %s=%s:\n", knob[k][0], knob[k][1]);
         const int long_len[3] = {3000, 17, 700};
         int short_len[150];
         for (int s = 0; s < 150; s++) short_len[s] = 1 + (s * 97) % 300;
         test_paged_attention(&p, 3, long_len, NULL, 8, 2, 128, "decode attn split");
         test_paged_attention(&p, 24, short_len, NULL, 32, 8, 128, "decode attn 24 seqs");
         test_paged_attention(&p, 150, short_len, NULL, 8, 2, 128, "decode attn batch");
+        test_paged_attention(&p, 40, short_len, NULL, 4, 4, 64, "decode attn D64");
+        test_paged_attention(&p, 40, short_len, NULL, 16, 2, 128, "decode attn G8");
+        p.gpu->destroy(p.gpu);
     }
-    p.gpu->destroy(p.gpu);
     p.cpu->destroy(p.cpu);
     return zp_test_finish("test_cuda_ops");
 }

@@ -180,6 +180,7 @@ typedef struct {
     int n_sms;                  /* streaming multiprocessors (decode attention splits for them) */
     int dec_blocks;             /* ZIPAGE_DECODE_BLOCKS: tensor-core decode attention sized for 2 (default: 202
                                    registers, no spills; 7-10% faster on the H200) or 3 blocks per SM */
+    int dec_async;              /* ZIPAGE_DECODE_KERNEL=async: the cp.async variant of the tensor-core decode kernel */
     int dec_split_waves;        /* ZIPAGE_DECODE_SPLIT=waves: partitions by wave efficiency (decode_attn_cuda.cu) */
     void *dec_part;             /* split decode attention: partial outputs and softmax statistics */
     size_t dec_part_cap;

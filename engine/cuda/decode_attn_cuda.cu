@@ -7,6 +7,8 @@
  * the partitions by their softmax statistics. Two kernels share that frame:
  *   decode_attn_mma_kernel  bf16 caches, head dim 64/128: QK^T and PV on tensor cores
  *                           (mma.sync), the next tile's loads in flight (the default path);
+ *                           decode_attn_async_kernel, its knob-selected variant, copies tiles
+ *                           by cp.async two ahead through shared memory;
  *   decode_attn_kernel      fp32 caches (the parity mode) and head dim 256: fp32 FMAs, keys by
  *                           groups of D/16 lanes, values across the warp.
  * No [seq, seq] or [n_kv] matrix leaves shared memory.
@@ -241,6 +243,91 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     return *(const uint32_t *)&v;
 }
 
+/* A fragments of the group's queries (rows gq < G; words R0 and R2 of each k-step). */
+template <int D>
+__device__ __forceinline__ void mma_load_q(uint32_t (&qa)[D / 16][2], const float *qr, int gq, int G, int t) {
+#pragma unroll
+    for (int c = 0; c < D / 32; c++) {
+        float4 x = make_float4(0.f, 0.f, 0.f, 0.f), y = x;
+        if (gq < G) { x = *(const float4 *)(qr + 32 * c + 8 * t); y = *(const float4 *)(qr + 32 * c + 8 * t + 4); }
+        qa[2 * c][0] = pack_bf16(x.x, x.y);
+        qa[2 * c][1] = pack_bf16(x.z, x.w);
+        qa[2 * c + 1][0] = pack_bf16(y.x, y.y);
+        qa[2 * c + 1][1] = pack_bf16(y.z, y.w);
+    }
+}
+
+/* QK^T of one 16-key tile from the K fragments: sc[nt] holds head gq's logits of keys
+ * 8nt + 2t, +1 (words 0, 1). */
+template <int D>
+__device__ __forceinline__ void mma_tile_scores(float (&sc)[2][4], const uint32_t (&qa)[D / 16][2], const uint4 (&kr)[2][D / 32]) {
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++) {
+        sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
+#pragma unroll
+        for (int c = 0; c < D / 32; c++) {
+            mma_bf16_16816(sc[nt], qa[2 * c][0], qa[2 * c][1], kr[nt][c].x, kr[nt][c].y);
+            mma_bf16_16816(sc[nt], qa[2 * c + 1][0], qa[2 * c + 1][1], kr[nt][c].z, kr[nt][c].w);
+        }
+    }
+}
+
+/* The online softmax of a tile's first nc keys (log2 units, sl2 = scale * log2 e) and its PV
+ * from the V fragments into o; m, l: the running max and the lane's partial sum. */
+template <int D>
+__device__ __forceinline__ void mma_tile_update(const float (&sc)[2][4], int nc, float sl2, int t, float &m, float &l, float (&o)[D / 8][2],
+                                                const uint4 (&vr)[4][D / 64]) {
+    float x[4], mx = -INFINITY; /* head gq, keys 2t, 2t+1, 8+2t, 9+2t */
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        x[i] = 8 * (i >> 1) + 2 * t + (i & 1) < nc ? sc[i >> 1][i & 1] * sl2 : -INFINITY;
+        mx = fmaxf(mx, x[i]);
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m, mx), corr = exp2f(m - m_new);
+    float pr[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) pr[i] = exp2f(x[i] - m_new);
+    l = l * corr + (pr[0] + pr[1]) + (pr[2] + pr[3]);
+    m = m_new;
+    const uint32_t pa0 = pack_bf16(pr[0], pr[1]), pa2 = pack_bf16(pr[2], pr[3]);
+#pragma unroll
+    for (int hd = 0; hd < D / 64; hd++) {
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+            const uint32_t a = (&vr[0][hd].x)[w], b = (&vr[1][hd].x)[w], c = (&vr[2][hd].x)[w], d = (&vr[3][hd].x)[w];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const unsigned sel = e ? 0x7632u : 0x5410u;
+                float acc[4] = {o[8 * hd + 2 * w + e][0] * corr, o[8 * hd + 2 * w + e][1] * corr, 0.f, 0.f};
+                mma_bf16_16816(acc, pa0, pa2, __byte_perm(a, b, sel), __byte_perm(c, d, sel));
+                o[8 * hd + 2 * w + e][0] = acc[0];
+                o[8 * hd + 2 * w + e][1] = acc[1];
+            }
+        }
+    }
+}
+
+/* The warp's result for head gq: the lanes' partial sums added, (max in natural-log units,
+ * sum) to wml, the output to wacc; n-tile (hd, j) holds dims 64hd + 16t + j and +8. */
+template <int D>
+__device__ __forceinline__ void mma_warp_store(float m, float l, const float (&o)[D / 8][2], int warp, int gq, int G, int t, float *wml,
+                                               float *wacc) {
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    if (gq >= G) return;
+    if (t == 0) { wml[(warp * G + gq) * 2] = m * 0.69314718055994531f; wml[(warp * G + gq) * 2 + 1] = l; }
+    float *wo = wacc + (size_t)(warp * G + gq) * D;
+#pragma unroll
+    for (int hd = 0; hd < D / 64; hd++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            wo[64 * hd + 16 * t + j] = o[8 * hd + j][0];
+            wo[64 * hd + 16 * t + 8 + j] = o[8 * hd + j][1];
+        }
+}
+
 template <int D, int MINB>
 __global__ static void __launch_bounds__(DEC_WARPS * 32, MINB)
 decode_attn_mma_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const bf16 *kc, const bf16 *vc,
@@ -257,19 +344,8 @@ decode_attn_mma_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml
     decode_part_range(n, p, n_parts, &t0, &t1);
     if (t0 >= n) return decode_part_empty(part_ml, head0, p, n_parts, G);
     const int *bt = tables + (size_t)s * max_blocks;
-    uint32_t qa[D / 16][2]; /* A fragments of Q (rows gq < G), words R0 and R2 */
-    {
-        const float *qr = q + ((size_t)row * Hq + (size_t)kh * G + gq) * D;
-#pragma unroll
-        for (int c = 0; c < NC; c++) {
-            float4 x = make_float4(0.f, 0.f, 0.f, 0.f), y = x;
-            if (gq < G) { x = *(const float4 *)(qr + 32 * c + 8 * t); y = *(const float4 *)(qr + 32 * c + 8 * t + 4); }
-            qa[2 * c][0] = pack_bf16(x.x, x.y);
-            qa[2 * c][1] = pack_bf16(x.z, x.w);
-            qa[2 * c + 1][0] = pack_bf16(y.x, y.y);
-            qa[2 * c + 1][1] = pack_bf16(y.z, y.w);
-        }
-    }
+    uint32_t qa[D / 16][2];
+    mma_load_q<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t);
     const float sl2 = scale * 1.44269504088896341f; /* logits in log2 units */
     float m = -INFINITY, l = 0.f, o[D / 8][2];
 #pragma unroll
@@ -308,63 +384,111 @@ decode_attn_mma_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml
     for (; c0 < t1; c0 += STRIDE) {
         const int nc = t1 - c0 < DEC_MMA_TILE ? t1 - c0 : DEC_MMA_TILE, prow_after = phys_row(c0 + 2 * STRIDE);
         float sc[2][4];
-#pragma unroll
-        for (int nt = 0; nt < 2; nt++) {
-            sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
-#pragma unroll
-            for (int c = 0; c < NC; c++) {
-                mma_bf16_16816(sc[nt], qa[2 * c][0], qa[2 * c][1], kr[nt][c].x, kr[nt][c].y);
-                mma_bf16_16816(sc[nt], qa[2 * c + 1][0], qa[2 * c + 1][1], kr[nt][c].z, kr[nt][c].w);
-            }
-        }
+        mma_tile_scores<D>(sc, qa, kr);
         load_k(prow_next);
-        float x[4], mx = -INFINITY; /* head gq, keys 2t, 2t+1, 8+2t, 9+2t */
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            x[i] = 8 * (i >> 1) + 2 * t + (i & 1) < nc ? sc[i >> 1][i & 1] * sl2 : -INFINITY;
-            mx = fmaxf(mx, x[i]);
-        }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m, mx), corr = exp2f(m - m_new);
-        float pr[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) pr[i] = exp2f(x[i] - m_new);
-        l = l * corr + (pr[0] + pr[1]) + (pr[2] + pr[3]);
-        m = m_new;
-        const uint32_t pa0 = pack_bf16(pr[0], pr[1]), pa2 = pack_bf16(pr[2], pr[3]);
-#pragma unroll
-        for (int hd = 0; hd < NH; hd++) {
-#pragma unroll
-            for (int w = 0; w < 4; w++) {
-                const uint32_t a = (&vr[0][hd].x)[w], b = (&vr[1][hd].x)[w], c = (&vr[2][hd].x)[w], d = (&vr[3][hd].x)[w];
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const unsigned sel = e ? 0x7632u : 0x5410u;
-                    float acc[4] = {o[8 * hd + 2 * w + e][0] * corr, o[8 * hd + 2 * w + e][1] * corr, 0.f, 0.f};
-                    mma_bf16_16816(acc, pa0, pa2, __byte_perm(a, b, sel), __byte_perm(c, d, sel));
-                    o[8 * hd + 2 * w + e][0] = acc[0];
-                    o[8 * hd + 2 * w + e][1] = acc[1];
-                }
-            }
-        }
+        mma_tile_update<D>(sc, nc, sl2, t, m, l, o, vr);
         load_v(prow_next);
         prow_next = prow_after;
     }
-    /* head gq: the lanes' partial sums; n-tile (hd, j) holds dims 64hd + 16t + j and 64hd + 16t + 8 + j */
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    if (gq < G) {
-        if (t == 0) { wml[(warp * G + gq) * 2] = m * 0.69314718055994531f; wml[(warp * G + gq) * 2 + 1] = l; }
-        float *wo = wacc + (size_t)(warp * G + gq) * D;
+    mma_warp_store<D>(m, l, o, warp, gq, G, t, wml, wacc);
+    __syncthreads();
+    decode_block_finish(wml, wacc, G, D, out, out_bf, part_acc, part_ml, row, Hq, kh, head0, p, n_parts);
+}
+
+/* ZIPAGE_DECODE_KERNEL=async (a benchmark knob): the tensor-core kernel with its K/V tiles
+ * copied by cp.async into shared memory DEC_STAGES - 1 tiles ahead (twice the bytes in flight
+ * of the register pipeline, which keeps one), then read into the same fragments. Per warp and
+ * stage: K and V of 16 keys, rows of D bf16, 16-byte chunks XOR-swizzled so that the fragment
+ * reads hit distinct banks (K: chunk ^ 4 (row & 1); V: chunk ^ 2 ((row >> 1) & 3)). After the
+ * key loop the stages' memory holds the warps' (max, sum) and outputs. Rows past the end are
+ * zero-filled by the copy (0 * garbage would be NaN). */
+#define DEC_STAGES 3
+
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int bytes) {
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(gmem), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+__device__ __forceinline__ int swz_k(int row, int ch) { return ch ^ (4 * (row & 1)); }
+__device__ __forceinline__ int swz_v(int row, int ch) { return ch ^ (2 * ((row >> 1) & 3)); }
+
+static size_t decode_async_smem(int D) {
+    const size_t stages = (size_t)DEC_WARPS * DEC_STAGES * 2 * DEC_MMA_TILE * D * sizeof(bf16);
+    const size_t merge = sizeof(float) * DEC_WARPS * DEC_MAX_G * (2 + (size_t)D);
+    return stages > merge ? stages : merge;
+}
+
+template <int D>
+__global__ static void __launch_bounds__(DEC_WARPS * 32, 2)
+decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const bf16 *kc, const bf16 *vc,
+                         const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale,
+                         int n_parts) {
+    static_assert(D == 64 || D == 128, "decode_attn_async_kernel: D 64 or 128");
+    constexpr int NC = D / 32, NH = D / 64, CH = D / 8, TILE = DEC_MMA_TILE * D; /* CH: 16-byte chunks per row */
+    extern __shared__ __align__(16) unsigned char dsm[];
+    const int p = blockIdx.x, kh = blockIdx.y, s = blockIdx.z, G = Hq / Hkv;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane >> 2, t = lane & 3;
+    const int n = kv_len[s], row = q_start[s];
+    const size_t head0 = (size_t)s * Hq + (size_t)kh * G;
+    int t0, t1;
+    decode_part_range(n, p, n_parts, &t0, &t1);
+    if (t0 >= n) return decode_part_empty(part_ml, head0, p, n_parts, G);
+    const int *bt = tables + (size_t)s * max_blocks;
+    bf16 *stage = (bf16 *)dsm + (size_t)warp * DEC_STAGES * 2 * TILE; /* [stage][K | V][16][D] */
+    uint32_t qa[D / 16][2];
+    mma_load_q<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t);
+    const float sl2 = scale * 1.44269504088896341f;
+    float m = -INFINITY, l = 0.f, o[D / 8][2];
 #pragma unroll
-        for (int hd = 0; hd < NH; hd++)
+    for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = 0.f;
+    constexpr int STRIDE = DEC_WARPS * DEC_MMA_TILE;
+    auto phys_row = [&](int c) { /* lanes 0..15: the physical row of key c + lane, or -1 past t1 */
+        return lane < DEC_MMA_TILE && c + lane < t1 ? bt[(c + lane) / bs] * bs + (c + lane) % bs : -1;
+    };
+    auto issue = [&](int st, int c, int prow) { /* tile c (rows in lanes 0..15) into stage st, as one group (empty past t1) */
+        bf16 *sk = stage + (size_t)st * 2 * TILE, *sv = sk + TILE;
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
-                wo[64 * hd + 16 * t + j] = o[8 * hd + j][0];
-                wo[64 * hd + 16 * t + 8 + j] = o[8 * hd + j][1];
-            }
+        for (int j = 0; j < DEC_MMA_TILE * CH / 32; j++) {
+            if (c >= t1) break;
+            const int qi = lane + 32 * j, r = qi / CH, ch = qi % CH, pr = __shfl_sync(0xffffffffu, prow, r);
+            const size_t from = ((size_t)(pr < 0 ? 0 : pr) * Hkv + kh) * D + 8 * ch;
+            cp_async16(sk + r * D + 8 * swz_k(r, ch), kc + from, pr < 0 ? 0 : 16);
+            cp_async16(sv + r * D + 8 * swz_v(r, ch), vc + from, pr < 0 ? 0 : 16);
+        }
+        cp_async_commit();
+    };
+    int c0 = t0 + warp * DEC_MMA_TILE;
+    issue(0, c0, phys_row(c0));
+    issue(1, c0 + STRIDE, phys_row(c0 + STRIDE));
+    int prow_ahead = phys_row(c0 + 2 * STRIDE);
+    for (int it = 0; c0 < t1; c0 += STRIDE, it++) {
+        const int nc = t1 - c0 < DEC_MMA_TILE ? t1 - c0 : DEC_MMA_TILE;
+        cp_async_wait<DEC_STAGES - 2>(); /* this lane's copies of tile it are done ... */
+        __syncwarp();                    /* ... and every lane's; the stage read last round is free */
+        issue((it + 2) % DEC_STAGES, c0 + 2 * STRIDE, prow_ahead);
+        prow_ahead = phys_row(c0 + 3 * STRIDE);
+        const bf16 *sk = stage + (size_t)(it % DEC_STAGES) * 2 * TILE, *sv = sk + TILE;
+        uint4 kr[2][NC], vr[4][NH];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) /* key 8nt + gq, dims 8t + 32c (chunk t + 4c) */
+#pragma unroll
+            for (int c = 0; c < NC; c++) kr[nt][c] = *(const uint4 *)(sk + (8 * nt + gq) * D + 8 * swz_k(8 * nt + gq, t + 4 * c));
+        float sc[2][4];
+        mma_tile_scores<D>(sc, qa, kr);
+#pragma unroll
+        for (int i = 0; i < 4; i++) { /* key 2t + (i & 1) + 8 (i >> 1), dims 8gq + 64hd (chunk gq + 8hd) */
+            const int r = 2 * t + (i & 1) + 8 * (i >> 1);
+#pragma unroll
+            for (int hd = 0; hd < NH; hd++) vr[i][hd] = *(const uint4 *)(sv + r * D + 8 * swz_v(r, gq + 8 * hd));
+        }
+        mma_tile_update<D>(sc, nc, sl2, t, m, l, o, vr);
     }
+    cp_async_wait<0>();
+    __syncthreads(); /* every warp is done with its stages: the memory now holds wml | wacc */
+    float *wml = (float *)dsm, *wacc = wml + DEC_WARPS * DEC_MAX_G * 2;
+    mma_warp_store<D>(m, l, o, warp, gq, G, t, wml, wacc);
     __syncthreads();
     decode_block_finish(wml, wacc, G, D, out, out_bf, part_acc, part_ml, row, Hq, kh, head0, p, n_parts);
 }
@@ -388,6 +512,19 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
     if constexpr (sizeof(T) == 2 && D <= 128) { /* bf16 caches: tensor cores */
         /* blocks per SM the registers are sized for: 2 by default (3 spills a few registers and
          * measured slower: bench/RESULTS.md) */
+        if (c->dec_async) {
+            static int opted = 0; /* one per instantiation (D) */
+            const size_t smem = decode_async_smem(D);
+            if (!opted) {
+                ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+                opted = 1;
+            }
+            decode_attn_async_kernel<D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(
+                out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
+                d->n_kv_heads, d->block_size, d->scale, n_parts);
+            ZP_LAUNCH_CHECK("decode_attention_async");
+            return ZP_OK;
+        }
         auto k = c->dec_blocks == 3 ? decode_attn_mma_kernel<D, 3> : decode_attn_mma_kernel<D, 2>;
         k<<<grid, DEC_WARPS * 32, 0, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len, c->d.tables,
                                                  c->b.max_blocks, d->n_heads, d->n_kv_heads, d->block_size, d->scale, n_parts);

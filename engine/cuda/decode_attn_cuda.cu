@@ -517,6 +517,9 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
             const size_t smem = decode_async_smem(D);
             if (!opted) {
                 ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+                /* the largest shared-memory carve-out, so that two blocks of it fit an SM */
+                ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                   cudaSharedmemCarveoutMaxShared));
                 opted = 1;
             }
             decode_attn_async_kernel<D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(

@@ -61,6 +61,28 @@ __device__ __forceinline__ void decode_part_range(int n, int p, int n_parts, int
     *t1 = *t0 + part_len < n ? *t0 + part_len : n;
 }
 
+/* The block's place in the grid (n_parts, Hkv, S): partition p of KV head kh of sequence s,
+ * its keys [t0, t1) of n, the query row, the group's first head and the block table. */
+struct dec_place {
+    int p, kh, G, n, row, t0, t1;
+    size_t head0;
+    const int *bt;
+};
+__device__ __forceinline__ dec_place decode_place(const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv,
+                                                  int n_parts) {
+    dec_place d;
+    const int s = blockIdx.z;
+    d.p = blockIdx.x;
+    d.kh = blockIdx.y;
+    d.G = Hq / Hkv;
+    d.n = kv_len[s];
+    d.row = q_start[s];
+    d.head0 = (size_t)s * Hq + (size_t)d.kh * d.G;
+    decode_part_range(d.n, d.p, n_parts, &d.t0, &d.t1);
+    d.bt = tables + (size_t)s * max_blocks;
+    return d;
+}
+
 /* An empty partition (of a shorter sequence): max -inf, sum 0 for the G heads of the group. */
 __device__ __forceinline__ void decode_part_empty(float *part_ml, size_t head0, int p, int n_parts, int G) {
     const int tid = threadIdx.x;
@@ -257,6 +279,22 @@ __device__ __forceinline__ void mma_load_q(uint32_t (&qa)[D / 16][2], const floa
     }
 }
 
+/* A warp's start: the Q fragments and an empty softmax state (m, l, o). */
+template <int D>
+__device__ __forceinline__ void mma_warp_begin(uint32_t (&qa)[D / 16][2], const float *qr, int gq, int G, int t, float &m, float &l,
+                                               float (&o)[D / 8][2]) {
+    mma_load_q<D>(qa, qr, gq, G, t);
+    m = -INFINITY;
+    l = 0.f;
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = 0.f;
+}
+
+/* Lanes 0..15: the physical row of key c + lane of a tile, or -1 past t1. */
+__device__ __forceinline__ int dec_phys_row(int lane, int c, int t1, const int *bt, int bs) {
+    return lane < DEC_MMA_TILE && c + lane < t1 ? bt[(c + lane) / bs] * bs + (c + lane) % bs : -1;
+}
+
 /* QK^T of one 16-key tile from the K fragments: sc[nt] holds head gq's logits of keys
  * 8nt + 2t, +1 (words 0, 1). */
 template <int D>
@@ -345,17 +383,13 @@ decode_attn_mma_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml
     if (t0 >= n) return decode_part_empty(part_ml, head0, p, n_parts, G);
     const int *bt = tables + (size_t)s * max_blocks;
     uint32_t qa[D / 16][2];
-    mma_load_q<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t);
+    float m, l, o[D / 8][2];
+    mma_warp_begin<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o);
     const float sl2 = scale * 1.44269504088896341f; /* logits in log2 units */
-    float m = -INFINITY, l = 0.f, o[D / 8][2];
-#pragma unroll
-    for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = 0.f;
     /* software pipeline: a tile's K and V loads are issued while the tile before it is being
      * used (K after its QK^T, V after its PV), and block-table rows two tiles ahead */
     constexpr int STRIDE = DEC_WARPS * DEC_MMA_TILE;
-    auto phys_row = [&](int c) { /* lanes 0..15: the physical row of key c + lane, or -1 past t1 */
-        return lane < DEC_MMA_TILE && c + lane < t1 ? bt[(c + lane) / bs] * bs + (c + lane) % bs : -1;
-    };
+    auto phys_row = [&](int c) { return dec_phys_row(lane, c, t1, bt, bs); };
     uint4 kr[2][NC], vr[4][NH];
     auto load_k = [&](int prow) { /* K of key 8nt + gq of the tile; zero past the end */
 #pragma unroll
@@ -428,25 +462,18 @@ decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_
     static_assert(D == 64 || D == 128, "decode_attn_async_kernel: D 64 or 128");
     constexpr int NC = D / 32, NH = D / 64, CH = D / 8, TILE = DEC_MMA_TILE * D; /* CH: 16-byte chunks per row */
     extern __shared__ __align__(16) unsigned char dsm[];
-    const int p = blockIdx.x, kh = blockIdx.y, s = blockIdx.z, G = Hq / Hkv;
+    const dec_place P = decode_place(q_start, kv_len, tables, max_blocks, Hq, Hkv, n_parts);
+    const int p = P.p, kh = P.kh, G = P.G, row = P.row, t1 = P.t1, *bt = P.bt;
+    const size_t head0 = P.head0;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane >> 2, t = lane & 3;
-    const int n = kv_len[s], row = q_start[s];
-    const size_t head0 = (size_t)s * Hq + (size_t)kh * G;
-    int t0, t1;
-    decode_part_range(n, p, n_parts, &t0, &t1);
-    if (t0 >= n) return decode_part_empty(part_ml, head0, p, n_parts, G);
-    const int *bt = tables + (size_t)s * max_blocks;
+    if (P.t0 >= P.n) return decode_part_empty(part_ml, head0, p, n_parts, G);
     bf16 *stage = (bf16 *)dsm + (size_t)warp * DEC_STAGES * 2 * TILE; /* [stage][K | V][16][D] */
     uint32_t qa[D / 16][2];
-    mma_load_q<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t);
+    float m, l, o[D / 8][2];
+    mma_warp_begin<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o);
     const float sl2 = scale * 1.44269504088896341f;
-    float m = -INFINITY, l = 0.f, o[D / 8][2];
-#pragma unroll
-    for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = 0.f;
     constexpr int STRIDE = DEC_WARPS * DEC_MMA_TILE;
-    auto phys_row = [&](int c) { /* lanes 0..15: the physical row of key c + lane, or -1 past t1 */
-        return lane < DEC_MMA_TILE && c + lane < t1 ? bt[(c + lane) / bs] * bs + (c + lane) % bs : -1;
-    };
+    auto phys_row = [&](int c) { return dec_phys_row(lane, c, t1, bt, bs); };
     auto issue = [&](int st, int c, int prow) { /* tile c (rows in lanes 0..15) into stage st, as one group (empty past t1) */
         bf16 *sk = stage + (size_t)st * 2 * TILE, *sv = sk + TILE;
 #pragma unroll
@@ -459,7 +486,7 @@ decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_
         }
         cp_async_commit();
     };
-    int c0 = t0 + warp * DEC_MMA_TILE;
+    int c0 = P.t0 + warp * DEC_MMA_TILE;
     issue(0, c0, phys_row(c0));
     issue(1, c0 + STRIDE, phys_row(c0 + STRIDE));
     int prow_ahead = phys_row(c0 + 2 * STRIDE);

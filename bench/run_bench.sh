@@ -29,7 +29,8 @@
 #               zipage-knob-*
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
-#               short and long contexts, blocks in order and scattered; causal prefill
+#               short and long contexts, blocks in order and scattered (each shape also with
+#               ZIPAGE_DECODE_KERNEL=async); causal prefill
 #   plot        bench/plot_pool.sh on the CSV
 #   quick       all of it on the Qwen3-0.6B shape with small sizes (a smoke run)
 # Needs a CUDA build in BUILD (tests/device/run_gpu_tests.sh makes build-gpu).
@@ -86,7 +87,10 @@ knobs() {
 }
 redundancy() { $B/bench_redundancy 16; }
 attention() {
-  for a in "256 384" "256 384 256 --scatter" "256 4096" "32 8192" "8 32768" "256 384 16"; do $B/bench_attention decode $a; done
+  for a in "256 384" "256 384 256 --scatter" "256 4096" "32 8192" "8 32768" "256 384 16"; do
+    $B/bench_attention decode $a
+    ZIPAGE_DECODE_KERNEL=async $B/bench_attention decode $a | sed 's/^/async: /'
+  done
   $B/bench_attention prefill 64 1024; $B/bench_attention prefill 8 8192
 }
 plot() { bash bench/plot_pool.sh $CSV $O/bench_pool.png "$P, $REQ reasoning requests"; }

@@ -23,7 +23,7 @@ from transformers import AutoConfig, AutoModelForCausalLM
 COLUMNS = ("label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
            "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
            "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
-           "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished").split(",")
+           "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady").split(",")
 
 
 def copy_bandwidth():
@@ -109,7 +109,7 @@ def main():
                device_mem_gib=f"{torch.cuda.max_memory_allocated() / 2**30:.2f}", copy_gbps=f"{bw / 1e9:.1f}",
                step_gbytes_mean=f"{step_bytes / 1e9:.3f}", roofline_ratio=f"{step_bytes * steps / bw / decode:.3f}",
                pool="", kv_state_gib=f"{a.batch * (a.prompt + a.gen) * kv_token / 2**30:.6f}",  # the static cache
-               finished=a.batch)
+               finished=a.batch, tps_steady=f"{a.batch * a.gen / wall:.1f}")
     w = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
     graphs = compiled_graphs()
     print(f"# peer_hf: transformers generate, static cache, {'compile requested' if compile_ else 'eager'} "

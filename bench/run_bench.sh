@@ -17,7 +17,8 @@
 #               once per policy): Zipage (N_max 8, block 256, w 16, hybrid, async, prefix
 #               cache), then full KV; with RT set, each run (each pool) stops RT seconds into
 #               its workload and is still reported (--max-seconds: tokens/s at capacity, the
-#               CSV's `finished` column counts the requests done); then plot. POLICIES=zipage or
+#               CSV's `finished` column counts the requests done; WARM=W: tps_steady leaves out
+#               the first W seconds); then plot. POLICIES=zipage or
 #               POLICIES=full runs one of them (a throughput figure needs many more requests
 #               than slots, e.g. REQ=128: one call per policy); graphs on (GRAPHS=0: off);
 #               ASYNC=0 runs Zipage's compression synchronously (label zipage-sync: its
@@ -67,6 +68,7 @@ reasoning() {
   if [ "$GRAPHS" = 1 ]; then g="-graphs"; common="$common --cuda-graphs"; else common="$common --no-cuda-graphs"; fi
   [ "$ASYNC" = 0 ] && a="" && zl=zipage-sync
   [ -n "$RT" ] && common="$common --max-seconds $RT"
+  [ -n "${WARM:-}" ] && common="$common --warmup-seconds $WARM"
   case ",$POLICIES," in *,zipage,*)
     $B/zipage bench $common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid $a --label $zl$g \
       || echo "reasoning: zipage failed";; esac

@@ -18,12 +18,12 @@ ok "$Z" logits --model "$T/m" --prompt-ids 1,2,3,4 --all --out "$T/l.json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['logits'])==4 and len(d['logits'][0])==1024" "$T/l.json" \
   || { echo "FAIL: logits JSON"; fails=$((fails+1)); }
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16
-grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,.*,0\.0,,[0-9.]*,2$' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
+grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,.*,0\.0,,[0-9.]*,2,[0-9.]*$' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
 ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-tokens 256 --block-size 16 --policy zipage \
   --nmax 2 --window 8 --csv "$T/b.csv" --label r
 [ "$(grep -c '' "$T/b.csv")" = 2 ] && grep -q '^r,cpu,tiny-qwen3-vocab,reasoning,2,[0-9.]*,256.0,zipage,2,8,16,' "$T/b.csv" \
-  && head -1 "$T/b.csv" | grep -q ',compressions,tps_saturated,pool,kv_state_gib,finished$' \
-  && tail -1 "$T/b.csv" | grep -qE ',[0-9]+,[0-9]*[1-9][0-9]*\.[0-9],,[0-9.]+,2$' \
+  && head -1 "$T/b.csv" | grep -q ',compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady$' \
+  && tail -1 "$T/b.csv" | grep -qE ',[0-9]+,[0-9]*[1-9][0-9]*\.[0-9],,[0-9.]+,2,[0-9.]+$' \
   || { echo "FAIL: bench reasoning CSV"; cat "$T/out" "$T/b.csv"; fails=$((fails+1)); }
 if command -v gnuplot >/dev/null; then
   ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/b.csv" "$T/pool.png" test
@@ -49,7 +49,7 @@ ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --pool
 # --max-seconds: each run cut at the limit is still reported (unfinished requests dropped), and
 # the next pool runs on the reinitialised engine
 ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 4 --max-tokens 16384 --block-size 16 --policy zipage \
-  --nmax 2 --window 8 --async --max-seconds 0.3 --pools 2048,4096 --csv "$T/cut.csv" --label cut
+  --nmax 2 --window 8 --async --max-seconds 0.3 --warmup-seconds 0.1 --pools 2048,4096 --csv "$T/cut.csv" --label cut
 [ "$(grep -c '^# stopped after [0-9.]* s (--max-seconds): [0-3] of 4 requests finished' "$T/out")" = 2 ] \
   || { echo "FAIL: bench --max-seconds report"; cat "$T/out"; fails=$((fails+1)); }
 python3 - "$T/cut.csv" <<'PY' || { echo "FAIL: bench --max-seconds rows"; cat "$T/cut.csv"; fails=$((fails+1)); }
@@ -58,7 +58,15 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 assert [r["pool"] for r in rows] == ["2048", "4096"], rows
 for r in rows:
     assert int(r["finished"]) < 4 and float(r["tps"]) > 0 and 0.3 <= float(r["wall_s"]) < 30, r
+    assert float(r["tps_steady"]) > 0, r  # tokens/s after the 0.1 s warm-up
 PY
+# without a warm-up the steady tokens/s is the whole run's
+python3 - "$T/b.csv" <<'PY' || { echo "FAIL: tps_steady without warm-up"; cat "$T/b.csv"; fails=$((fails+1)); }
+import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))[-1]
+assert abs(float(r["tps_steady"]) - float(r["tps"])) <= 0.02 * float(r["tps"]) + 0.2, (r["tps"], r["tps_steady"])
+PY
+bad "--warmup-seconds" "$Z" bench --preset tiny-qwen3 --warmup-seconds -1
 bad "--max-seconds" "$Z" bench --preset tiny-qwen3 --max-seconds 0
 # memory pools: the same bytes for both policies, Zipage's score and query caches inside them
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --pools 1MiB --csv "$T/mem.csv" --label f

@@ -31,6 +31,8 @@ static void usage(FILE *f) {
                "  --max-seconds S        stop each run S seconds into the workload and report what it did so far (the\n"
                "                         requests still unfinished are dropped; the row's `finished` column counts\n"
                "                         the rest): throughput at capacity of a workload longer than the time at hand\n"
+               "  --warmup-seconds W     the column tps_steady counts generated tokens/s after the first W seconds only\n"
+               "                         (default 0: the whole run), leaving out the ramp-up from an empty engine\n"
                "  --pools N1,N2,...      run the workload once per KV-pool size, one row each, loading the weights\n"
                "                         once (instead of --kv-pool-tokens): tokens (65536), or the KV state's memory\n"
                "                         (9.5GiB, 512MiB: K/V plus an evicting policy's score and query caches, the\n"
@@ -45,7 +47,7 @@ typedef struct {
     int n_pools, pool_bytes;   /* pool_bytes: the sizes are bytes of KV state, not tokens */
     double pools[32];
     char pool_spec[32][32];    /* each size as given (the CSV's pool column) */
-    float temperature, max_seconds;
+    float temperature, max_seconds, warmup_seconds;
     int64_t seed, weight_seed;
 } bench_args;
 
@@ -124,6 +126,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
         else if (!strcmp(a, "--label")) b->label = v;
         else if (!strcmp(a, "--pools")) ZP_TRY(parse_pools(v, b));
         else if (!strcmp(a, "--max-seconds")) ZP_TRY(cli_float(a, v, 1e-3f, 1e7f, &b->max_seconds));
+        else if (!strcmp(a, "--warmup-seconds")) ZP_TRY(cli_float(a, v, 0.f, 1e7f, &b->warmup_seconds));
         else {
             int matched;
             ZP_TRY(cli_engine_flag(a, v, &b->ec, &matched));
@@ -162,6 +165,7 @@ typedef struct {
     size_t weight_bytes, kv_token_bytes;
     const char *pool;          /* the --pools entry of this row, or "" */
     int finished;              /* requests finished (all of them unless --max-seconds cut the run) */
+    double tps_steady;         /* generated tokens/s after --warmup-seconds (0: the run ended before) */
 } bench_result;
 
 static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_workload *w, bench_result *res) {
@@ -176,12 +180,23 @@ static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_wor
         s = zp_engine_add_request(e, w->prompt[r], w->prompt_len[r], &sp, r, 0, (uint64_t)b->seed);
     }
     const double t0 = cli_now();
+    double tw = b->warmup_seconds > 0 ? -1.0 : t0; /* when the steady window began (-1: not yet) */
+    int64_t gw = 0;
+    zp_engine_stats st;
     int cut = 0;
     while (s == ZP_OK && zp_engine_has_unfinished(e) && !cut) {
         s = zp_engine_step(e);
-        cut = b->max_seconds > 0 && cli_now() - t0 >= b->max_seconds;
+        const double now = cli_now();
+        if (tw < 0 && now - t0 >= b->warmup_seconds) {
+            zp_engine_get_stats(e, &st);
+            tw = now;
+            gw = st.generated_tokens;
+        }
+        cut = b->max_seconds > 0 && now - t0 >= b->max_seconds;
     }
     res->wall = cli_now() - t0;
+    zp_engine_get_stats(e, &st);
+    res->tps_steady = tw >= 0 && res->wall > tw - t0 ? (double)(st.generated_tokens - gw) / (res->wall - (tw - t0)) : 0.0;
     if (s == ZP_OK && zp_engine_has_unfinished(e)) zp_engine_abandon(e); /* cut: the unfinished ones are dropped */
     zp_output o[64];
     res->finished = 0;
@@ -206,7 +221,7 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
         fprintf(f, "label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
                    "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
                    "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
-                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished\n");
+                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady\n");
     double pl = 0, gl = 0, dev = 0;
     for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
     for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
@@ -217,7 +232,7 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
     const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
     const int all = st->prefill_steps + st->decode_steps > 0;
     fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.3f,%.3f,%lld,%.1f,%s,%.6f,%d\n",
+               "%.3f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
@@ -226,7 +241,7 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
             st->peak_running, (long long)st->decode_steps, 1e3 * st->decode_seconds / steps, st->decode_op_seconds[ZP_OP_GEMM] / DS,
             st->decode_op_seconds[ZP_OP_ATTENTION] / DS, st->decode_op_seconds[ZP_OP_ELEMENTWISE] / DS, st->decode_op_seconds[ZP_OP_SAMPLING] / DS,
             comp / W, dev > 0 ? (DS - dev) / DS : 0.0, r->mem_gib, cli_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
-            (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0, r->finished);
+            (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0, r->finished, r->tps_steady);
 }
 
 /* Prints the row of one finished configuration, and appends it to --csv. */

@@ -6,18 +6,23 @@
 # async Zipage): each evicting curve is then compared with each full-KV curve.
 # Rows are keyed by the pool they were asked for: the `pool` column (`--pools` entries:
 # tokens, or the KV state's memory as 9.5GiB / 512MiB, the same memory for every policy), or
-# for older CSVs block_size x kv_blocks tokens.  Usage: bash bench/plot_pool.sh bench.csv [out.png] [title]
+# for older CSVs block_size x kv_blocks tokens. The throughput column is tps, or COLUMN (e.g.
+# tps_steady or tps_saturated: throughput at capacity).
+# Usage: bash bench/plot_pool.sh bench.csv [out.png] [title] [COLUMN]
 set -euo pipefail
-CSV=$1; PNG=${2:-${CSV%.csv}_pool.png}; TITLE=${3:-$(basename "$CSV")}
+CSV=$1; PNG=${2:-${CSV%.csv}_pool.png}; TITLE=${3:-$(basename "$CSV")}; COL=${4:-tps}
 [ -s "$CSV" ] || { echo "plot_pool: $CSV is missing or empty" >&2; exit 1; }
 head -1 "$CSV" | grep -q '^label,device,model,workload,' || { echo "plot_pool: $CSV has no zipage bench header" >&2; exit 1; }
 DAT=$(mktemp); trap 'rm -f "$DAT" "$DAT.unit"' EXIT
 # DAT: policy,x,tps per row (x: tokens, or GiB for memory pools); then the report
-python3 - "$CSV" "$DAT" <<'PY'
+python3 - "$CSV" "$DAT" "$COL" <<'PY'
 import csv, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["workload"] == "reasoning"]
+col = sys.argv[3]
 if not rows:
     sys.exit("plot_pool: %s has no reasoning rows" % sys.argv[1])
+if any(not (r.get(col) or "").strip() for r in rows):
+    sys.exit("plot_pool: a reasoning row of %s has no %s value" % (sys.argv[1], col))
 def pool_of(r):
     spec = (r.get("pool") or "").strip()
     if not spec:
@@ -39,7 +44,7 @@ unit = units.pop()
 for r in rows:
     key = (r["label"] if dup else r["policy"]).replace(" ", "_").replace(",", "_")
     pol[key] = r["policy"]
-    tps.setdefault(key, {})[pool_of(r)[0]] = float(r["tps"])
+    tps.setdefault(key, {})[pool_of(r)[0]] = float(r[col])
 with open(sys.argv[2], "w") as f:
     for p in sorted(tps):
         for x in sorted(tps[p]):
@@ -71,5 +76,5 @@ with open(sys.argv[2] + ".unit", "w") as f:
 PY
 UNIT=$(cat "$DAT.unit")
 POL=$(cut -d, -f1 "$DAT" | sort -u | tr '\n' ' ')
-gnuplot -e "data='$DAT'; out='$PNG'; title='$TITLE'; policies='$POL'; unit='$UNIT'" "$(dirname "$0")/../plots/bench_pool.gp"
+gnuplot -e "data='$DAT'; out='$PNG'; title='$TITLE'; policies='$POL'; unit='$UNIT'; metric='$COL'" "$(dirname "$0")/../plots/bench_pool.gp"
 echo "plot: $PNG"

@@ -1,7 +1,7 @@
 # bench_pool.gp - throughput against KV-pool size, one line per policy, for the reasoning
 # workload (bench/plot_pool.sh prepares the data from `zipage bench` CSV rows and calls this).
 # Variables (gnuplot -e): data (CSV lines policy,pool,tps), out (PNG path), title, policies
-# (space separated), unit (the pool's unit: tokens or GiB).
+# (space separated), unit (the pool's unit: tokens or GiB), metric (the CSV column plotted).
 set terminal pngcairo size 900,600 enhanced font "Sans,11"
 set datafile separator ","
 set key top left
@@ -9,7 +9,7 @@ set grid
 set logscale x 2
 set title "reasoning workload: throughput vs KV pool — ".title
 set xlabel (unit eq "GiB" ? "KV state memory (GiB: K/V, plus score and query caches)" : "KV pool (tokens)")
-set ylabel "throughput (generated tokens/s)"
+set ylabel "throughput (generated tokens/s, ".metric.")"
 sel(p) = strcol(1) eq p ? column(3) : 1/0
 set output out
 plot for [p in policies] data using 2:(sel(p)) smooth unique with linespoints lw 2 title p

@@ -67,6 +67,12 @@ r = list(csv.DictReader(open(sys.argv[1])))[-1]
 assert abs(float(r["tps_steady"]) - float(r["tps"])) <= 0.02 * float(r["tps"]) + 0.2, (r["tps"], r["tps_steady"])
 PY
 bad "--warmup-seconds" "$Z" bench --preset tiny-qwen3 --warmup-seconds -1
+if command -v gnuplot >/dev/null; then # the curve of another throughput column; a column the rows lack
+  ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/cut.csv" "$T/steady.png" test tps_steady
+  [ -s "$T/steady.png" ] || { echo "FAIL: plot_pool tps_steady"; fails=$((fails+1)); }
+  bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/cut.csv" "$T/nope.png" test nope >"$T/out" 2>&1 && { echo "FAIL: plot_pool accepted a missing column"; fails=$((fails+1)); }
+  grep -q "has no nope value" "$T/out" || { echo "FAIL: plot_pool missing-column message"; cat "$T/out"; fails=$((fails+1)); }
+fi
 bad "--max-seconds" "$Z" bench --preset tiny-qwen3 --max-seconds 0
 # memory pools: the same bytes for both policies, Zipage's score and query caches inside them
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --pools 1MiB --csv "$T/mem.csv" --label f

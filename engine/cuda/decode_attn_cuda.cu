@@ -540,15 +540,12 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
         /* blocks per SM the registers are sized for: 2 by default (3 spills a few registers and
          * measured slower: bench/RESULTS.md) */
         if (c->dec_async) {
-            static int opted = 0; /* one per instantiation (D) */
+            /* per call, not cached in a static (the attributes belong to the current device, as in
+             * the prefill launch); the largest carve-out, so that two blocks fit an SM */
             const size_t smem = decode_async_smem(D);
-            if (!opted) {
-                ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-                /* the largest shared-memory carve-out, so that two blocks of it fit an SM */
-                ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                                   cudaSharedmemCarveoutMaxShared));
-                opted = 1;
-            }
+            ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               cudaSharedmemCarveoutMaxShared));
             decode_attn_async_kernel<D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(
                 out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
                 d->n_kv_heads, d->block_size, d->scale, n_parts);

@@ -178,7 +178,7 @@ void zp_engine_abandon(zp_engine *e) {
 
 void zp_engine_free(zp_engine *e) {
     if (!e) return;
-    if (e->worker_running) pthread_join(e->worker, NULL);
+    zp_engine_abandon(e); /* a compression in flight finishes first */
     compressor_free(&e->comp);
     free(e->ctask);
     free(e->qstore_rows); free(e->qstore_slots);

@@ -42,6 +42,7 @@ B=${1:?build folder}; STEP=${2:?step}; POOL=${3:-65536,131072,262144}
 O=${OUT:-/tmp}; CSV=$O/bench.csv
 P=Qwen3-8B; BATCH=256; PROMPT=256; GEN=256; REQ=${REQ:-32}; MAXT=${MAXT:-8192}; RT=${RT:-}
 POLICIES=${POLICIES:-zipage,full}; GRAPHS=${GRAPHS:-1}; ASYNC=${ASYNC:-1}
+ZIPAGE="--policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid" # the Zipage configuration
 if [ "$STEP" = quick ]; then P=Qwen3-0.6B; BATCH=32; PROMPT=128; GEN=64; REQ=16; MAXT=2048; POOL=16384,65536; fi
 
 gate() {
@@ -70,7 +71,7 @@ reasoning() {
   [ -n "$RT" ] && common="$common --max-seconds $RT"
   [ -n "${WARM:-}" ] && common="$common --warmup-seconds $WARM"
   case ",$POLICIES," in *,zipage,*)
-    $B/zipage bench $common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid $a --label $zl$g \
+    $B/zipage bench $common $ZIPAGE $a --label $zl$g \
       || echo "reasoning: zipage failed";; esac
   case ",$POLICIES," in *,full,*)
     $B/zipage bench $common --label full$g || echo "reasoning: full KV failed";; esac
@@ -81,7 +82,7 @@ graphs() {
 }
 knobs() {
   local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools ${POOL%%,*} --csv $CSV"
-  common="$common --policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid --async --max-seconds ${RT:-120}"
+  common="$common $ZIPAGE --async --max-seconds ${RT:-120}"
   $B/zipage bench $common --label zipage-knob-default || echo "knobs: default failed"
   ZIPAGE_DECODE_SPLIT=waves $B/zipage bench $common --label zipage-knob-split-waves || echo "knobs: split waves failed"
   ZIPAGE_COMPRESS_PRIORITY=low $B/zipage bench $common --label zipage-knob-priority-low || echo "knobs: priority low failed"

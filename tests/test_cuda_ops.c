@@ -257,6 +257,23 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
     free(tables); free(slots); free(pos); free(ids); free(q0); free(qlen); free(qkv); free(qd); free(inv); free(wp);
 }
 
+static const int DEC_LONG[3] = {3000, 17, 700};
+/* 150 sequence lengths in 1..300 */
+static void decode_short_lengths(int *len) {
+    for (int s = 0; s < 150; s++) len[s] = 1 + (s * 97) % 300;
+}
+
+/* Decode attention: sequences split over partitions (3,000 / 17 / 700 tokens), a batch of 150
+ * short ones, head dim 64, and 8 query heads per KV head (every A row of the tensor-core tiles). */
+static void test_decode_cases(pair *p) {
+    int short_len[150];
+    decode_short_lengths(short_len);
+    test_paged_attention(p, 3, DEC_LONG, NULL, 8, 2, 128, "decode attn split");
+    test_paged_attention(p, 150, short_len, NULL, 8, 2, 128, "decode attn batch");
+    test_paged_attention(p, 40, short_len, NULL, 4, 4, 64, "decode attn D64");
+    test_paged_attention(p, 40, short_len, NULL, 16, 2, 128, "decode attn G8");
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     pair p;
@@ -271,14 +288,8 @@ int main(void) {
         printf("CUDA storage %s:\n", fp32 ? "fp32" : "bf16");
         test_dense(&p);
         test_attention_path(&p);
-        const int long_len[3] = {3000, 17, 700};
-        test_paged_attention(&p, 3, long_len, NULL, 8, 2, 128, "decode attn split");
-        int short_len[150];
-        for (int s = 0; s < 150; s++) short_len[s] = 1 + (s * 97) % 300;
-        test_paged_attention(&p, 150, short_len, NULL, 8, 2, 128, "decode attn batch");
-        test_paged_attention(&p, 40, short_len, NULL, 4, 4, 64, "decode attn D64");
-        test_paged_attention(&p, 40, short_len, NULL, 16, 2, 128, "decode attn G8"); /* every A row of the tensor-core tiles */
-        test_paged_attention(&p, 3, long_len, NULL, 16, 2, 256, "decode attn D256");
+        test_decode_cases(&p);
+        test_paged_attention(&p, 3, DEC_LONG, NULL, 16, 2, 256, "decode attn D256");
         /* prefill: whole prompts, a chunk after earlier KV, single rows (decode rows of a mixed step) */
         const int pf_len[4] = {300, 77, 530, 5}, pf_q[4] = {300, 77, 130, 1};
         test_paged_attention(&p, 4, pf_len, pf_q, 32, 8, 128, "prefill attn G4");
@@ -303,14 +314,10 @@ int main(void) {
         CHECK_OK(zp_backend_cuda_create(0, 0, &p.gpu));
         unsetenv(knob[k][0]);
         printf("CUDA storage bf16, %s=%s:\n", knob[k][0], knob[k][1]);
-        const int long_len[3] = {3000, 17, 700};
+        test_decode_cases(&p);
         int short_len[150];
-        for (int s = 0; s < 150; s++) short_len[s] = 1 + (s * 97) % 300;
-        test_paged_attention(&p, 3, long_len, NULL, 8, 2, 128, "decode attn split");
+        decode_short_lengths(short_len);
         test_paged_attention(&p, 24, short_len, NULL, 32, 8, 128, "decode attn 24 seqs");
-        test_paged_attention(&p, 150, short_len, NULL, 8, 2, 128, "decode attn batch");
-        test_paged_attention(&p, 40, short_len, NULL, 4, 4, 64, "decode attn D64");
-        test_paged_attention(&p, 40, short_len, NULL, 16, 2, 128, "decode attn G8");
         p.gpu->destroy(p.gpu);
     }
     p.cpu->destroy(p.cpu);

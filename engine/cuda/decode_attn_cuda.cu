@@ -62,7 +62,9 @@ __device__ __forceinline__ void decode_part_range(int n, int p, int n_parts, int
 }
 
 /* The block's place in the grid (n_parts, Hkv, S): partition p of KV head kh of sequence s,
- * its keys [t0, t1) of n, the query row, the group's first head and the block table. */
+ * its keys [t0, t1) of n, the query row, the group's first head and the block table. (The
+ * measured decode_attn_mma_kernel keeps the same lines inline: through this struct its
+ * registers went from 202 to 206 and its code changed, so it waits for a GPU measurement.) */
 struct dec_place {
     int p, kh, G, n, row, t0, t1;
     size_t head0;

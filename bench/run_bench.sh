@@ -25,13 +25,13 @@
 #               compression time is then all on the critical path, a measure of its cost)
 #   knobs       Zipage on the reasoning workload (REQ, MAXT, one pool POOL, graphs) once per
 #               CUDA tuning knob: defaults, ZIPAGE_DECODE_SPLIT=waves, ZIPAGE_COMPRESS_PRIORITY=low,
-#               ZIPAGE_DECODE_KERNEL=async, each cut at RT seconds (default 120; RT=100 fits the
+#               ZIPAGE_DECODE_KERNEL=mma, each cut at RT seconds (default 120; RT=100 fits the
 #               four in one call); same CSV, labels
 #               zipage-knob-*
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
 #               short and long contexts, blocks in order and scattered (each shape also with
-#               ZIPAGE_DECODE_KERNEL=async); causal prefill
+#               ZIPAGE_DECODE_KERNEL=mma, the register-pipeline kernel); causal prefill
 #   plot        bench/plot_pool.sh on the CSV
 #   quick       all of it on the Qwen3-0.6B shape with small sizes (a smoke run)
 # Needs a CUDA build in BUILD (tests/device/run_gpu_tests.sh makes build-gpu).
@@ -86,13 +86,13 @@ knobs() {
   $B/zipage bench $common --label zipage-knob-default || echo "knobs: default failed"
   ZIPAGE_DECODE_SPLIT=waves $B/zipage bench $common --label zipage-knob-split-waves || echo "knobs: split waves failed"
   ZIPAGE_COMPRESS_PRIORITY=low $B/zipage bench $common --label zipage-knob-priority-low || echo "knobs: priority low failed"
-  ZIPAGE_DECODE_KERNEL=async $B/zipage bench $common --label zipage-knob-decode-async || echo "knobs: decode async failed"
+  ZIPAGE_DECODE_KERNEL=mma $B/zipage bench $common --label zipage-knob-decode-mma || echo "knobs: decode mma failed"
 }
 redundancy() { $B/bench_redundancy 16; }
 attention() {
   for a in "256 384" "256 384 256 --scatter" "256 4096" "32 8192" "8 32768" "256 384 16"; do
     $B/bench_attention decode $a
-    ZIPAGE_DECODE_KERNEL=async $B/bench_attention decode $a | sed 's/^/async: /'
+    ZIPAGE_DECODE_KERNEL=mma $B/bench_attention decode $a | sed 's/^/mma: /'
   done
   $B/bench_attention prefill 64 1024; $B/bench_attention prefill 8 8192
 }

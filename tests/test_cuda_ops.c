@@ -307,8 +307,8 @@ int main(void) {
     test_dense(&p);
     p.gpu->destroy(p.gpu);
     /* decode attention under its knobs: partitions by wave efficiency (ZIPAGE_DECODE_SPLIT=waves),
-     * the cp.async kernel (ZIPAGE_DECODE_KERNEL=async) */
-    const char *knob[2][2] = {{"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_DECODE_KERNEL", "async"}};
+     * the register-pipeline kernel (ZIPAGE_DECODE_KERNEL=mma; the default is the cp.async one) */
+    const char *knob[2][2] = {{"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_DECODE_KERNEL", "mma"}};
     for (int k = 0; k < 2; k++) {
         setenv(knob[k][0], knob[k][1], 1);
         CHECK_OK(zp_backend_cuda_create(0, 0, &p.gpu));

@@ -537,7 +537,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     const char *ds = getenv("ZIPAGE_DECODE_SPLIT"); /* likewise */
     c->dec_split_waves = ds && !strcmp(ds, "waves");
     const char *dk = getenv("ZIPAGE_DECODE_KERNEL"); /* likewise */
-    c->dec_async = dk && !strcmp(dk, "async");
+    c->dec_async = !(dk && !strcmp(dk, "mma")); /* cp.async tiles unless =mma (register pipeline) */
     cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH); /* no TF32: operands are bf16 anyway */
     be->alloc = cu_alloc;
     be->alloc_cache = cu_alloc_cache;

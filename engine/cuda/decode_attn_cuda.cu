@@ -5,10 +5,10 @@
  * the warps' results are merged once at the end, and, when a sequence is split over several
  * partitions (small batches with long contexts, so every SM has work), a second kernel merges
  * the partitions by their softmax statistics. Two kernels share that frame:
- *   decode_attn_mma_kernel  bf16 caches, head dim 64/128: QK^T and PV on tensor cores
- *                           (mma.sync), the next tile's loads in flight (the default path);
- *                           decode_attn_async_kernel, its knob-selected variant, copies tiles
- *                           by cp.async two ahead through shared memory;
+ *   decode_attn_async_kernel  bf16 caches, head dim 64/128: QK^T and PV on tensor cores
+ *                           (mma.sync), K/V tiles copied by cp.async two ahead through shared
+ *                           memory (the default path); decode_attn_mma_kernel, its variant
+ *                           behind ZIPAGE_DECODE_KERNEL=mma, keeps the next tile in registers;
  *   decode_attn_kernel      fp32 caches (the parity mode) and head dim 256: fp32 FMAs, keys by
  *                           groups of D/16 lanes, values across the warp.
  * No [seq, seq] or [n_kv] matrix leaves shared memory.
@@ -431,8 +431,9 @@ decode_attn_mma_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml
     decode_block_finish(wml, wacc, G, D, out, out_bf, part_acc, part_ml, row, Hq, kh, head0, p, n_parts);
 }
 
-/* ZIPAGE_DECODE_KERNEL=async (a benchmark knob): the tensor-core kernel with its K/V tiles
- * copied by cp.async into shared memory DEC_STAGES - 1 tiles ahead (twice the bytes in flight
+/* The default bf16 decode kernel (0.75 of the copy bandwidth at 256 x 384 against the register
+ * pipeline's 0.68, equal on long contexts; bench/RESULTS.md): the tensor-core kernel with its
+ * K/V tiles copied by cp.async into shared memory DEC_STAGES - 1 tiles ahead (twice the bytes in flight
  * of the register pipeline, which keeps one), then read into the same fragments. Per warp and
  * stage: K and V of 16 keys, rows of D bf16, 16-byte chunks XOR-swizzled so that the fragment
  * reads hit distinct banks (K: chunk ^ 4 (row & 1); V: chunk ^ 2 ((row >> 1) & 3)). After the

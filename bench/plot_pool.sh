@@ -7,7 +7,8 @@
 # Rows are keyed by the pool they were asked for: the `pool` column (`--pools` entries:
 # tokens, or the KV state's memory as 9.5GiB / 512MiB, the same memory for every policy), or
 # for older CSVs block_size x kv_blocks tokens. The throughput column is tps, or COLUMN (e.g.
-# tps_steady or tps_saturated: throughput at capacity).
+# tps_steady or tps_saturated: throughput at capacity). A row of 0 tok/s is a pool too small
+# for one request of the workload (zipage bench --pools writes it and goes on).
 # Usage: bash bench/plot_pool.sh bench.csv [out.png] [title] [COLUMN]
 set -euo pipefail
 CSV=$1; PNG=${2:-${CSV%.csv}_pool.png}; TITLE=${3:-$(basename "$CSV")}; COL=${4:-tps}
@@ -57,7 +58,8 @@ for fk in fulls:
         full, zip_ = tps[fk], tps[zk]
         pools = sorted(set(full) & set(zip_))
         for p in pools:
-            print(f"pool {fmt(p)}: {fk} {full[p]:9.1f} tok/s, {zk} {zip_[p]:9.1f} tok/s, ratio {zip_[p] / full[p]:.2f}")
+            ratio = f"{zip_[p] / full[p]:.2f}" if full[p] > 0 else f"inf ({fk} generated nothing: the pool cannot hold one of its requests)"
+            print(f"pool {fmt(p)}: {fk} {full[p]:9.1f} tok/s, {zk} {zip_[p]:9.1f} tok/s, ratio {ratio}")
         if not pools:
             print(f"no pool size has both a {fk} and a {zk} row")
         elif all(zip_[p] >= full[p] for p in pools):

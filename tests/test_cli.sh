@@ -35,6 +35,13 @@ if command -v gnuplot >/dev/null; then
   grep -q "pool     32768 tokens: full      50.0 tok/s, zipage     100.0 tok/s, ratio 2.00" "$T/out" \
     && grep -q "cross between pools of 65536 tokens and 131072 tokens: full KV leads from 131072 tokens" "$T/out" \
     || { echo "FAIL: plot_pool crossing report"; cat "$T/out"; fails=$((fails+1)); }
+  # a full-KV row of 0 tok/s (a pool too small for one of its requests): an infinite ratio, said why
+  { head -1 "$T/b.csv"; for r in "zipage 128 100" "full 128 0" "zipage 256 150" "full 256 140"; do
+      set -- $r; echo "x,cuda,m,reasoning,8,1,1,$1,8,16,256,$2,0,0,1,1,$3"; done; } > "$T/zero.csv"
+  ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/zero.csv" "$T/zero.png" test
+  grep -q "pool     32768 tokens: full       0.0 tok/s, zipage     100.0 tok/s, ratio inf (full generated nothing" "$T/out" \
+    && grep -q "zipage >= full at every pool measured" "$T/out" \
+    || { echo "FAIL: plot_pool with a 0 tok/s row"; cat "$T/out"; fails=$((fails+1)); }
   # two Zipage configurations at the same pools (sync and async): one curve per label
   { head -1 "$T/b.csv"; for r in "zs zipage 128 90" "za zipage 128 120" "fk full 128 60"; do
       set -- $r; echo "$1,cuda,m,reasoning,8,1,1,$2,8,16,256,$3,0,0,1,1,$4"; done; } > "$T/labels.csv"
@@ -44,6 +51,12 @@ if command -v gnuplot >/dev/null; then
     || { echo "FAIL: plot_pool curves per label"; cat "$T/out"; fails=$((fails+1)); }
 fi
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --pools 64,128 --csv "$T/p.csv" --label p
+# a pool too small for one request: its row says 0 tok/s, the next pool still runs, the command fails
+"$Z" bench --model "$T/m" --batch 2 --prompt 20 --gen 4 --block-size 16 --pools 16,64 --csv "$T/u.csv" --label u >"$T/out" 2>&1 \
+  && { echo "FAIL: bench accepted a pool smaller than one request"; fails=$((fails+1)); }
+grep -q "pool 16 cannot serve the workload: request 0: 20 prompt + 4 max tokens need 2 blocks of 16, the pool has 1; the other rows were written" "$T/out" \
+  && [ "$(cut -d, -f1,12,17,38,40 "$T/u.csv" | tail -n +2 | tr '\n' ' ')" = "u,1,0.0,16,0 u,4,$(sed -n 3p "$T/u.csv" | cut -d, -f17),64,2 " ] \
+  || { echo "FAIL: bench unservable pool rows"; cat "$T/out" "$T/u.csv"; fails=$((fails+1)); }
 [ "$(cut -d, -f1,12 "$T/p.csv" | tail -n +2 | tr '\n' ' ')" = "p,4 p,8 " ] \
   || { echo "FAIL: bench --pools rows (one per pool, 4 then 8 blocks)"; cat "$T/out" "$T/p.csv"; fails=$((fails+1)); }
 # --max-seconds: each run cut at the limit is still reported (unfinished requests dropped), and

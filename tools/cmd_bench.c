@@ -36,7 +36,8 @@ static void usage(FILE *f) {
                "  --pools N1,N2,...      run the workload once per KV-pool size, one row each, loading the weights\n"
                "                         once (instead of --kv-pool-tokens): tokens (65536), or the KV state's memory\n"
                "                         (9.5GiB, 512MiB: K/V plus an evicting policy's score and query caches, the\n"
-               "                         same memory for every policy)\n");
+               "                         same memory for every policy); a pool too small for one request gets a\n"
+               "                         row of 0 tok/s, the others still run, and the command fails naming it\n");
     fputs(CLI_ENGINE_USAGE, f);
 }
 
@@ -267,6 +268,18 @@ static zp_status report(const bench_args *b, const bench_workload *w, zp_engine 
     return fclose(f) == 0 ? ZP_OK : zp_fail(ZP_ERR_IO, "%s: cannot write the result row", b->csv);
 }
 
+/* A pool too small for one request of the workload (a request that can never fit: the
+ * scheduler's capacity error) is a finding of a pool sweep, not the end of it: the requests
+ * already added are dropped (--pools only; a single pool fails as before), its row says 0 tok/s with 0 requests finished, the error is kept
+ * in `msg` (the command still fails once every pool has run) and the next pool runs. */
+static zp_status pool_unservable(zp_engine *e, const char *pool, char *msg, size_t n) {
+    fprintf(stderr, "zipage bench: pool %s cannot serve the workload (%s): its row reports 0 tok/s\n", *pool ? pool : "(default)",
+            zp_last_error());
+    if (!msg[0]) snprintf(msg, n, "pool %s cannot serve the workload: %s", *pool ? pool : "(default)", zp_last_error());
+    zp_engine_abandon(e);
+    return ZP_OK;
+}
+
 static zp_status run(bench_args *b) {
     bench_workload w;
     char tdir[4096];
@@ -285,6 +298,7 @@ static zp_status run(bench_args *b) {
     base.weight_bytes = zp_engine_weight_bytes(e);
     base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)be->cache_elem_bytes;
     const int runs = b->n_pools ? b->n_pools : 1;
+    char unservable[512] = "";
     for (int i = 0; s == ZP_OK && i < runs; i++) { /* one row per pool size; the weights stay */
         if (i > 0) {
             set_pool(b, i);
@@ -293,10 +307,13 @@ static zp_status run(bench_args *b) {
         bench_result r = base;
         r.pool = b->n_pools ? b->pool_spec[i] : "";
         s = run_workload(b, e, &w, &r);
+        if (s == ZP_ERR_CAPACITY && b->n_pools) s = pool_unservable(e, r.pool, unservable, sizeof unservable);
         if (s == ZP_OK) s = report(b, &w, e, &r);
     }
     bench_workload_free(&w);
     zp_engine_free(e);
+    if (s == ZP_OK && unservable[0])
+        return zp_fail(ZP_ERR_CAPACITY, "%s; the other rows were written", unservable);
     return s;
 }
 

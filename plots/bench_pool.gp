@@ -6,10 +6,12 @@ set terminal pngcairo size 900,600 enhanced font "Sans,11"
 set datafile separator ","
 set key top left
 set grid
+set yrange [0:*]
 set logscale x 2
-set title "reasoning workload: throughput vs KV pool — ".title
+set title "throughput vs KV pool: ".title noenhanced
 set xlabel (unit eq "GiB" ? "KV state memory (GiB: K/V, plus score and query caches)" : "KV pool (tokens)")
-set ylabel "throughput (generated tokens/s, ".metric.")"
+set ylabel "throughput (generated tokens/s, ".metric.")" noenhanced
 sel(p) = strcol(1) eq p ? column(3) : 1/0
 set output out
+set key noenhanced
 plot for [p in policies] data using 2:(sel(p)) smooth unique with linespoints lw 2 title p

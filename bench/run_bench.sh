@@ -10,6 +10,8 @@
 #   batch1      Qwen3-8B shape, batch-1 decode (roofline ratio); fixed and batch1 launch every
 #               kernel (--no-cuda-graphs), the reference for the graphs step
 #   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (the default)
+#   profile     fixed with --profile (CUDA events around every op: the GEMM / attention /
+#               elementwise / sampling / host shares of the decode step; slower than graphs)
 #   reasoning   Qwen3-8B shape, REQ reasoning requests (default 32, --max-tokens MAXT 8192, so
 #               that both runs fit one call; raise both where calls may be longer) at the
 #               KV-pool sizes POOL (tokens, or memory such as 9GiB,18GiB: the same bytes of KV
@@ -80,6 +82,7 @@ graphs() {
   $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV --label zipage-fixed-graphs
   $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --cuda-graphs --csv $CSV --label zipage-batch1-graphs
 }
+profile() { $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --profile --csv $CSV --label zipage-fixed-profile; }
 knobs() {
   local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools ${POOL%%,*} --csv $CSV"
   common="$common $ZIPAGE --async --max-seconds ${RT:-120}"
@@ -104,12 +107,13 @@ case $STEP in
   fixed) fixed ;;
   batch1) batch1 ;;
   graphs) graphs ;;
+  profile) profile ;;
   reasoning) reasoning ;;
   knobs) knobs ;;
   redundancy) redundancy ;;
   attention) attention ;;
   plot) plot ;;
   quick) fixed; batch1; graphs; reasoning; redundancy; plot ;;
-  *) echo "run_bench: unknown step $STEP (gate, fixed, batch1, graphs, reasoning, knobs, redundancy, attention, plot, quick)"; exit 2 ;;
+  *) echo "run_bench: unknown step $STEP (gate, fixed, batch1, graphs, profile, reasoning, knobs, redundancy, attention, plot, quick)"; exit 2 ;;
 esac
 echo "== rows so far"; cat $CSV 2>/dev/null

@@ -9,7 +9,8 @@
 #               transformers peer (bench/peer_hf.py, static cache, compiled), same CSV
 #   batch1      Qwen3-8B shape, batch-1 decode (roofline ratio); fixed and batch1 launch every
 #               kernel (--no-cuda-graphs), the reference for the graphs step
-#   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (the default)
+#   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (the default),
+#               then fixed with ZIPAGE_GEMM_HANDOFF=0 (norms and activations write fp32 rows too)
 #   profile     fixed with --profile (CUDA events around every op: the GEMM / attention /
 #               elementwise / sampling / host shares of the decode step; slower than graphs)
 #   reasoning   Qwen3-8B shape, REQ reasoning requests (default 32, --max-tokens MAXT 8192, so
@@ -81,6 +82,8 @@ reasoning() {
 graphs() {
   $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV --label zipage-fixed-graphs
   $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --cuda-graphs --csv $CSV --label zipage-batch1-graphs
+  ZIPAGE_GEMM_HANDOFF=0 $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV \
+    --label zipage-fixed-graphs-no-handoff   # the A/B of the operand hand-over, same call
 }
 profile() { $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --profile --csv $CSV --label zipage-fixed-profile; }
 knobs() {

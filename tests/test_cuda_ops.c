@@ -107,6 +107,32 @@ static void test_dense(pair *p) {
     }
     compare("gate_up_silu", p, A[0], A[1], M * I, 2e-2, 1e-3);
     compare("gate_up_silu->matmul", p, O[0], O[1], M * N, 2e-2, 1e-3);
+    /* operands handed over (gemm_handoff, bf16 storage): the norm and the activation keep their
+     * rows only as the next GEMM's operand (out NULL, then x NULL), as the model calls them */
+    CHECK(p->gpu->gemm_handoff == (p->tight < 1.0 ? 0 : 1));
+    for (int k = 0; k < 2; k++) {
+        const int ho = b[k]->gemm_handoff;
+        void *hn = ho ? NULL : O[k], *an = ho ? NULL : A[k];
+        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
+        CHECK_OK(b[k]->add_rmsnorm(b[k], hn, X[k], O[k], NW[k], M, K, 1e-6f));
+        CHECK_OK(b[k]->matmul(b[k], G[k], hn, W[k], B[k], M, N, K));
+        CHECK_OK(b[k]->add_rmsnorm(b[k], hn, X[k], G[k], NW[k], M, K, 1e-6f)); /* G's first M x K values */
+        if (b[k]->gate_up_silu) CHECK_OK(b[k]->gate_up_silu(b[k], an, G[k], hn, WGU[k], M, I, K));
+        else {
+            CHECK_OK(b[k]->matmul(b[k], G[k], hn, WGU[k], NULL, M, 2 * I, K));
+            CHECK_OK(b[k]->silu_mul(b[k], A[k], G[k], M, I));
+        }
+        CHECK_OK(b[k]->matmul(b[k], O[k], an, W[k], NULL, M, N, I));
+    }
+    compare("handoff: sums", p, X[0], X[1], M * K, 1e-2, 1e-5);
+    compare("handoff: ->matmul", p, O[0], O[1], M * N, 2e-2, 1e-3);
+    /* a GEMM with x NULL that no op handed an operand to fails (by name), never reads garbage */
+    if (p->gpu->gemm_handoff) {
+        CHECK_OK(p->gpu->add(p->gpu, X[1], A[1], M * I < M * K ? M * I : M * K));
+        CHECK(p->gpu->matmul(p->gpu, G[1], NULL, W[1], NULL, M, N, K) != ZP_OK);
+        CHECK(strstr(zp_last_error(), "handed over no operand") != NULL);
+        CHECK(p->gpu->matmul(p->gpu, G[1], NULL, W[1], NULL, M, N, K) != ZP_OK); /* twice: nothing left behind */
+    }
 
     for (int k = 0; k < 2; k++) {
         CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));

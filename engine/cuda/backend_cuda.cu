@@ -50,7 +50,7 @@ __global__ static void rmsnorm_kernel(float *out, bf16 *out_bf, float *x, const 
     for (int i = threadIdx.x; i < H / 4; i += blockDim.x) {
         const float4 v = xr[i], g = ld_w4(w + 4 * i);
         const float4 y = make_float4(g.x * (v.x * inv), g.y * (v.y * inv), g.z * (v.z * inv), g.w * (v.w * inv));
-        ((float4 *)(out + (size_t)blockIdx.x * H))[i] = y;
+        if (out) ((float4 *)(out + (size_t)blockIdx.x * H))[i] = y; /* NULL: handed over in bf16 only */
         if (out_bf) st_bf16x4(out_bf + (size_t)blockIdx.x * H + 4 * i, y);
     }
 }
@@ -297,15 +297,18 @@ static zp_status xbf_reserve(cuda_ctx *c, size_t n) {
  * is the very next op on the same buffer (see cu_matmul), and skips its own conversion. */
 bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n) {
     if (c->fp32 || xbf_reserve(c, n) != ZP_OK) { c->xbf_src = NULL; return NULL; }
-    c->xbf_src = out;
+    c->xbf_src = out ? out : (const void *)&c->xbf; /* out NULL: handed over only (gemm_handoff) */
     c->xbf_n = n;
     c->xbf_seq = c->op_seq;
     return c->xbf;
 }
 
 zp_status cuda_gemm_operand(cuda_ctx *c, const void *x, size_t nx, const bf16 **xop) {
-    const int ready = c->xbf_src == x && c->xbf_n == nx && c->op_seq == c->xbf_seq + 1; /* written by the op just before */
+    const void *key = x ? x : (const void *)&c->xbf; /* x NULL: the operand the op just before handed over */
+    const int ready = c->xbf_src == key && c->xbf_n == nx && c->op_seq == c->xbf_seq + 1; /* written by the op just before */
     c->xbf_src = NULL;
+    if (!ready && !x)
+        return zp_fail(ZP_ERR_BACKEND, "cuda GEMM: x is NULL but the op just before handed over no operand of %zu values", nx);
     if (!ready) {
         ZP_TRY(xbf_reserve(c, nx));
         to_bf16_kernel<<<zp_ceil_div((long)nx, 256), 256, 0, c->stream>>>(c->xbf, (const float *)x, nx);
@@ -321,6 +324,7 @@ static zp_status cu_add_rmsnorm(zp_backend *be, void *out, void *x, const void *
     if (rows == 0) return ZP_OK;
     if (H % 4) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda rmsnorm: row length %d is not a multiple of 4", H);
     bf16 *obf = cuda_xbf_produce(c, out, (size_t)rows * H);
+    if (!out && !obf) return zp_fail(ZP_ERR_BACKEND, "cuda rmsnorm: out is NULL but no bf16 operand can be handed over");
     ZP_DISPATCH_STORAGE(c->fp32, rmsnorm_kernel<T><<<rows, 256, 0, c->stream>>>((float *)out, obf, (float *)x, (const float *)y,
                                                                                (const T *)w, H, eps));
     ZP_LAUNCH_CHECK(y ? "add_rmsnorm" : "rmsnorm");
@@ -342,6 +346,7 @@ static zp_status cu_add(zp_backend *be, void *x, const void *y, size_t n) {
 static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void *w, const void *bias, int M, int N, int K) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_GEMM);
+    if (!x && c->fp32) return zp_fail(ZP_ERR_BACKEND, "cuda matmul: x is NULL in fp32 storage (no operand hand-over there)");
     const size_t nx = (size_t)M * K;
     const float alpha = 1.f, beta = 0.f;
     const void *xop = x;
@@ -538,6 +543,8 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     c->dec_split_waves = ds && !strcmp(ds, "waves");
     const char *dk = getenv("ZIPAGE_DECODE_KERNEL"); /* likewise */
     c->dec_async = !(dk && !strcmp(dk, "mma")); /* cp.async tiles unless =mma (register pipeline) */
+    const char *gh = getenv("ZIPAGE_GEMM_HANDOFF"); /* =0: norms and activations write fp32 rows too */
+    be->gemm_handoff = !c->fp32 && !(gh && !strcmp(gh, "0"));
     cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH); /* no TF32: operands are bf16 anyway */
     be->alloc = cu_alloc;
     be->alloc_cache = cu_alloc_cache;

@@ -223,10 +223,12 @@ __device__ __forceinline__ void st_bf16x4(bf16 *p, float4 v) {
 /* The MLP activation of one gate value g and its up value u. */
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 /* bf16 storage: the xbf scratch to write bf16(out[0, n)) into, for a GEMM that is the next op
- * (NULL in fp32 storage); see backend_cuda.cu. */
+ * (NULL in fp32 storage); out NULL: the values exist only there (gemm_handoff). See
+ * backend_cuda.cu. */
 bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n);
 /* bf16 storage: *xop = the bf16 operand of a GEMM on x[0, nx): the copy the op just before
- * produced, else a fresh conversion into xbf. */
+ * produced, else a fresh conversion into xbf; x NULL: the operand the op just before handed
+ * over (an error when it did not). */
 zp_status cuda_gemm_operand(cuda_ctx *c, const void *x, size_t nx, const bf16 **xop);
 /* Adds the recorded ops' times to psec (waits for them). */
 zp_status cuda_prof_flush(cuda_ctx *c);

@@ -161,7 +161,7 @@ __global__ static void silu_mul_bf16_kernel(float *out, bf16 *out_bf, const bf16
     const float2 g0 = __bfloat1622float2(*(const __nv_bfloat162 *)&gw.x), g1 = __bfloat1622float2(*(const __nv_bfloat162 *)&gw.y);
     const float2 u0 = __bfloat1622float2(*(const __nv_bfloat162 *)&uw.x), u1 = __bfloat1622float2(*(const __nv_bfloat162 *)&uw.y);
     const float4 y = make_float4(silu_times(g0.x, u0.x), silu_times(g0.y, u0.y), silu_times(g1.x, u1.x), silu_times(g1.y, u1.y));
-    *(float4 *)(out + i) = y;
+    if (out) *(float4 *)(out + i) = y; /* NULL: handed over in bf16 only */
     if (out_bf) st_bf16x4(out_bf + i, y);
 }
 
@@ -187,6 +187,7 @@ zp_status cuda_gate_up_silu(zp_backend *be, void *act, void *gu, const void *x, 
     }
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     bf16 *obf = cuda_xbf_produce(c, act, (size_t)T * I);
+    if (!act && !obf) return zp_fail(ZP_ERR_BACKEND, "cuda gate_up_silu: act is NULL but no bf16 operand can be handed over");
     silu_mul_bf16_kernel<<<zp_ceil_div((long)T * I / 4, 256), 256, 0, c->stream>>>((float *)act, obf, (const bf16 *)gu, T, I);
     ZP_LAUNCH_CHECK("gate_up_silu");
     return ZP_OK;

@@ -25,7 +25,9 @@
 #               POLICIES=full runs one of them (a throughput figure needs many more requests
 #               than slots, e.g. REQ=128: one call per policy); graphs on (GRAPHS=0: off);
 #               ASYNC=0 runs Zipage's compression synchronously (label zipage-sync: its
-#               compression time is then all on the critical path, a measure of its cost)
+#               compression time is then all on the critical path, a measure of its cost);
+#               every run's progress goes to $OUT/timeline.csv (a row every 5 s: is it at
+#               capacity, or still drifting when cut?)
 #   knobs       Zipage on the reasoning workload (REQ, MAXT, one pool POOL, graphs) once per
 #               CUDA tuning knob: defaults, ZIPAGE_DECODE_SPLIT=waves, ZIPAGE_COMPRESS_PRIORITY=low,
 #               ZIPAGE_DECODE_KERNEL=mma, each cut at RT seconds (default 120; RT=100 fits the
@@ -35,14 +37,14 @@
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
 #               short and long contexts, blocks in order and scattered (each shape also with
 #               ZIPAGE_DECODE_KERNEL=mma, the register-pipeline kernel); causal prefill
-#   plot        bench/plot_pool.sh on the CSV
+#   plot        bench/plot_pool.sh on the CSV, bench/plot_timeline.sh on the timeline
 #   quick       all of it on the Qwen3-0.6B shape with small sizes (a smoke run)
 # Needs a CUDA build in BUILD (tests/device/run_gpu_tests.sh makes build-gpu).
 # Usage there:  bash bench/run_bench.sh BUILD STEP [POOL]
 #   e.g.  bash bench/run_bench.sh build-gpu reasoning 65536,131072,262144
 set -uo pipefail
 B=${1:?build folder}; STEP=${2:?step}; POOL=${3:-65536,131072,262144}
-O=${OUT:-/tmp}; CSV=$O/bench.csv
+O=${OUT:-/tmp}; CSV=$O/bench.csv; TL=$O/timeline.csv   # TL: the reasoning runs' progress, a row every 5 s
 P=Qwen3-8B; BATCH=256; PROMPT=256; GEN=256; REQ=${REQ:-32}; MAXT=${MAXT:-8192}; RT=${RT:-}
 POLICIES=${POLICIES:-zipage,full}; GRAPHS=${GRAPHS:-1}; ASYNC=${ASYNC:-1}
 ZIPAGE="--policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid" # the issue's Zipage configuration
@@ -68,7 +70,9 @@ fixed() {
 }
 batch1() { $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --no-cuda-graphs --csv $CSV --label zipage-batch1; }
 reasoning() {
-  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV" g="" a="--async" zl=zipage
+  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV"
+  local g="" a="--async" zl=zipage
+  common="$common --timeline $TL --timeline-interval 5"
   if [ "$GRAPHS" = 1 ]; then g="-graphs"; common="$common --cuda-graphs"; else common="$common --no-cuda-graphs"; fi
   [ "$ASYNC" = 0 ] && a="" && zl=zipage-sync
   [ -n "$RT" ] && common="$common --max-seconds $RT"
@@ -88,7 +92,7 @@ graphs() {
 profile() { $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --profile --csv $CSV --label zipage-fixed-profile; }
 knobs() {
   local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools ${POOL%%,*} --csv $CSV"
-  common="$common $ZIPAGE --async --max-seconds ${RT:-120}"
+  common="$common $ZIPAGE --async --max-seconds ${RT:-120} --timeline $TL --timeline-interval 5"
   $B/zipage bench $common --label zipage-knob-default || echo "knobs: default failed"
   ZIPAGE_DECODE_SPLIT=waves $B/zipage bench $common --label zipage-knob-split-waves || echo "knobs: split waves failed"
   ZIPAGE_COMPRESS_PRIORITY=low $B/zipage bench $common --label zipage-knob-priority-low || echo "knobs: priority low failed"
@@ -102,7 +106,10 @@ attention() {
   done
   $B/bench_attention prefill 64 1024; $B/bench_attention prefill 8 8192
 }
-plot() { bash bench/plot_pool.sh $CSV $O/bench_pool.png "$P, $REQ reasoning requests"; }
+plot() {
+  bash bench/plot_pool.sh $CSV $O/bench_pool.png "$P, $REQ reasoning requests"
+  [ -s $TL ] && bash bench/plot_timeline.sh $TL $O/bench_timeline.png "$P, $REQ reasoning requests"
+}
 
 gate
 case $STEP in

@@ -62,7 +62,8 @@ grep -q "pool 16 cannot serve the workload: request 0: 20 prompt + 4 max tokens 
 # --max-seconds: each run cut at the limit is still reported (unfinished requests dropped), and
 # the next pool runs on the reinitialised engine
 ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 4 --max-tokens 16384 --block-size 16 --policy zipage \
-  --nmax 2 --window 8 --async --max-seconds 0.3 --warmup-seconds 0.1 --pools 2048,4096 --csv "$T/cut.csv" --label cut
+  --nmax 2 --window 8 --async --max-seconds 0.3 --warmup-seconds 0.1 --pools 2048,4096 --csv "$T/cut.csv" --label cut \
+  --timeline "$T/tl.csv" --timeline-interval 0.05
 [ "$(grep -c '^# stopped after [0-9.]* s (--max-seconds): [0-3] of 4 requests finished' "$T/out")" = 2 ] \
   || { echo "FAIL: bench --max-seconds report"; cat "$T/out"; fails=$((fails+1)); }
 python3 - "$T/cut.csv" <<'PY' || { echo "FAIL: bench --max-seconds rows"; cat "$T/cut.csv"; fails=$((fails+1)); }
@@ -73,6 +74,27 @@ for r in rows:
     assert int(r["finished"]) < 4 and float(r["tps"]) > 0 and 0.3 <= float(r["wall_s"]) < 30, r
     assert float(r["tps_steady"]) > 0, r  # tokens/s after the 0.1 s warm-up
 PY
+# --timeline: rows through each run; its last row ends where the run's summary row does
+python3 - "$T/cut.csv" "$T/tl.csv" <<'PY' || { echo "FAIL: bench --timeline rows"; cat "$T/tl.csv"; fails=$((fails+1)); }
+import csv, sys
+runs = list(csv.DictReader(open(sys.argv[1])))
+tl = list(csv.DictReader(open(sys.argv[2])))
+for r in runs:
+    rows = [x for x in tl if x["pool"] == r["pool"] and x["label"] == "cut"]
+    assert len(rows) >= 3, (r["pool"], rows)
+    t = [float(x["t_s"]) for x in rows]
+    g = [int(x["generated_tokens"]) for x in rows]
+    assert t == sorted(t) and g == sorted(g) and g[-1] > 0, rows
+    assert abs(t[-1] - float(r["wall_s"])) < 0.01, (t[-1], r["wall_s"])
+    assert abs(g[-1] - float(r["tps"]) * float(r["wall_s"])) <= 0.01 * g[-1] + 1, (g[-1], r["tps"], r["wall_s"])
+    assert int(rows[-1]["finished"]) == int(r["finished"]), (rows[-1], r["finished"])
+    assert all(0 < float(x["mean_running"]) <= 4 for x in rows), rows
+    # the interval rates add up to the tokens generated
+    tot = sum(float(x["tps"]) * (b - a) for x, a, b in zip(rows, [0.0] + t[:-1], t))
+    assert abs(tot - g[-1]) <= 0.02 * g[-1] + 2, (tot, g[-1])
+PY
+bad "--timeline-interval" "$Z" bench --preset tiny-qwen3 --timeline "$T/x.csv" --timeline-interval 0
+bad "cannot open the timeline" "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --timeline "$T/no/such/dir/tl.csv"
 # without a warm-up the steady tokens/s is the whole run's
 python3 - "$T/b.csv" <<'PY' || { echo "FAIL: tps_steady without warm-up"; cat "$T/b.csv"; fails=$((fails+1)); }
 import csv, sys
@@ -85,6 +107,11 @@ if command -v gnuplot >/dev/null; then # the curve of another throughput column;
   [ -s "$T/steady.png" ] || { echo "FAIL: plot_pool tps_steady"; fails=$((fails+1)); }
   bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/cut.csv" "$T/nope.png" test nope >"$T/out" 2>&1 && { echo "FAIL: plot_pool accepted a missing column"; fails=$((fails+1)); }
   grep -q "has no nope value" "$T/out" || { echo "FAIL: plot_pool missing-column message"; cat "$T/out"; fails=$((fails+1)); }
+  ok bash "$(dirname "$0")/../bench/plot_timeline.sh" "$T/tl.csv" "$T/tl.png" test
+  [ -s "$T/tl.png" ] && [ "$(grep -c '^cut@[0-9]*: tps first half [0-9.]*, second half [0-9.]* ([0-9]* rows to ' "$T/out")" = 2 ] \
+    || { echo "FAIL: plot_timeline"; cat "$T/out"; fails=$((fails+1)); }
+  bash "$(dirname "$0")/../bench/plot_timeline.sh" "$T/cut.csv" "$T/nope.png" >"$T/out" 2>&1 && { echo "FAIL: plot_timeline took a summary CSV"; fails=$((fails+1)); }
+  grep -q "has no zipage bench --timeline header" "$T/out" || { echo "FAIL: plot_timeline header message"; cat "$T/out"; fails=$((fails+1)); }
 fi
 bad "--max-seconds" "$Z" bench --preset tiny-qwen3 --max-seconds 0
 # memory pools: the same bytes for both policies, Zipage's score and query caches inside them

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bench_timeline.h"
 #include "bench_workload.h"
 #include "cli_common.h" /* flag parsing, cli_now, cli_peak_rss_mib */
 #include "cli_engine.h" /* engine flags shared with generate */
@@ -33,6 +34,9 @@ static void usage(FILE *f) {
                "                         the rest): throughput at capacity of a workload longer than the time at hand\n"
                "  --warmup-seconds W     the column tps_steady counts generated tokens/s after the first W seconds only\n"
                "                         (default 0: the whole run), leaving out the ramp-up from an empty engine\n"
+               "  --timeline FILE        append the progress of each run to FILE, a row every --timeline-interval S\n"
+               "                         seconds (default 10): tokens/s, mean running requests, finished requests,\n"
+               "                         prefill tokens (recomputation included), preemptions, compressions\n"
                "  --pools N1,N2,...      run the workload once per KV-pool size, one row each, loading the weights\n"
                "                         once (instead of --kv-pool-tokens): tokens (65536), or the KV state's memory\n"
                "                         (9.5GiB, 512MiB: K/V plus an evicting policy's score and query caches, the\n"
@@ -43,12 +47,12 @@ static void usage(FILE *f) {
 
 typedef struct {
     zp_engine_config ec;
-    const char *workload, *datasets, *csv, *label, *model_name;
+    const char *workload, *datasets, *csv, *label, *model_name, *timeline;
     int batch, prompt, gen, requests, max_tokens, profile;
     int n_pools, pool_bytes;   /* pool_bytes: the sizes are bytes of KV state, not tokens */
     double pools[32];
     char pool_spec[32][32];    /* each size as given (the CSV's pool column) */
-    float temperature, max_seconds, warmup_seconds;
+    float temperature, max_seconds, warmup_seconds, timeline_interval;
     int64_t seed, weight_seed;
 } bench_args;
 
@@ -105,6 +109,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
     b->batch = 8; b->prompt = 128; b->gen = 32; b->requests = 64; b->max_tokens = 32768;
     b->temperature = -1.f;
     b->weight_seed = 1;
+    b->timeline_interval = 10.f;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "--help")) { usage(stdout); exit(0); }
@@ -128,6 +133,8 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
         else if (!strcmp(a, "--pools")) ZP_TRY(parse_pools(v, b));
         else if (!strcmp(a, "--max-seconds")) ZP_TRY(cli_float(a, v, 1e-3f, 1e7f, &b->max_seconds));
         else if (!strcmp(a, "--warmup-seconds")) ZP_TRY(cli_float(a, v, 0.f, 1e7f, &b->warmup_seconds));
+        else if (!strcmp(a, "--timeline")) b->timeline = v;
+        else if (!strcmp(a, "--timeline-interval")) ZP_TRY(cli_float(a, v, 1e-3f, 1e7f, &b->timeline_interval));
         else {
             int matched;
             ZP_TRY(cli_engine_flag(a, v, &b->ec, &matched));
@@ -169,7 +176,16 @@ typedef struct {
     double tps_steady;         /* generated tokens/s after --warmup-seconds (0: the run ended before) */
 } bench_result;
 
-static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_workload *w, bench_result *res) {
+/* Frees the outputs finished so far; returns how many there were. */
+static int drain_finished(zp_engine *e) {
+    zp_output o[64];
+    int done = 0;
+    for (int n; (n = zp_engine_poll(e, o, 64)) > 0;)
+        for (int i = 0; i < n; i++, done++) zp_output_free(&o[i]);
+    return done;
+}
+
+static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_workload *w, bench_timeline *tl, bench_result *res) {
     zp_sampling_params sp = zp_sampling_default();
     const int reasoning = !strcmp(b->workload, "reasoning");
     sp.temperature = b->temperature >= 0 ? b->temperature : reasoning ? 0.6f : 0.f;
@@ -184,7 +200,10 @@ static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_wor
     double tw = b->warmup_seconds > 0 ? -1.0 : t0; /* when the steady window began (-1: not yet) */
     int64_t gw = 0;
     zp_engine_stats st;
+    zp_engine_get_stats(e, &st);
+    bench_timeline_begin(tl, b->label, res->pool, t0, &st);
     int cut = 0;
+    res->finished = 0;
     while (s == ZP_OK && zp_engine_has_unfinished(e) && !cut) {
         s = zp_engine_step(e);
         const double now = cli_now();
@@ -193,16 +212,19 @@ static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_wor
             tw = now;
             gw = st.generated_tokens;
         }
+        if (s == ZP_OK && bench_timeline_due(tl, now)) {
+            res->finished += drain_finished(e);
+            zp_engine_get_stats(e, &st);
+            s = bench_timeline_row(tl, now, &st, res->finished);
+        }
         cut = b->max_seconds > 0 && now - t0 >= b->max_seconds;
     }
     res->wall = cli_now() - t0;
     zp_engine_get_stats(e, &st);
     res->tps_steady = tw >= 0 && res->wall > tw - t0 ? (double)(st.generated_tokens - gw) / (res->wall - (tw - t0)) : 0.0;
     if (s == ZP_OK && zp_engine_has_unfinished(e)) zp_engine_abandon(e); /* cut: the unfinished ones are dropped */
-    zp_output o[64];
-    res->finished = 0;
-    for (int n; (n = zp_engine_poll(e, o, 64)) > 0;)
-        for (int i = 0; i < n; i++, res->finished++) zp_output_free(&o[i]);
+    res->finished += drain_finished(e);
+    if (s == ZP_OK && tl->f) s = bench_timeline_row(tl, t0 + res->wall, &st, res->finished); /* the run's last interval */
     if (s == ZP_OK && res->finished < w->n)
         printf("# stopped after %.1f s (--max-seconds): %d of %d requests finished\n", res->wall, res->finished, w->n);
     return s;
@@ -299,6 +321,9 @@ static zp_status run(bench_args *b) {
     base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)be->cache_elem_bytes;
     const int runs = b->n_pools ? b->n_pools : 1;
     char unservable[512] = "";
+    bench_timeline tl;
+    if (s == ZP_OK) s = bench_timeline_open(&tl, b->timeline, b->timeline_interval);
+    else tl.f = NULL;
     for (int i = 0; s == ZP_OK && i < runs; i++) { /* one row per pool size; the weights stay */
         if (i > 0) {
             set_pool(b, i);
@@ -306,10 +331,12 @@ static zp_status run(bench_args *b) {
         }
         bench_result r = base;
         r.pool = b->n_pools ? b->pool_spec[i] : "";
-        s = run_workload(b, e, &w, &r);
+        s = run_workload(b, e, &w, &tl, &r);
         if (s == ZP_ERR_CAPACITY && b->n_pools) s = pool_unservable(e, r.pool, unservable, sizeof unservable);
         if (s == ZP_OK) s = report(b, &w, e, &r);
     }
+    const zp_status sc = bench_timeline_close(&tl);
+    if (s == ZP_OK) s = sc;
     bench_workload_free(&w);
     zp_engine_free(e);
     if (s == ZP_OK && unservable[0])

@@ -31,6 +31,7 @@ zp_status bench_timeline_row(bench_timeline *tl, double now, const zp_engine_sta
     const zp_engine_stats *p = &tl->prev;
     const double dt = now - tl->last;
     const int64_t steps = st->prefill_steps + st->decode_steps - p->prefill_steps - p->decode_steps;
+    if (steps == 0) return ZP_OK; /* nothing ran since the last row (the run ended right after it) */
     fprintf(tl->f, "%s,%s,%.3f,%lld,%.1f,%.2f,%d,%lld,%lld,%lld\n", tl->label, tl->pool, now - tl->t0, (long long)st->generated_tokens,
             dt > 0 ? (double)(st->generated_tokens - p->generated_tokens) / dt : 0.0,
             steps > 0 ? (double)(st->running_sum - p->running_sum) / (double)steps : 0.0, finished, (long long)st->prefill_tokens,

@@ -26,7 +26,7 @@ void bench_timeline_begin(bench_timeline *tl, const char *label, const char *poo
 /* Whether a row is due at `now` (an interval since the last one). */
 int bench_timeline_due(const bench_timeline *tl, double now);
 /* Writes the row of the interval ending at now: st the counters then, finished the requests
- * finished so far. */
+ * finished so far; no row when no step ran since the last one. */
 zp_status bench_timeline_row(bench_timeline *tl, double now, const zp_engine_stats *st, int finished);
 zp_status bench_timeline_close(bench_timeline *tl);
 

@@ -174,6 +174,7 @@ typedef struct {
     const char *pool;          /* the --pools entry of this row, or "" */
     int finished;              /* requests finished (all of them unless --max-seconds cut the run) */
     double tps_steady;         /* generated tokens/s after --warmup-seconds (0: the run ended before) */
+    int unservable;            /* a request was refused: it can never fit this pool */
 } bench_result;
 
 /* Frees the outputs finished so far; returns how many there were. */
@@ -196,6 +197,7 @@ static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_wor
         sp.max_tokens = w->gen[r];
         s = zp_engine_add_request(e, w->prompt[r], w->prompt_len[r], &sp, r, 0, (uint64_t)b->seed);
     }
+    res->unservable = s == ZP_ERR_CAPACITY;
     const double t0 = cli_now();
     double tw = b->warmup_seconds > 0 ? -1.0 : t0; /* when the steady window began (-1: not yet) */
     int64_t gw = 0;
@@ -290,10 +292,11 @@ static zp_status report(const bench_args *b, const bench_workload *w, zp_engine 
     return fclose(f) == 0 ? ZP_OK : zp_fail(ZP_ERR_IO, "%s: cannot write the result row", b->csv);
 }
 
-/* A pool too small for one request of the workload (a request that can never fit: the
- * scheduler's capacity error) is a finding of a pool sweep, not the end of it: the requests
- * already added are dropped (--pools only; a single pool fails as before), its row says 0 tok/s with 0 requests finished, the error is kept
- * in `msg` (the command still fails once every pool has run) and the next pool runs. */
+/* A pool too small for one request of the workload (the scheduler refused to add a request
+ * that can never fit) is a finding of a pool sweep, not the end of it (--pools only; a single
+ * pool fails as before): the requests already added are dropped, the row says 0 tok/s with 0
+ * requests finished, the error is kept in `msg` (the command still fails once every pool has
+ * run) and the next pool runs. */
 static zp_status pool_unservable(zp_engine *e, const char *pool, char *msg, size_t n) {
     fprintf(stderr, "zipage bench: pool %s cannot serve the workload (%s): its row reports 0 tok/s\n", *pool ? pool : "(default)",
             zp_last_error());
@@ -332,7 +335,7 @@ static zp_status run(bench_args *b) {
         bench_result r = base;
         r.pool = b->n_pools ? b->pool_spec[i] : "";
         s = run_workload(b, e, &w, &tl, &r);
-        if (s == ZP_ERR_CAPACITY && b->n_pools) s = pool_unservable(e, r.pool, unservable, sizeof unservable);
+        if (s == ZP_ERR_CAPACITY && r.unservable && b->n_pools) s = pool_unservable(e, r.pool, unservable, sizeof unservable);
         if (s == ZP_OK) s = report(b, &w, e, &r);
     }
     const zp_status sc = bench_timeline_close(&tl);

@@ -13,15 +13,15 @@
 #               then fixed with ZIPAGE_GEMM_HANDOFF=0 (norms and activations write fp32 rows too)
 #   profile     fixed with --profile (CUDA events around every op: the GEMM / attention /
 #               elementwise / sampling / host shares of the decode step; slower than graphs)
-#   reasoning   Qwen3-8B shape, REQ reasoning requests (default 32, --max-tokens MAXT 8192, so
-#               that both runs fit one call; raise both where calls may be longer) at the
-#               KV-pool sizes POOL (tokens, or memory such as 9GiB,18GiB: the same bytes of KV
+#   reasoning   Qwen3-8B shape, REQ reasoning requests (default 256, --max-tokens MAXT 32768:
+#               the issue's workload; each run cut at RT seconds, default 200, so that both
+#               policies fit one call at one pool) at the KV-pool sizes POOL (tokens, or memory such as 9GiB,18GiB: the same bytes of KV
 #               state for both policies; comma-separated: one row per size, weights loaded
 #               once per policy): Zipage (N_max 8, block 256, w 16, hybrid, async, prefix
-#               cache), then full KV; with RT set, each run (each pool) stops RT seconds into
-#               its workload and is still reported (--max-seconds: tokens/s at capacity, the
-#               CSV's `finished` column counts the requests done; WARM=W: tps_steady leaves out
-#               the first W seconds); then plot. POLICIES=zipage or
+#               cache), then full KV; each run (each pool) stops RT seconds into its workload
+#               (RT= empty: runs to the end) and is still reported (--max-seconds: tokens/s at
+#               capacity, the CSV's `finished` column counts the requests done; WARM=W,
+#               default 60: tps_steady leaves out the first W seconds); then plot. POLICIES=zipage or
 #               POLICIES=full runs one of them (a throughput figure needs many more requests
 #               than slots, e.g. REQ=128: one call per policy); graphs on (GRAPHS=0: off);
 #               ASYNC=0 runs Zipage's compression synchronously (label zipage-sync: its
@@ -30,8 +30,8 @@
 #               capacity, or still drifting when cut?)
 #   knobs       Zipage on the reasoning workload (REQ, MAXT, one pool POOL, graphs) once per
 #               CUDA tuning knob: defaults, ZIPAGE_DECODE_SPLIT=waves, ZIPAGE_COMPRESS_PRIORITY=low,
-#               ZIPAGE_DECODE_KERNEL=mma, each cut at RT seconds (default 120; RT=100 fits the
-#               four in one call); same CSV, labels
+#               ZIPAGE_DECODE_KERNEL=mma, each cut at KRT seconds (default 100: the four fit
+#               one call); same CSV, labels
 #               zipage-knob-*
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
@@ -40,15 +40,16 @@
 #   plot        bench/plot_pool.sh on the CSV, bench/plot_timeline.sh on the timeline
 #   quick       all of it on the Qwen3-0.6B shape with small sizes (a smoke run)
 # Needs a CUDA build in BUILD (tests/device/run_gpu_tests.sh makes build-gpu).
-# Usage there:  bash bench/run_bench.sh BUILD STEP [POOL]
-#   e.g.  bash bench/run_bench.sh build-gpu reasoning 65536,131072,262144
+# Usage there:  bash bench/run_bench.sh BUILD STEP [POOL, default 9GiB]
+#   e.g.  bash bench/run_bench.sh build-gpu reasoning 9GiB      (the headline ratio, about 8 minutes)
+#         RT=90 WARM=30 bash bench/run_bench.sh build-gpu reasoning 4.5GiB,27GiB   (more of the curve)
 set -uo pipefail
-B=${1:?build folder}; STEP=${2:?step}; POOL=${3:-65536,131072,262144}
+B=${1:?build folder}; STEP=${2:?step}; POOL=${3:-9GiB}
 O=${OUT:-/tmp}; CSV=$O/bench.csv; TL=$O/timeline.csv   # TL: the reasoning runs' progress, a row every 5 s
-P=Qwen3-8B; BATCH=256; PROMPT=256; GEN=256; REQ=${REQ:-32}; MAXT=${MAXT:-8192}; RT=${RT:-}
+P=Qwen3-8B; BATCH=256; PROMPT=256; GEN=256; REQ=${REQ:-256}; MAXT=${MAXT:-32768}; RT=${RT-200}; WARM=${WARM-60}
 POLICIES=${POLICIES:-zipage,full}; GRAPHS=${GRAPHS:-1}; ASYNC=${ASYNC:-1}
 ZIPAGE="--policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid" # the issue's Zipage configuration
-if [ "$STEP" = quick ]; then P=Qwen3-0.6B; BATCH=32; PROMPT=128; GEN=64; REQ=16; MAXT=2048; POOL=16384,65536; fi
+if [ "$STEP" = quick ]; then P=Qwen3-0.6B; BATCH=32; PROMPT=128; GEN=64; REQ=16; MAXT=2048; POOL=16384,65536; RT=; WARM=; fi
 
 gate() {
   $B/zipage mkmodel --preset tiny-qwen3 --out /tmp/gate >/dev/null || exit 1
@@ -76,7 +77,7 @@ reasoning() {
   if [ "$GRAPHS" = 1 ]; then g="-graphs"; common="$common --cuda-graphs"; else common="$common --no-cuda-graphs"; fi
   [ "$ASYNC" = 0 ] && a="" && zl=zipage-sync
   [ -n "$RT" ] && common="$common --max-seconds $RT"
-  [ -n "${WARM:-}" ] && common="$common --warmup-seconds $WARM"
+  [ -n "$WARM" ] && common="$common --warmup-seconds $WARM"
   case ",$POLICIES," in *,zipage,*)
     $B/zipage bench $common $ZIPAGE $a --label $zl$g \
       || echo "reasoning: zipage failed";; esac
@@ -92,7 +93,7 @@ graphs() {
 profile() { $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --profile --csv $CSV --label zipage-fixed-profile; }
 knobs() {
   local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools ${POOL%%,*} --csv $CSV"
-  common="$common $ZIPAGE --async --max-seconds ${RT:-120} --timeline $TL --timeline-interval 5"
+  common="$common $ZIPAGE --async --max-seconds ${KRT:-100} --timeline $TL --timeline-interval 5"
   $B/zipage bench $common --label zipage-knob-default || echo "knobs: default failed"
   ZIPAGE_DECODE_SPLIT=waves $B/zipage bench $common --label zipage-knob-split-waves || echo "knobs: split waves failed"
   ZIPAGE_COMPRESS_PRIORITY=low $B/zipage bench $common --label zipage-knob-priority-low || echo "knobs: priority low failed"

@@ -396,18 +396,20 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     const zp_model_config *c = &m->cfg;
     zp_backend *be = m->be;
     const int H = c->hidden, qd = c->n_heads * c->head_dim, nqkv = qd + 2 * c->n_kv_heads * c->head_dim, I = c->intermediate;
-    /* normed rows and the activation feed only the GEMM after them: with gemm_handoff they stay
-     * the backend's (NULL buffers; CUDA bf16 keeps them as that GEMM's operand) */
+    /* normed rows, the decode attention's output and the activation feed only the GEMM after
+     * them: with gemm_handoff they stay the backend's (NULL buffers; CUDA bf16 keeps them as that
+     * GEMM's operand) */
     void *hn = be->gemm_handoff ? NULL : m->h, *act = be->gemm_handoff && be->gate_up_silu ? NULL : m->act;
+    void *at = be->gemm_handoff && !prefill ? NULL : m->att;
     /* the residual of the layer before (its MLP output, in h) is added here, with this norm */
     if (l == 0) ZP_TRY(be->rmsnorm(be, hn, m->x, w->attn_norm, T, H, c->rms_eps));
     else ZP_TRY(be->add_rmsnorm(be, hn, m->x, m->h, w->attn_norm, T, H, c->rms_eps));
     ZP_TRY(be->matmul(be, m->qkv, hn, w->wqkv, w->bqkv, T, nqkv, H));
     ZP_TRY(be->qkv_rope_store(be, &kv->dims, m->qkv, m->q, w->q_norm, w->k_norm, kv->k, kv->v, l));
     if (kv->q) ZP_TRY(be->query_store(be, &kv->dims, m->q, kv->q, l));
-    if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
-    else ZP_TRY(be->attn_decode(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
-    ZP_TRY(be->matmul(be, m->h, m->att, w->wo, NULL, T, H, qd));
+    if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, at, m->q, kv->k, kv->v, l));
+    else ZP_TRY(be->attn_decode(be, &kv->dims, at, m->q, kv->k, kv->v, l));
+    ZP_TRY(be->matmul(be, m->h, at, w->wo, NULL, T, H, qd));
     ZP_TRY(be->add_rmsnorm(be, hn, m->x, m->h, w->mlp_norm, T, H, c->rms_eps));
     if (be->gate_up_silu) ZP_TRY(be->gate_up_silu(be, act, m->gu, hn, w->w_gate_up, T, I, H));
     else {

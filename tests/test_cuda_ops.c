@@ -279,6 +279,11 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
         CHECK_OK(be[k]->matmul(be[k], P[k], O[k], WP[k], NULL, T, NP, K));
     }
     compare("  -> projection", p, P[0], P[1], (size_t)T * NP, 2e-2, 1e-3);
+    if (!ql && p->gpu->gemm_handoff) { /* decode output handed over: no fp32 rows, the projection takes x NULL */
+        CHECK_OK(p->gpu->attn_decode(p->gpu, &d, NULL, Q[1], KC[1], VC[1], 0));
+        CHECK_OK(p->gpu->matmul(p->gpu, P[1], NULL, WP[1], NULL, T, NP, K));
+        compare("  -> projection (handed over)", p, P[0], P[1], (size_t)T * NP, 2e-2, 1e-3);
+    }
     for (int k = 0; k < 2; k++) { void *bufs[8] = {QKV[k], QF[k], Q[k], O[k], KC[k], VC[k], WP[k], P[k]}; for (int i = 0; i < 8; i++) be[k]->release(be[k], bufs[i]); }
     free(tables); free(slots); free(pos); free(ids); free(q0); free(qlen); free(qkv); free(qd); free(inv); free(wp);
 }

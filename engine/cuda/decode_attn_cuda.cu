@@ -107,7 +107,7 @@ __device__ __forceinline__ void decode_block_finish(const float *wml, const floa
         softmax_merge(wml + 2 * g, 2 * G, wacc + (size_t)g * D + d, G * D, DEC_WARPS, &M, &L, &o);
         if (n_parts == 1) {
             const size_t oi = ((size_t)row * Hq + (size_t)kh * G + g) * D + d;
-            out[oi] = o / L;
+            if (out) out[oi] = o / L; /* NULL: handed over in bf16 only (gemm_handoff) */
             if (out_bf) out_bf[oi] = __float2bfloat16(o / L);
         } else {
             part_acc[((head0 + g) * n_parts + p) * D + d] = o;
@@ -531,7 +531,7 @@ __global__ static void decode_merge_kernel(float *out, bf16 *out_bf, const float
     float M, L, o;
     softmax_merge(part_ml + sh * n_parts * 2, 2, part_acc + sh * n_parts * D + d, D, n_parts, &M, &L, &o);
     const size_t oi = ((size_t)q_start[s] * Hq + h) * D + d;
-    out[oi] = o / L;
+    if (out) out[oi] = o / L;
     if (out_bf) out_bf[oi] = __float2bfloat16(o / L);
 }
 
@@ -595,6 +595,7 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     float *part_acc = (float *)c->dec_part, *part_ml = part_acc ? part_acc + (size_t)S * d->n_heads * n_parts * D : NULL;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * D;
     bf16 *obf = cuda_xbf_produce(c, out, (size_t)c->b.n_tokens * d->n_heads * D); /* the operand of the output projection */
+    if (!out && !obf) return zp_fail(ZP_ERR_BACKEND, "cuda decode attention: out is NULL but no bf16 operand can be handed over");
     ZP_DISPATCH_STORAGE(c->fp32, {
         const T *kc = (const T *)k_cache + layer_off, *vc = (const T *)v_cache + layer_off;
         if (D == 64) ZP_TRY((decode_launch<T, 64>(c, d, (float *)out, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));

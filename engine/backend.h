@@ -79,8 +79,9 @@ struct zp_backend {
     int cache_elem_bytes; /* bytes of one K/V, query or score cache element */
     /* 1: rmsnorm, add_rmsnorm, attn_decode and gate_up_silu accept out (act) NULL, and their
      * result then goes only to the very next op, a matmul or gate_up_silu called with x NULL
-     * (CUDA in bf16 storage keeps it as that GEMM's bf16 operand and writes no fp32 rows).
-     * 0: never NULL. */
+     * (CUDA in bf16 storage keeps it as that GEMM's bf16 operand and writes no fp32 rows);
+     * likewise a bias-free matmul with out NULL hands its output to the very next op, an
+     * add_rmsnorm with y NULL or a qkv_rope_store with qkv NULL (in bf16). 0: never NULL. */
     int gemm_handoff;
     void (*destroy)(zp_backend *be);
 

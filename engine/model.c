@@ -401,22 +401,26 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
      * GEMM's operand) */
     void *hn = be->gemm_handoff ? NULL : m->h, *act = be->gemm_handoff && be->gate_up_silu ? NULL : m->act;
     void *at = be->gemm_handoff && !prefill ? NULL : m->att;
-    /* the residual of the layer before (its MLP output, in h) is added here, with this norm */
+    /* and the GEMM outputs the next op alone reads: the (bias-free) QKV projection's, the output
+     * projection's, and the down projection's but the last layer's (the final add takes that) */
+    void *qkv = be->gemm_handoff && !w->bqkv ? NULL : m->qkv, *ho = be->gemm_handoff ? NULL : m->h;
+    void *hd = be->gemm_handoff && l < c->n_layers - 1 ? NULL : m->h;
+    /* the residual of the layer before (its MLP output, in h or handed over) is added here */
     if (l == 0) ZP_TRY(be->rmsnorm(be, hn, m->x, w->attn_norm, T, H, c->rms_eps));
-    else ZP_TRY(be->add_rmsnorm(be, hn, m->x, m->h, w->attn_norm, T, H, c->rms_eps));
-    ZP_TRY(be->matmul(be, m->qkv, hn, w->wqkv, w->bqkv, T, nqkv, H));
-    ZP_TRY(be->qkv_rope_store(be, &kv->dims, m->qkv, m->q, w->q_norm, w->k_norm, kv->k, kv->v, l));
+    else ZP_TRY(be->add_rmsnorm(be, hn, m->x, be->gemm_handoff ? NULL : m->h, w->attn_norm, T, H, c->rms_eps));
+    ZP_TRY(be->matmul(be, qkv, hn, w->wqkv, w->bqkv, T, nqkv, H));
+    ZP_TRY(be->qkv_rope_store(be, &kv->dims, qkv, m->q, w->q_norm, w->k_norm, kv->k, kv->v, l));
     if (kv->q) ZP_TRY(be->query_store(be, &kv->dims, m->q, kv->q, l));
     if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, at, m->q, kv->k, kv->v, l));
     else ZP_TRY(be->attn_decode(be, &kv->dims, at, m->q, kv->k, kv->v, l));
-    ZP_TRY(be->matmul(be, m->h, at, w->wo, NULL, T, H, qd));
-    ZP_TRY(be->add_rmsnorm(be, hn, m->x, m->h, w->mlp_norm, T, H, c->rms_eps));
+    ZP_TRY(be->matmul(be, ho, at, w->wo, NULL, T, H, qd));
+    ZP_TRY(be->add_rmsnorm(be, hn, m->x, ho, w->mlp_norm, T, H, c->rms_eps));
     if (be->gate_up_silu) ZP_TRY(be->gate_up_silu(be, act, m->gu, hn, w->w_gate_up, T, I, H));
     else {
         ZP_TRY(be->matmul(be, m->gu, hn, w->w_gate_up, NULL, T, 2 * I, H));
         ZP_TRY(be->silu_mul(be, m->act, m->gu, T, I));
     }
-    return be->matmul(be, m->h, act, w->w_down, NULL, T, H, I); /* added to x by the next layer's norm */
+    return be->matmul(be, hd, act, w->w_down, NULL, T, H, I); /* added to x by the next layer's norm */
 }
 
 /* The model's part of a decode graph's key: the batch shape, every buffer the forward passes

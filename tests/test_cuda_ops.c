@@ -126,8 +126,19 @@ static void test_dense(pair *p) {
     }
     compare("handoff: sums", p, X[0], X[1], M * K, 1e-2, 1e-5);
     compare("handoff: ->matmul", p, O[0], O[1], M * N, 2e-2, 1e-3);
-    /* a GEMM with x NULL that no op handed an operand to fails (by name), never reads garbage */
+    /* a GEMM's output handed to the next norm (out NULL, then y NULL; X as [M, N] rows) */
+    for (int k = 0; k < 2; k++) {
+        const int ho = b[k]->gemm_handoff;
+        CHECK_OK(b[k]->matmul(b[k], ho ? NULL : A[k], O[k], W[k], NULL, M, N, K));
+        CHECK_OK(b[k]->add_rmsnorm(b[k], O[k], X[k], ho ? NULL : A[k], NW[k], M, N, 1e-6f));
+    }
+    compare("handoff: GEMM->sum", p, X[0], X[1], M * N, 2e-2, 1e-3);
+    compare("handoff: GEMM->norm", p, O[0], O[1], M * N, 2e-2, 1e-3);
+    /* a GEMM with x NULL that no op handed an operand to fails (by name), never reads garbage;
+     * likewise a norm with y NULL after no GEMM output */
     if (p->gpu->gemm_handoff) {
+        CHECK(p->gpu->add_rmsnorm(p->gpu, O[1], X[1], NULL, NW[1], M, N, 1e-6f) != ZP_OK);
+        CHECK(strstr(zp_last_error(), "handed over no GEMM output") != NULL);
         CHECK_OK(p->gpu->add(p->gpu, X[1], A[1], M * I < M * K ? M * I : M * K));
         CHECK(p->gpu->matmul(p->gpu, G[1], NULL, W[1], NULL, M, N, K) != ZP_OK);
         CHECK(strstr(zp_last_error(), "handed over no operand") != NULL);
@@ -188,6 +199,18 @@ static void test_attention_path(pair *p) {
     }
     compare("q (norm+rope)", p, Q[0], Q[1], T * Hq * D, 1e-2, 1e-5);
     compare("attention", p, O[0], O[1], T * Hq * D, 2e-2, 1e-3);
+    if (p->gpu->gemm_handoff) { /* qkv as a GEMM's output handed over (qkv . I in bf16), then the same store */
+        const int Wq = (Hq + 2 * Hkv) * D;
+        float *eye = calloc((size_t)Wq * Wq, sizeof(float));
+        for (int i = 0; i < Wq; i++) eye[(size_t)i * Wq + i] = 1.f;
+        void *EYE = upw(be[1], eye, (size_t)Wq * Wq);
+        CHECK_OK(be[1]->matmul(be[1], NULL, QKV[1], EYE, NULL, T, Wq, Wq));
+        CHECK_OK(be[1]->qkv_rope_store(be[1], &d, NULL, Q[1], QN[1], KN[1], KC[1], VC[1], LAYER));
+        compare("q (handed-over qkv)", p, Q[0], Q[1], T * Hq * D, 1e-2, 1e-5);
+        CHECK(be[1]->qkv_rope_store(be[1], &d, NULL, Q[1], QN[1], KN[1], KC[1], VC[1], LAYER) != ZP_OK); /* nothing handed over now */
+        be[1]->release(be[1], EYE);
+        free(eye);
+    }
     /* key gather, query read */
     float *k0 = malloc(sizeof(float) * Hkv * 37 * D), *k1 = malloc(sizeof(float) * Hkv * 37 * D);
     CHECK_OK(be[0]->key_gather(be[0], &d, KC[0], LAYER, bt[0], 37, k0));

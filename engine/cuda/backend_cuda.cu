@@ -30,17 +30,18 @@ __device__ __forceinline__ float4 ld_w4(const bf16 *w) {
 /* out[r,:] = x[r,:] / rms * w (and its bf16 rounding to out_bf when not NULL: the operand of
  * the GEMM that follows), after x += y when y is not NULL (each thread rereads only the values
  * it wrote); one block per row, 4 values per thread and access (H % 4 == 0, as every supported
- * model's hidden size). out may alias x or y. */
-template <typename T>
-__global__ static void rmsnorm_kernel(float *out, bf16 *out_bf, float *x, const float *y, const T *w, int H, float eps) {
+ * model's hidden size). out may alias x or y. y is fp32, or bf16 (Y): a GEMM's output handed
+ * over (gemm_handoff). */
+template <typename T, typename Y>
+__global__ static void rmsnorm_kernel(float *out, bf16 *out_bf, float *x, const Y *y, const T *w, int H, float eps) {
     __shared__ float sh[32];
     float4 *xr = (float4 *)(x + (size_t)blockIdx.x * H);
-    const float4 *yr = y ? (const float4 *)(y + (size_t)blockIdx.x * H) : NULL;
+    const Y *yr = y ? y + (size_t)blockIdx.x * H : NULL;
     float ss = 0.f;
     for (int i = threadIdx.x; i < H / 4; i += blockDim.x) {
         float4 v = xr[i];
         if (yr) {
-            const float4 a = yr[i];
+            const float4 a = ld_w4(yr + 4 * i);
             v.x += a.x; v.y += a.y; v.z += a.z; v.w += a.w;
             xr[i] = v;
         }
@@ -65,7 +66,7 @@ __global__ static void add_kernel(float4 *x, const float4 *y, size_t n4) {
     x[i] = a;
 }
 
-__global__ static void to_bf16_kernel(bf16 *out, const float *x, size_t n) {
+__global__ void to_bf16_kernel(bf16 *out, const float *x, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = __float2bfloat16(x[i]);
 }
@@ -94,17 +95,17 @@ __global__ static void gather_rows_kernel(float *out, const float *x, const int 
 
 /* Grid (T, Hq + Hkv), D threads: optional per-head RMSNorm, RoPE at positions[t]; q heads to
  * q_out [T,Hq,D] (fp32), k heads (and v) to the bf16 caches at slot_mapping[t]. */
-template <typename T>
-__global__ static void qkv_rope_kernel(const float *qkv, float *q_out, const T *q_norm, const T *k_norm, T *kc, T *vc,
+template <typename T, typename Y> /* Y: qkv's type, fp32 or bf16 (a GEMM's output handed over) */
+__global__ static void qkv_rope_kernel(const Y *qkv, float *q_out, const T *q_norm, const T *k_norm, T *kc, T *vc,
                                        const int *positions, const int *slots, const float *inv_freq, int Hq, int Hkv, int D,
                                        float eps) {
     __shared__ float sh[32];
     __shared__ float x[512];
     const int t = blockIdx.x, h = blockIdx.y, d = threadIdx.x, half = D / 2, W = (Hq + 2 * Hkv) * D;
     const int is_q = h < Hq;
-    const float *src = qkv + (size_t)t * W + (size_t)h * D;
+    const Y *src = qkv + (size_t)t * W + (size_t)h * D;
     const T *nw = is_q ? q_norm : k_norm;
-    float v = src[d];
+    float v = zp_ld(src[d]);
     if (nw) {
         float inv = rsqrtf(zp_block_sum(v * v, sh) / (float)D + eps);
         v = zp_ld(nw[d]) * (v * inv);
@@ -121,7 +122,7 @@ __global__ static void qkv_rope_kernel(const float *qkv, float *q_out, const T *
     const int slot = slots[t], kh = h - Hq;
     if (slot < 0) return;
     zp_st(&kc[((size_t)slot * Hkv + kh) * D + d], r);
-    zp_st(&vc[((size_t)slot * Hkv + kh) * D + d], src[(size_t)Hkv * D + d]);
+    zp_st(&vc[((size_t)slot * Hkv + kh) * D + d], zp_ld(src[(size_t)Hkv * D + d]));
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -279,59 +280,29 @@ static zp_status cu_embed(zp_backend *be, void *out, const void *table, int H) {
     return ZP_OK;
 }
 
-/* The bf16 operand scratch of the GEMMs: at least n values (grows between steps only: a
- * shape's first step is never recorded into a graph). */
-static zp_status xbf_reserve(cuda_ctx *c, size_t n) {
-    if (n <= c->xbf_cap) return ZP_OK;
-    ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    cudaFree(c->xbf);
-    c->xbf = NULL;
-    c->xbf_cap = 0;
-    ZP_CUDA_CHECK(cudaMalloc(&c->xbf, 2 * n * sizeof(bf16)));
-    c->xbf_cap = 2 * n;
-    return ZP_OK;
-}
-
-/* In bf16 storage an op whose output feeds a GEMM (RMSNorm, SiLU-mul) also writes the bf16
- * operand into xbf and marks it as bf16(out) as of op number op_seq; the GEMM uses it when it
- * is the very next op on the same buffer (see cu_matmul), and skips its own conversion. */
-bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n) {
-    if (c->fp32 || xbf_reserve(c, n) != ZP_OK) { c->xbf_src = NULL; return NULL; }
-    c->xbf_src = out ? out : (const void *)&c->xbf; /* out NULL: handed over only (gemm_handoff) */
-    c->xbf_n = n;
-    c->xbf_seq = c->op_seq;
-    return c->xbf;
-}
-
-zp_status cuda_gemm_operand(cuda_ctx *c, const void *x, size_t nx, const bf16 **xop) {
-    const void *key = x ? x : (const void *)&c->xbf; /* x NULL: the operand the op just before handed over */
-    const int ready = c->xbf_src == key && c->xbf_n == nx && c->op_seq == c->xbf_seq + 1; /* written by the op just before */
-    c->xbf_src = NULL;
-    if (!ready && !x)
-        return zp_fail(ZP_ERR_BACKEND, "cuda GEMM: x is NULL but the op just before handed over no operand of %zu values", nx);
-    if (!ready) {
-        ZP_TRY(xbf_reserve(c, nx));
-        to_bf16_kernel<<<zp_ceil_div((long)nx, 256), 256, 0, c->stream>>>(c->xbf, (const float *)x, nx);
-        ZP_LAUNCH_CHECK("matmul operand to bf16");
-    }
-    *xop = c->xbf;
-    return ZP_OK;
-}
-
-static zp_status cu_add_rmsnorm(zp_backend *be, void *out, void *x, const void *y, const void *w, int rows, int H, float eps) {
+/* rmsnorm (add 0), or add_rmsnorm with y fp32, or (y NULL) the GEMM output handed over. */
+static zp_status norm_launch(zp_backend *be, int add, void *out, void *x, const void *y, const void *w, int rows, int H, float eps) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if (rows == 0) return ZP_OK;
     if (H % 4) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda rmsnorm: row length %d is not a multiple of 4", H);
+    const bf16 *ybf = NULL;
+    if (add && !y) ZP_TRY(cuda_ybf_take(c, (size_t)rows * H, "add_rmsnorm", &ybf));
     bf16 *obf = cuda_xbf_produce(c, out, (size_t)rows * H);
     if (!out && !obf) return zp_fail(ZP_ERR_BACKEND, "cuda rmsnorm: out is NULL but no bf16 operand can be handed over");
-    ZP_DISPATCH_STORAGE(c->fp32, rmsnorm_kernel<T><<<rows, 256, 0, c->stream>>>((float *)out, obf, (float *)x, (const float *)y,
-                                                                               (const T *)w, H, eps));
-    ZP_LAUNCH_CHECK(y ? "add_rmsnorm" : "rmsnorm");
+    if (ybf)
+        ZP_DISPATCH_STORAGE(c->fp32, rmsnorm_kernel<T, bf16><<<rows, 256, 0, c->stream>>>((float *)out, obf, (float *)x, ybf, (const T *)w, H, eps));
+    else
+        ZP_DISPATCH_STORAGE(c->fp32, rmsnorm_kernel<T, float><<<rows, 256, 0, c->stream>>>((float *)out, obf, (float *)x, (const float *)y,
+                                                                                          (const T *)w, H, eps));
+    ZP_LAUNCH_CHECK(add ? "add_rmsnorm" : "rmsnorm");
     return ZP_OK;
 }
+static zp_status cu_add_rmsnorm(zp_backend *be, void *out, void *x, const void *y, const void *w, int rows, int H, float eps) {
+    return norm_launch(be, 1, out, x, y, w, rows, H, eps);
+}
 static zp_status cu_rmsnorm(zp_backend *be, void *out, const void *x, const void *w, int rows, int H, float eps) {
-    return cu_add_rmsnorm(be, out, (void *)x, NULL, w, rows, H, eps); /* x is only read without y */
+    return norm_launch(be, 0, out, (void *)x, NULL, w, rows, H, eps); /* x is only read without y */
 }
 
 static zp_status cu_add(zp_backend *be, void *x, const void *y, size_t n) {
@@ -347,6 +318,7 @@ static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void 
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_GEMM);
     if (!x && c->fp32) return zp_fail(ZP_ERR_BACKEND, "cuda matmul: x is NULL in fp32 storage (no operand hand-over there)");
+    if (M == 0 || N == 0) return ZP_OK;
     const size_t nx = (size_t)M * K;
     const float alpha = 1.f, beta = 0.f;
     const void *xop = x;
@@ -355,13 +327,16 @@ static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void 
         ZP_TRY(cuda_gemm_operand(c, x, nx, &xb));
         xop = xb;
     }
+    bf16 *ob = NULL; /* out NULL: the output goes to the next op in bf16 (gemm_handoff; no bias) */
+    if (!out && (bias || !(ob = cuda_ybf_produce(c, (size_t)M * N))))
+        return zp_fail(ZP_ERR_BACKEND, "cuda matmul: out is NULL but its output cannot be handed over (%s)", bias ? "a bias" : "fp32 storage");
     int done = 0;
-    if (!c->fp32) ZP_TRY(cuda_gemm_tuned(c, (float *)out, (const bf16 *)w, (const bf16 *)xop, M, N, K, &done));
+    if (!c->fp32 && !ob) ZP_TRY(cuda_gemm_tuned(c, (float *)out, (const bf16 *)w, (const bf16 *)xop, M, N, K, &done));
     const cudaDataType_t t = c->fp32 ? CUDA_R_32F : CUDA_R_16BF;
     /* row-major out[M,N] = x[M,K] . w[N,K]^T  ==  column-major out^T = w^T^T . x^T */
     if (!done)
-        ZP_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w, t, K, xop, t, K, &beta, out, CUDA_R_32F, N,
-                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        ZP_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w, t, K, xop, t, K, &beta, ob ? (void *)ob : out,
+                                     ob ? CUDA_R_16BF : CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     if (bias) {
         ZP_DISPATCH_STORAGE(c->fp32, bias_kernel<T><<<zp_ceil_div((long)M * N, 256), 256, 0, c->stream>>>((float *)out, (const T *)bias, M, N));
         ZP_LAUNCH_CHECK("matmul bias");
@@ -378,10 +353,15 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
     if (c->b.n_tokens == 0) return ZP_OK;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
     dim3 grid(c->b.n_tokens, d->n_heads + d->n_kv_heads);
-    ZP_DISPATCH_STORAGE(c->fp32, qkv_rope_kernel<T><<<grid, d->head_dim, 0, c->stream>>>(
-                                     (const float *)qkv, (float *)q_out, (const T *)q_norm, (const T *)k_norm, (T *)k_cache + layer_off,
-                                     (T *)v_cache + layer_off, c->d.positions, c->d.slots, c->inv_freq, d->n_heads, d->n_kv_heads,
-                                     d->head_dim, d->qk_norm_eps));
+    const bf16 *qbf = NULL; /* qkv NULL: the QKV GEMM's output handed over in bf16 */
+    if (!qkv) ZP_TRY(cuda_ybf_take(c, (size_t)c->b.n_tokens * (d->n_heads + 2 * d->n_kv_heads) * d->head_dim, "qkv_rope_store", &qbf));
+#define QKV_ROPE(Y, src)                                                                                                                  \
+    qkv_rope_kernel<T, Y><<<grid, d->head_dim, 0, c->stream>>>(src, (float *)q_out, (const T *)q_norm, (const T *)k_norm,                  \
+                                                               (T *)k_cache + layer_off, (T *)v_cache + layer_off, c->d.positions,          \
+                                                               c->d.slots, c->inv_freq, d->n_heads, d->n_kv_heads, d->head_dim, d->qk_norm_eps)
+    if (qbf) ZP_DISPATCH_STORAGE(c->fp32, QKV_ROPE(bf16, qbf));
+    else ZP_DISPATCH_STORAGE(c->fp32, QKV_ROPE(float, (const float *)qkv));
+#undef QKV_ROPE
     ZP_LAUNCH_CHECK("qkv_rope_store");
     return ZP_OK;
 }
@@ -467,6 +447,7 @@ static void cu_destroy(zp_backend *be) {
     cudaFree(c->packed);
     cudaFree(c->inv_freq);
     cudaFree(c->xbf);
+    cudaFree(c->ybf);
     cudaFree(c->gather);
     cudaFree(c->keep);
     cudaFree(c->scores);

@@ -149,6 +149,9 @@ typedef struct {
     const void *xbf_src;        /* xbf holds bf16(xbf_src[0, xbf_n)) written by op number xbf_seq */
     size_t xbf_n;
     uint64_t xbf_seq, op_seq;   /* op_seq: ops opened so far (zp_prof_scope) */
+    bf16 *ybf;                  /* a GEMM's output handed to the next op in bf16 (gemm_handoff) */
+    size_t ybf_cap, ybf_n;      /* values; ybf_n 0: nothing handed over */
+    uint64_t ybf_seq;           /* the op number of the GEMM that wrote it */
     float *gather;              /* device scratch for host gathers */
     size_t gather_cap;          /* bytes, as every *_cap below */
     uint8_t *keep;              /* device scratch for host-path compaction masks */
@@ -230,6 +233,14 @@ bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n);
  * produced, else a fresh conversion into xbf; x NULL: the operand the op just before handed
  * over (an error when it did not). */
 zp_status cuda_gemm_operand(cuda_ctx *c, const void *x, size_t nx, const bf16 **xop);
+/* bf16 storage: the scratch a GEMM called with out NULL writes its n bf16 values into, for
+ * the next op (gemm_handoff); NULL when it cannot be had. */
+bf16 *cuda_ybf_produce(cuda_ctx *c, size_t n);
+/* The n values the GEMM just before handed over (*y), or an error naming `who` when the op just
+ * before was not such a GEMM of n values. */
+zp_status cuda_ybf_take(cuda_ctx *c, size_t n, const char *who, const bf16 **y);
+/* out[i] = bf16(x[i]), i < n (weights and GEMM operands). */
+__global__ void to_bf16_kernel(bf16 *out, const float *x, size_t n);
 /* Adds the recorded ops' times to psec (waits for them). */
 zp_status cuda_prof_flush(cuda_ctx *c);
 

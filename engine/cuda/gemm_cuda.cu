@@ -1,4 +1,7 @@
-/* gemm_cuda.cu - bf16 GEMMs through cublasLt with a measured choice of algorithm per shape
+/* gemm_cuda.cu - the GEMMs' bf16 operands and outputs handed between ops (xbf: the operand an
+ * op wrote for the GEMM right after it; ybf: a GEMM's output for the op right after it, the
+ * gemm_handoff contract of backend.h), and
+ * bf16 GEMMs through cublasLt with a measured choice of algorithm per shape
  * (ZIPAGE_GEMM_TUNE=1, a benchmark knob, off by default): at the first call of an (M, N, K)
  * the heuristic's best candidates are each timed on the real operands, and the fastest is kept
  * for that shape. cuBLAS's default heuristic is tuned for typical shapes; the decode GEMMs
@@ -15,6 +18,74 @@
 #include <string.h>
 
 #include "cuda_common.cuh"
+
+/* ---------------------------------------------------------------- operands */
+
+/* The bf16 operand scratch of the GEMMs: at least n values (grows between steps only: a
+ * shape's first step is never recorded into a graph). */
+static zp_status xbf_reserve(cuda_ctx *c, size_t n) {
+    if (n <= c->xbf_cap) return ZP_OK;
+    ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    cudaFree(c->xbf);
+    c->xbf = NULL;
+    c->xbf_cap = 0;
+    ZP_CUDA_CHECK(cudaMalloc(&c->xbf, 2 * n * sizeof(bf16)));
+    c->xbf_cap = 2 * n;
+    return ZP_OK;
+}
+
+/* In bf16 storage an op whose output feeds a GEMM (RMSNorm, SiLU-mul) also writes the bf16
+ * operand into xbf and marks it as bf16(out) as of op number op_seq; the GEMM uses it when it
+ * is the very next op on the same buffer (see cu_matmul), and skips its own conversion. */
+bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n) {
+    if (c->fp32 || xbf_reserve(c, n) != ZP_OK) { c->xbf_src = NULL; return NULL; }
+    c->xbf_src = out ? out : (const void *)&c->xbf; /* out NULL: handed over only (gemm_handoff) */
+    c->xbf_n = n;
+    c->xbf_seq = c->op_seq;
+    return c->xbf;
+}
+
+zp_status cuda_gemm_operand(cuda_ctx *c, const void *x, size_t nx, const bf16 **xop) {
+    const void *key = x ? x : (const void *)&c->xbf; /* x NULL: the operand the op just before handed over */
+    const int ready = c->xbf_src == key && c->xbf_n == nx && c->op_seq == c->xbf_seq + 1; /* written by the op just before */
+    c->xbf_src = NULL;
+    if (!ready && !x)
+        return zp_fail(ZP_ERR_BACKEND, "cuda GEMM: x is NULL but the op just before handed over no operand of %zu values", nx);
+    if (!ready) {
+        ZP_TRY(xbf_reserve(c, nx));
+        to_bf16_kernel<<<zp_ceil_div((long)nx, 256), 256, 0, c->stream>>>(c->xbf, (const float *)x, nx);
+        ZP_LAUNCH_CHECK("matmul operand to bf16");
+    }
+    *xop = c->xbf;
+    return ZP_OK;
+}
+
+/* A GEMM's output handed to the next op (gemm_handoff): ybf, grown between steps as xbf. */
+bf16 *cuda_ybf_produce(cuda_ctx *c, size_t n) {
+    c->ybf_n = 0;
+    if (c->fp32) return NULL;
+    if (n > c->ybf_cap) {
+        if (cudaStreamSynchronize(c->stream) != cudaSuccess) return NULL;
+        cudaFree(c->ybf);
+        c->ybf = NULL;
+        c->ybf_cap = 0;
+        if (cudaMalloc(&c->ybf, 2 * n * sizeof(bf16)) != cudaSuccess) return NULL;
+        c->ybf_cap = 2 * n;
+    }
+    c->ybf_n = n;
+    c->ybf_seq = c->op_seq;
+    return c->ybf;
+}
+
+zp_status cuda_ybf_take(cuda_ctx *c, size_t n, const char *who, const bf16 **y) {
+    const int ready = c->ybf_n == n && c->op_seq == c->ybf_seq + 1;
+    c->ybf_n = 0;
+    if (!ready) return zp_fail(ZP_ERR_BACKEND, "cuda %s: its input is NULL but the op just before handed over no GEMM output of %zu values", who, n);
+    *y = c->ybf;
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- tuned GEMMs */
 
 #define GEMM_CANDIDATES 8
 #define GEMM_TUNE_MAX 512           /* shapes remembered; later ones use cublasGemmEx */

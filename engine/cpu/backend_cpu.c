@@ -24,11 +24,13 @@ typedef struct {
     float *cos_sin;       /* [T][2][D/2] RoPE table of the step's positions */
     size_t cos_sin_cap;
     int n_threads;
+    void *handoff;        /* the hand-over test mode's state (handoff_cpu.c), or NULL */
 } cpu_ctx;
 
 #define CTX(be) ((cpu_ctx *)(be)->ctx)
 
 const zp_batch *cpu_batch(zp_backend *be) { return &CTX(be)->b; }
+void **cpu_handoff_state(zp_backend *be) { return &CTX(be)->handoff; }
 
 /* ---------------------------------------------------------------- memory */
 
@@ -286,6 +288,7 @@ static zp_status cpu_attention(zp_backend *be, const zp_attn_dims *d, void *out,
 
 static void cpu_destroy(zp_backend *be) {
     cpu_ctx *c = CTX(be);
+    cpu_handoff_free(c->handoff);
     free(c->inv_freq);
     free(c->cos_sin);
     free(c);
@@ -351,6 +354,11 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->score_read = cpu_score_read;
     be->kv_compact = cpu_kv_compact;
     be->copy_bandwidth = cpu_copy_bandwidth;
+    const char *ho = getenv("ZIPAGE_CPU_HANDOFF"); /* a test mode: the model's hand-over wiring on the CPU */
+    if (ho && !strcmp(ho, "1")) {
+        zp_status s = cpu_handoff_install(be);
+        if (s != ZP_OK) { cpu_destroy(be); return s; }
+    }
     *out = be;
     return ZP_OK;
 }

@@ -329,7 +329,8 @@ static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void 
     }
     bf16 *ob = NULL; /* out NULL: the output goes to the next op in bf16 (gemm_handoff; no bias) */
     if (!out && (bias || !(ob = cuda_ybf_produce(c, (size_t)M * N))))
-        return zp_fail(ZP_ERR_BACKEND, "cuda matmul: out is NULL but its output cannot be handed over (%s)", bias ? "a bias" : "fp32 storage");
+        return zp_fail(ZP_ERR_BACKEND, "cuda matmul: out is NULL but its output cannot be handed over (%s)",
+                       bias ? "a bias" : c->fp32 ? "fp32 storage" : "no device memory for its bf16 rows");
     int done = 0;
     if (!c->fp32 && !ob) ZP_TRY(cuda_gemm_tuned(c, (float *)out, (const bf16 *)w, (const bf16 *)xop, M, N, K, &done));
     const cudaDataType_t t = c->fp32 ? CUDA_R_32F : CUDA_R_16BF;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # plot_timeline.sh - tokens/s (or another column) against time through each run of a
 # `zipage bench --timeline` CSV, one curve per label and pool, with gnuplot; prints each
-# curve's mean over its second half next to its first half (a rate still falling at the cut
-# is not yet at capacity). Not here: the summary rows (plot_pool.sh draws those).
+# curve's mean over the second half of its rows next to the first half's (a rate still
+# falling at the cut is not yet at capacity). Not here: the summary rows (plot_pool.sh draws those).
 # Usage: bash bench/plot_timeline.sh timeline.csv [out.png] [title] [COLUMN (default tps)]
 set -euo pipefail
 CSV=$1; PNG=${2:-${CSV%.csv}_timeline.png}; TITLE=${3:-$(basename "$CSV")}; COL=${4:-tps}
@@ -25,13 +25,12 @@ with open(sys.argv[2], "w") as f:
     for k in sorted(curves):
         for t, v in curves[k]:
             f.write(f"{k},{t},{v}\n")
-for k in sorted(curves):
+for k in sorted(curves):  # halves by rows (a slow first step can take half the time alone)
     pts = curves[k]
-    half = pts[-1][0] / 2
-    a = [v for t, v in pts if t <= half]
-    b = [v for t, v in pts if t > half]
-    mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")
-    print(f"{k}: {col} first half {mean(a):.1f}, second half {mean(b):.1f} ({len(pts)} rows to {pts[-1][0]:.1f} s)")
+    h = (len(pts) + 1) // 2
+    a, b = [v for _, v in pts[:h]], [v for _, v in pts[h:]]
+    mean = lambda xs: f"{sum(xs) / len(xs):.1f}" if xs else "n/a"
+    print(f"{k}: {col} first half {mean(a)}, second half {mean(b)} ({len(pts)} rows to {pts[-1][0]:.1f} s)")
 PY
 CURVES=$(cut -d, -f1 "$DAT" | sort -u | tr '\n' ' ')
 gnuplot -e "data='$DAT'; out='$PNG'; title='$TITLE'; curves='$CURVES'; metric='$COL'" "$(dirname "$0")/../plots/bench_timeline.gp"

@@ -81,8 +81,8 @@ grep -q "pool 16 cannot serve the workload: request 0: 20 prompt + 4 max tokens 
 # --max-seconds: each run cut at the limit is still reported (unfinished requests dropped), and
 # the next pool runs on the reinitialised engine
 ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 4 --max-tokens 16384 --block-size 16 --policy zipage \
-  --nmax 2 --window 8 --async --max-seconds 0.3 --warmup-seconds 0.1 --pools 2048,4096 --csv "$T/cut.csv" --label cut \
-  --timeline "$T/tl.csv" --timeline-interval 0.05
+  --nmax 2 --window 8 --async --max-seconds 1 --warmup-seconds 0.3 --pools 2048,4096 --csv "$T/cut.csv" --label cut \
+  --timeline "$T/tl.csv" --timeline-interval 0.1
 [ "$(grep -c '^# stopped after [0-9.]* s (--max-seconds): [0-3] of 4 requests finished' "$T/out")" = 2 ] \
   || { echo "FAIL: bench --max-seconds report"; cat "$T/out"; fails=$((fails+1)); }
 python3 - "$T/cut.csv" <<'PY' || { echo "FAIL: bench --max-seconds rows"; cat "$T/cut.csv"; fails=$((fails+1)); }
@@ -90,8 +90,8 @@ import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert [r["pool"] for r in rows] == ["2048", "4096"], rows
 for r in rows:
-    assert int(r["finished"]) < 4 and float(r["tps"]) > 0 and 0.3 <= float(r["wall_s"]) < 30, r
-    assert float(r["tps_steady"]) > 0, r  # tokens/s after the 0.1 s warm-up
+    assert int(r["finished"]) < 4 and float(r["tps"]) > 0 and 1.0 <= float(r["wall_s"]) < 30, r
+    assert float(r["tps_steady"]) > 0, r  # tokens/s after the 0.3 s warm-up
 PY
 # --timeline: rows through each run; its last row ends where the run's summary row does
 python3 - "$T/cut.csv" "$T/tl.csv" <<'PY' || { echo "FAIL: bench --timeline rows"; cat "$T/tl.csv"; fails=$((fails+1)); }
@@ -100,11 +100,11 @@ runs = list(csv.DictReader(open(sys.argv[1])))
 tl = list(csv.DictReader(open(sys.argv[2])))
 for r in runs:
     rows = [x for x in tl if x["pool"] == r["pool"] and x["label"] == "cut"]
-    assert len(rows) >= 3, (r["pool"], rows)
+    assert len(rows) >= 2, (r["pool"], rows)  # a slow first step (a loaded machine) may take most of the 0.3 s
     t = [float(x["t_s"]) for x in rows]
     g = [int(x["generated_tokens"]) for x in rows]
     assert t == sorted(t) and g == sorted(g) and g[-1] > 0, rows
-    assert abs(t[-1] - float(r["wall_s"])) < 0.01, (t[-1], r["wall_s"])
+    assert abs(t[-1] - float(r["wall_s"])) < 0.05, (t[-1], r["wall_s"])
     assert abs(g[-1] - float(r["tps"]) * float(r["wall_s"])) <= 0.01 * g[-1] + 1, (g[-1], r["tps"], r["wall_s"])
     assert int(rows[-1]["finished"]) == int(r["finished"]), (rows[-1], r["finished"])
     assert all(0 < float(x["mean_running"]) <= 4 for x in rows), rows

@@ -181,9 +181,9 @@ typedef struct {
     int *hbatch;                /* pinned host staging of the batch arrays */
     size_t hbatch_cap;
     int n_sms;                  /* streaming multiprocessors (decode attention splits for them) */
-    int dec_blocks;             /* ZIPAGE_DECODE_BLOCKS: tensor-core decode attention sized for 2 (default: 202
-                                   registers, no spills; 7-10% faster on the H200) or 3 blocks per SM */
-    int dec_async;              /* ZIPAGE_DECODE_KERNEL=async: the cp.async variant of the tensor-core decode kernel */
+    int dec_blocks;             /* ZIPAGE_DECODE_BLOCKS: the register-pipeline decode kernel (ZIPAGE_DECODE_KERNEL=mma)
+                                   sized for 2 (default: no spills; 7-10% faster on the H200) or 3 blocks per SM */
+    int dec_async;              /* the cp.async tensor-core decode kernel (default); 0: ZIPAGE_DECODE_KERNEL=mma */
     int dec_split_waves;        /* ZIPAGE_DECODE_SPLIT=waves: partitions by wave efficiency (decode_attn_cuda.cu) */
     void *dec_part;             /* split decode attention: partial outputs and softmax statistics */
     size_t dec_part_cap;
@@ -225,9 +225,8 @@ __device__ __forceinline__ void st_bf16x4(bf16 *p, float4 v) {
 }
 /* The MLP activation of one gate value g and its up value u. */
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
-/* bf16 storage: the xbf scratch to write bf16(out[0, n)) into, for a GEMM that is the next op
- * (NULL in fp32 storage); out NULL: the values exist only there (gemm_handoff). See
- * backend_cuda.cu. */
+/* gemm_cuda.cu. bf16 storage: the xbf scratch to write bf16(out[0, n)) into, for a GEMM that
+ * is the next op (NULL in fp32 storage); out NULL: the values exist only there (gemm_handoff). */
 bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n);
 /* bf16 storage: *xop = the bf16 operand of a GEMM on x[0, nx): the copy the op just before
  * produced, else a fresh conversion into xbf; x NULL: the operand the op just before handed

@@ -21,18 +21,19 @@
 
 /* ---------------------------------------------------------------- operands */
 
-/* The bf16 operand scratch of the GEMMs: at least n values (grows between steps only: a
- * shape's first step is never recorded into a graph). */
-static zp_status xbf_reserve(cuda_ctx *c, size_t n) {
-    if (n <= c->xbf_cap) return ZP_OK;
+/* A bf16 hand-over scratch (xbf, ybf) of at least n values, *cap in values (grows between
+ * steps only: a shape's first step is never recorded into a graph). */
+static zp_status bf16_reserve(cuda_ctx *c, bf16 **buf, size_t *cap, size_t n) {
+    if (n <= *cap) return ZP_OK;
     ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    cudaFree(c->xbf);
-    c->xbf = NULL;
-    c->xbf_cap = 0;
-    ZP_CUDA_CHECK(cudaMalloc(&c->xbf, 2 * n * sizeof(bf16)));
-    c->xbf_cap = 2 * n;
+    cudaFree(*buf);
+    *buf = NULL;
+    *cap = 0;
+    ZP_CUDA_CHECK(cudaMalloc(buf, 2 * n * sizeof(bf16)));
+    *cap = 2 * n;
     return ZP_OK;
 }
+static zp_status xbf_reserve(cuda_ctx *c, size_t n) { return bf16_reserve(c, &c->xbf, &c->xbf_cap, n); }
 
 /* In bf16 storage an op whose output feeds a GEMM (RMSNorm, SiLU-mul) also writes the bf16
  * operand into xbf and marks it as bf16(out) as of op number op_seq; the GEMM uses it when it
@@ -63,15 +64,7 @@ zp_status cuda_gemm_operand(cuda_ctx *c, const void *x, size_t nx, const bf16 **
 /* A GEMM's output handed to the next op (gemm_handoff): ybf, grown between steps as xbf. */
 bf16 *cuda_ybf_produce(cuda_ctx *c, size_t n) {
     c->ybf_n = 0;
-    if (c->fp32) return NULL;
-    if (n > c->ybf_cap) {
-        if (cudaStreamSynchronize(c->stream) != cudaSuccess) return NULL;
-        cudaFree(c->ybf);
-        c->ybf = NULL;
-        c->ybf_cap = 0;
-        if (cudaMalloc(&c->ybf, 2 * n * sizeof(bf16)) != cudaSuccess) return NULL;
-        c->ybf_cap = 2 * n;
-    }
+    if (c->fp32 || bf16_reserve(c, &c->ybf, &c->ybf_cap, n) != ZP_OK) return NULL;
     c->ybf_n = n;
     c->ybf_seq = c->op_seq;
     return c->ybf;

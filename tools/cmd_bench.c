@@ -226,7 +226,7 @@ static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_wor
     res->tps_steady = tw >= 0 && res->wall > tw - t0 ? (double)(st.generated_tokens - gw) / (res->wall - (tw - t0)) : 0.0;
     if (s == ZP_OK && zp_engine_has_unfinished(e)) zp_engine_abandon(e); /* cut: the unfinished ones are dropped */
     res->finished += drain_finished(e);
-    if (s == ZP_OK && tl->f) s = bench_timeline_row(tl, t0 + res->wall, &st, res->finished); /* the run's last interval */
+    if (s == ZP_OK) s = bench_timeline_row(tl, t0 + res->wall, &st, res->finished); /* the run's last interval */
     if (s == ZP_OK && res->finished < w->n)
         printf("# stopped after %.1f s (--max-seconds): %d of %d requests finished\n", res->wall, res->finished, w->n);
     return s;
@@ -324,9 +324,8 @@ static zp_status run(bench_args *b) {
     base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)be->cache_elem_bytes;
     const int runs = b->n_pools ? b->n_pools : 1;
     char unservable[512] = "";
-    bench_timeline tl;
+    bench_timeline tl = {0};
     if (s == ZP_OK) s = bench_timeline_open(&tl, b->timeline, b->timeline_interval);
-    else tl.f = NULL;
     for (int i = 0; s == ZP_OK && i < runs; i++) { /* one row per pool size; the weights stay */
         if (i > 0) {
             set_pool(b, i);

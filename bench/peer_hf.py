@@ -99,7 +99,10 @@ def main():
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     kv_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * 2
     kv_attended = sum(a.batch * (a.prompt + t + 1) for t in range(1, a.gen))
-    step_bytes = (2 * params * steps + kv_token * kv_attended) / steps
+    # bytes a decode step must read, as zipage bench counts them: the weights, an untied
+    # embedding table only at the batch's rows, and the K/V attended
+    table = 0 if getattr(cfg, "tie_word_embeddings", False) else cfg.vocab_size * cfg.hidden_size
+    step_bytes = (2 * (params - table + a.batch * cfg.hidden_size) * steps + kv_token * kv_attended) / steps
     row = dict.fromkeys(COLUMNS, 0)
     row.update(label=a.label, device="cuda", model=os.path.basename(os.path.normpath(folder)), workload="fixed", requests=a.batch,
                prompt_mean=f"{a.prompt:.1f}", gen_mean=f"{a.gen:.1f}", policy="full", wall_s=f"{wall:.3f}",

@@ -200,6 +200,11 @@ void zp_engine_free(zp_engine *e) {
 const zp_model_config *zp_engine_model_config(const zp_engine *e) { return &e->model->cfg; }
 zp_backend *zp_engine_backend(zp_engine *e) { return e->be; }
 size_t zp_engine_weight_bytes(const zp_engine *e) { return e->model->n_params * (size_t)e->be->cache_elem_bytes; }
+size_t zp_engine_step_weight_bytes(const zp_engine *e) {
+    const zp_model_config *c = &e->model->cfg;
+    const size_t table = c->tie_embeddings ? 0 : (size_t)c->vocab * (size_t)c->hidden;
+    return (e->model->n_params - table) * (size_t)e->be->cache_elem_bytes;
+}
 size_t zp_engine_block_bytes(const zp_engine *e) {
     int elem = strcmp(e->be->name, "cpu") ? (e->cfg.precision && !strcmp(e->cfg.precision, "fp32") ? 4 : 2) : 4;
     return zp_model_kv_block_bytes(&e->model->cfg, e->cfg.block_size, elem);

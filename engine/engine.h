@@ -110,6 +110,10 @@ const zp_model_config *zp_engine_model_config(const zp_engine *e);
 /* The engine's backend (benchmarks: memory, bandwidth) and its model's weight bytes as stored. */
 zp_backend *zp_engine_backend(zp_engine *e);
 size_t zp_engine_weight_bytes(const zp_engine *e);
+/* The weight bytes one forward step reads beyond its tokens' embedding rows: every weight,
+ * except an untied embedding table (a step gathers only its n_tokens rows of it, hidden values
+ * each, which the caller adds; a tied table is read whole by the output head). */
+size_t zp_engine_step_weight_bytes(const zp_engine *e);
 
 /* Queues one sample of a prompt. (request_id, sample_index, seed) key its random numbers. */
 zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, const zp_sampling_params *sp,

@@ -19,6 +19,25 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['logit
   || { echo "FAIL: logits JSON"; fails=$((fails+1)); }
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16
 grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,.*,0\.0,,[0-9.]*,2,[0-9.]*$' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
+# the roofline's bytes per decode step: every weight but the untied embedding table (tiny-qwen2
+# unties it; a step reads its 2 tokens' rows), plus the K/V attended (fp32 on the CPU)
+ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --csv "$T/bytes.csv"
+python3 - "$T/m" "$T/bytes.csv" <<'PY' || { echo "FAIL: bench step bytes"; cat "$T/bytes.csv"; fails=$((fails+1)); }
+import csv, json, struct, sys
+d = sys.argv[1]
+c = json.load(open(f"{d}/config.json"))
+raw = open(f"{d}/model.safetensors", "rb").read()
+hdr = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+params = sum(eval("*".join(map(str, t["shape"])) or "1") for k, t in hdr.items() if k != "__metadata__")
+assert not c["tie_word_embeddings"]
+H, D = c["hidden_size"], c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+weights = 4 * (params - c["vocab_size"] * H + 2 * H)           # per step: 2 rows of the table
+kv = 4 * 2 * c["num_hidden_layers"] * c["num_key_value_heads"] * D * 2 * (9 + 10 + 11) / 3  # kv lengths 9, 10, 11
+row = list(csv.DictReader(open(sys.argv[2])))[0]
+want = (weights + kv) / 1e9
+assert row["decode_steps"] == "3", row["decode_steps"]
+assert abs(float(row["step_gbytes_mean"]) - want) < 2e-6, (row["step_gbytes_mean"], want)
+PY
 ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-tokens 256 --block-size 16 --policy zipage \
   --nmax 2 --window 8 --csv "$T/b.csv" --label r
 [ "$(grep -c '' "$T/b.csv")" = 2 ] && grep -q '^r,cpu,tiny-qwen3-vocab,reasoning,2,[0-9.]*,256.0,zipage,2,8,16,' "$T/b.csv" \

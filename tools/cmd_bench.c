@@ -171,6 +171,8 @@ typedef struct {
     double wall, copy_bw, mem_gib;
     zp_engine_stats st;
     size_t weight_bytes, kv_token_bytes;
+    size_t step_weight_bytes;  /* read by every step: all weights but an untied embedding table */
+    size_t embed_row_bytes;    /* one token's embedding row */
     const char *pool;          /* the --pools entry of this row, or "" */
     int finished;              /* requests finished (all of them unless --max-seconds cut the run) */
     double tps_steady;         /* generated tokens/s after --warmup-seconds (0: the run ended before) */
@@ -253,11 +255,14 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
     const double DS = st->decode_seconds > 0 ? st->decode_seconds : 1; /* device shares are of the decode time */
     const double W = r->wall > 0 ? r->wall : 1, comp = st->compress_gather_seconds + st->compress_score_seconds + st->compress_compact_seconds;
     const double steps = st->decode_steps > 0 ? (double)st->decode_steps : 1;
-    const double step_bytes = ((double)r->weight_bytes * steps + (double)st->decode_kv_tokens * (double)r->kv_token_bytes) / steps;
+    /* bytes a decode step must read: the weights (an untied embedding table only at its tokens'
+     * rows) and the K/V its sequences attend */
+    const double step_bytes = ((double)r->step_weight_bytes * steps + (double)st->decode_tokens * (double)r->embed_row_bytes +
+                               (double)st->decode_kv_tokens * (double)r->kv_token_bytes) / steps;
     const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
     const int all = st->prefill_steps + st->decode_steps > 0;
     fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.3f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f\n",
+               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
@@ -321,6 +326,8 @@ static zp_status run(bench_args *b) {
     zp_backend *be = zp_engine_backend(e);
     if (be->copy_bandwidth) s = be->copy_bandwidth(be, &base.copy_bw);
     base.weight_bytes = zp_engine_weight_bytes(e);
+    base.step_weight_bytes = zp_engine_step_weight_bytes(e);
+    base.embed_row_bytes = (size_t)mc->hidden * (size_t)be->cache_elem_bytes;
     base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)be->cache_elem_bytes;
     const int runs = b->n_pools ? b->n_pools : 1;
     char unservable[512] = "";

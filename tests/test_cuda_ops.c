@@ -366,9 +366,10 @@ int main(void) {
     test_dense(&p);
     p.gpu->destroy(p.gpu);
     /* decode attention under its knobs: partitions by wave efficiency (ZIPAGE_DECODE_SPLIT=waves),
-     * the register-pipeline kernel (ZIPAGE_DECODE_KERNEL=mma; the default is the cp.async one) */
-    const char *knob[2][2] = {{"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_DECODE_KERNEL", "mma"}};
-    for (int k = 0; k < 2; k++) {
+     * the register-pipeline kernel (ZIPAGE_DECODE_KERNEL=mma; the default is the cp.async one),
+     * a warp per item (ZIPAGE_DECODE_KERNEL=warp: one partition at batch 256, several below) */
+    const char *knob[3][2] = {{"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_DECODE_KERNEL", "mma"}, {"ZIPAGE_DECODE_KERNEL", "warp"}};
+    for (int k = 0; k < 3; k++) {
         setenv(knob[k][0], knob[k][1], 1);
         CHECK_OK(zp_backend_cuda_create(0, 0, &p.gpu));
         unsetenv(knob[k][0]);
@@ -377,6 +378,8 @@ int main(void) {
         int short_len[150];
         decode_short_lengths(short_len);
         test_paged_attention(&p, 24, short_len, NULL, 32, 8, 128, "decode attn 24 seqs");
+        /* 150 x 8 KV heads: items enough for the warp kernel (>= 2 blocks x 4 warps per SM on 132 SMs) */
+        test_paged_attention(&p, 150, short_len, NULL, 32, 8, 128, "decode attn 150x8");
         p.gpu->destroy(p.gpu);
     }
     p.cpu->destroy(p.cpu);

@@ -525,6 +525,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     c->dec_split_waves = ds && !strcmp(ds, "waves");
     const char *dk = getenv("ZIPAGE_DECODE_KERNEL"); /* likewise */
     c->dec_async = !(dk && !strcmp(dk, "mma")); /* cp.async tiles unless =mma (register pipeline) */
+    c->dec_warp = dk && !strcmp(dk, "warp");    /* =warp: a warp per (partition, KV head, sequence) */
     const char *gh = getenv("ZIPAGE_GEMM_HANDOFF"); /* =0: norms and activations write fp32 rows too */
     be->gemm_handoff = !c->fp32 && !(gh && !strcmp(gh, "0"));
     cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH); /* no TF32: operands are bf16 anyway */

@@ -184,6 +184,7 @@ typedef struct {
     int dec_blocks;             /* ZIPAGE_DECODE_BLOCKS: the register-pipeline decode kernel (ZIPAGE_DECODE_KERNEL=mma)
                                    sized for 2 (default: no spills; 7-10% faster on the H200) or 3 blocks per SM */
     int dec_async;              /* the cp.async tensor-core decode kernel (default); 0: ZIPAGE_DECODE_KERNEL=mma */
+    int dec_warp;               /* ZIPAGE_DECODE_KERNEL=warp: its tile loop with a warp per item (decode_warp_cuda.cu) */
     int dec_split_waves;        /* ZIPAGE_DECODE_SPLIT=waves: partitions by wave efficiency (decode_attn_cuda.cu) */
     void *dec_part;             /* split decode attention: partial outputs and softmax statistics */
     size_t dec_part_cap;

@@ -11,18 +11,17 @@
  *                           behind ZIPAGE_DECODE_KERNEL=mma, keeps the next tile in registers;
  *   decode_attn_kernel      fp32 caches (the parity mode) and head dim 256: fp32 FMAs, keys by
  *                           groups of D/16 lanes, values across the warp.
- * No [seq, seq] or [n_kv] matrix leaves shared memory.
+ * No [seq, seq] or [n_kv] matrix leaves shared memory. The tensor-core pieces (tile steps,
+ * copies) live in decode_mma.cuh, shared with decode_warp_cuda.cu's warp-per-item kernel
+ * (ZIPAGE_DECODE_KERNEL=warp, for batches whose items fill the resident warps).
  * Not here: prefill (ragged rows, causal; prefill_attn_cuda.cu).
  */
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "decode_mma.cuh"
 #include "decode_split.h"
 
-#define DEC_WARPS 4
-#define DEC_TILE 32                       /* keys of one warp round */
-#define DEC_GRAIN (DEC_WARPS * DEC_TILE)  /* partition lengths are multiples of this */
-#define DEC_MAX_G 8                       /* query heads per KV head (Qwen3-32B: 8) */
 #define DEC_QPAD 20                       /* floats per 16-dim query chunk in shared (bank spread) */
 
 /* Merges n partial softmax results: (max, sum) at ml[i * ml_stride], unnormalised output at
@@ -50,15 +49,6 @@ __device__ __forceinline__ float warp_max(float v) {
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
-}
-
-/* Keys [t0, t1) of partition p of a sequence of n keys cut into n_parts partitions of
- * part_len = n / n_parts rounded up to whole DEC_GRAIN (a function of the device data only,
- * so a recorded CUDA graph stays right as sequences grow). */
-__device__ __forceinline__ void decode_part_range(int n, int p, int n_parts, int *t0, int *t1) {
-    const int part_len = (n + n_parts * DEC_GRAIN - 1) / (n_parts * DEC_GRAIN) * DEC_GRAIN;
-    *t0 = p * part_len;
-    *t1 = *t0 + part_len < n ? *t0 + part_len : n;
 }
 
 /* The block's place in the grid (n_parts, Hkv, S): partition p of KV head kh of sequence s,
@@ -245,110 +235,6 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
     decode_block_finish(wml, wacc, G, D, out, out_bf, part_acc, part_ml, row, Hq, kh, head0, p, n_parts);
 }
 
-/* Tensor-core decode (bf16 caches, D 64 or 128): the same grid, partitions and warp merge as
- * decode_attn_kernel, but each warp scores and sums its keys with mma.sync m16n8k16 (bf16 in,
- * fp32 accumulate): rows of the A operand are the group's G query heads (rows G..15 zero), so
- * a tile of 16 keys costs 2 x D/16 MMAs for QK^T and D/8 for PV instead of ~2 G D FMAs per key
- * and lane. Lane (gq = lane/4, t = lane%4) loads whole 16-byte pieces and the head dims are
- * permuted consistently instead of staged through shared memory:
- *   QK^T: k-step 2c+h, k-positions 2t+e / 2t+8+e <-> dims 32c+8t+4h+e / +2; key n = gq of the n-tile;
- *   PV:   k-positions 2t+e / 2t+8+e <-> keys 2t+e / 8+2t+e of the tile (the QK C fragment), and
- *         column gq of n-tile (hd, j) <-> dim 64hd+8gq+j (two keys' words interleaved by byte_perm).
- * Softmax in the log2 domain; Q and P rounded to bf16 for the MMAs (as in the prefill tiles). */
-#define DEC_MMA_TILE 16
-
-__device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *(const uint32_t *)&v;
-}
-
-/* A fragments of the group's queries (rows gq < G; words R0 and R2 of each k-step). */
-template <int D>
-__device__ __forceinline__ void mma_load_q(uint32_t (&qa)[D / 16][2], const float *qr, int gq, int G, int t) {
-#pragma unroll
-    for (int c = 0; c < D / 32; c++) {
-        float4 x = make_float4(0.f, 0.f, 0.f, 0.f), y = x;
-        if (gq < G) { x = *(const float4 *)(qr + 32 * c + 8 * t); y = *(const float4 *)(qr + 32 * c + 8 * t + 4); }
-        qa[2 * c][0] = pack_bf16(x.x, x.y);
-        qa[2 * c][1] = pack_bf16(x.z, x.w);
-        qa[2 * c + 1][0] = pack_bf16(y.x, y.y);
-        qa[2 * c + 1][1] = pack_bf16(y.z, y.w);
-    }
-}
-
-/* A warp's start: the Q fragments and an empty softmax state (m, l, o). */
-template <int D>
-__device__ __forceinline__ void mma_warp_begin(uint32_t (&qa)[D / 16][2], const float *qr, int gq, int G, int t, float &m, float &l,
-                                               float (&o)[D / 8][2]) {
-    mma_load_q<D>(qa, qr, gq, G, t);
-    m = -INFINITY;
-    l = 0.f;
-#pragma unroll
-    for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = 0.f;
-}
-
-/* Lanes 0..15: the physical row of key c + lane of a tile, or -1 past t1. */
-__device__ __forceinline__ int dec_phys_row(int lane, int c, int t1, const int *bt, int bs) {
-    return lane < DEC_MMA_TILE && c + lane < t1 ? bt[(c + lane) / bs] * bs + (c + lane) % bs : -1;
-}
-
-/* QK^T of one 16-key tile from the K fragments: sc[nt] holds head gq's logits of keys
- * 8nt + 2t, +1 (words 0, 1). */
-template <int D>
-__device__ __forceinline__ void mma_tile_scores(float (&sc)[2][4], const uint32_t (&qa)[D / 16][2], const uint4 (&kr)[2][D / 32]) {
-#pragma unroll
-    for (int nt = 0; nt < 2; nt++) {
-        sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
-#pragma unroll
-        for (int c = 0; c < D / 32; c++) {
-            mma_bf16_16816(sc[nt], qa[2 * c][0], qa[2 * c][1], kr[nt][c].x, kr[nt][c].y);
-            mma_bf16_16816(sc[nt], qa[2 * c + 1][0], qa[2 * c + 1][1], kr[nt][c].z, kr[nt][c].w);
-        }
-    }
-}
-
-/* The online softmax of a tile's first nc keys (log2 units, sl2 = scale * log2 e) and its PV
- * from the V fragments into o; m, l: the running max and the lane's partial sum. */
-template <int D>
-__device__ __forceinline__ void mma_tile_update(const float (&sc)[2][4], int nc, float sl2, int t, float &m, float &l, float (&o)[D / 8][2],
-                                                const uint4 (&vr)[4][D / 64]) {
-    float x[4], mx = -INFINITY; /* head gq, keys 2t, 2t+1, 8+2t, 9+2t */
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        x[i] = 8 * (i >> 1) + 2 * t + (i & 1) < nc ? sc[i >> 1][i & 1] * sl2 : -INFINITY;
-        mx = fmaxf(mx, x[i]);
-    }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m, mx), corr = exp2f(m - m_new);
-    float pr[4];
-#pragma unroll
-    for (int i = 0; i < 4; i++) pr[i] = exp2f(x[i] - m_new);
-    l = l * corr + (pr[0] + pr[1]) + (pr[2] + pr[3]);
-    m = m_new;
-    const uint32_t pa0 = pack_bf16(pr[0], pr[1]), pa2 = pack_bf16(pr[2], pr[3]);
-#pragma unroll
-    for (int hd = 0; hd < D / 64; hd++) {
-#pragma unroll
-        for (int w = 0; w < 4; w++) {
-            const uint32_t a = (&vr[0][hd].x)[w], b = (&vr[1][hd].x)[w], c = (&vr[2][hd].x)[w], d = (&vr[3][hd].x)[w];
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const unsigned sel = e ? 0x7632u : 0x5410u;
-                float acc[4] = {o[8 * hd + 2 * w + e][0] * corr, o[8 * hd + 2 * w + e][1] * corr, 0.f, 0.f};
-                mma_bf16_16816(acc, pa0, pa2, __byte_perm(a, b, sel), __byte_perm(c, d, sel));
-                o[8 * hd + 2 * w + e][0] = acc[0];
-                o[8 * hd + 2 * w + e][1] = acc[1];
-            }
-        }
-    }
-}
-
 /* The warp's result for head gq: the lanes' partial sums added, (max in natural-log units,
  * sum) to wml, the output to wacc; n-tile (hd, j) holds dims 64hd + 16t + j and +8. */
 template <int D>
@@ -439,17 +325,7 @@ decode_attn_mma_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml
  * reads hit distinct banks (K: chunk ^ 4 (row & 1); V: chunk ^ 2 ((row >> 1) & 3)). After the
  * key loop the stages' memory holds the warps' (max, sum) and outputs. Rows past the end are
  * zero-filled by the copy (0 * garbage would be NaN). */
-#define DEC_STAGES 3
 
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int bytes) {
-    const unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(gmem), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-__device__ __forceinline__ int swz_k(int row, int ch) { return ch ^ (4 * (row & 1)); }
-__device__ __forceinline__ int swz_v(int row, int ch) { return ch ^ (2 * ((row >> 1) & 3)); }
 
 static size_t decode_async_smem(int D) {
     const size_t stages = (size_t)DEC_WARPS * DEC_STAGES * 2 * DEC_MMA_TILE * D * sizeof(bf16);
@@ -542,6 +418,10 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
     if constexpr (sizeof(T) == 2 && D <= 128) { /* bf16 caches: tensor cores */
         /* blocks per SM the registers are sized for: 2 by default (3 spills a few registers and
          * measured slower: bench/RESULTS.md) */
+        /* a warp per item where the items fill the resident warps (2 blocks per SM) at least once
+         * (measured: bench/RESULTS.md, sixth session; fewer and longer items stay with the blocks) */
+        if (c->dec_warp && n_parts == 1 && (long)c->b.n_seqs * d->n_kv_heads >= 2L * c->n_sms * DEC_WARPS)
+            return cuda_decode_warp_launch(c, d, out, out_bf, part_acc, part_ml, q, kc, vc, 1);
         if (c->dec_async) {
             /* per call, not cached in a static (the attributes belong to the current device, as in
              * the prefill launch); the largest carve-out, so that two blocks fit an SM */

@@ -1,0 +1,146 @@
+/* decode_mma.cuh - the pieces the tensor-core decode kernels share (decode_attn_cuda.cu: the
+ * block-per-(partition, KV head, sequence) kernels; decode_warp_cuda.cu: a warp per one): the
+ * grid constants, partition ranges, the mma.sync QK^T / online-softmax / PV steps of one
+ * 16-key tile, and the cp.async copies with their shared-memory swizzles.
+ * Not here: kernels, launches, the fp32 path. */
+#ifndef ZP_DECODE_MMA_CUH
+#define ZP_DECODE_MMA_CUH
+
+#include "cuda_common.cuh"
+
+#define DEC_WARPS 4
+#define DEC_TILE 32                       /* keys of one warp round */
+#define DEC_GRAIN (DEC_WARPS * DEC_TILE)  /* partition lengths are multiples of this */
+#define DEC_MAX_G 8                       /* query heads per KV head (Qwen3-32B: 8) */
+
+/* Keys [t0, t1) of partition p of a sequence of n keys cut into n_parts partitions of
+ * part_len = n / n_parts rounded up to whole DEC_GRAIN (a function of the device data only,
+ * so a recorded CUDA graph stays right as sequences grow). */
+__device__ __forceinline__ void decode_part_range(int n, int p, int n_parts, int *t0, int *t1) {
+    const int part_len = (n + n_parts * DEC_GRAIN - 1) / (n_parts * DEC_GRAIN) * DEC_GRAIN;
+    *t0 = p * part_len;
+    *t1 = *t0 + part_len < n ? *t0 + part_len : n;
+}
+
+/* Tensor-core decode (bf16 caches, D 64 or 128): the same grid, partitions and warp merge as
+ * decode_attn_kernel, but each warp scores and sums its keys with mma.sync m16n8k16 (bf16 in,
+ * fp32 accumulate): rows of the A operand are the group's G query heads (rows G..15 zero), so
+ * a tile of 16 keys costs 2 x D/16 MMAs for QK^T and D/8 for PV instead of ~2 G D FMAs per key
+ * and lane. Lane (gq = lane/4, t = lane%4) loads whole 16-byte pieces and the head dims are
+ * permuted consistently instead of staged through shared memory:
+ *   QK^T: k-step 2c+h, k-positions 2t+e / 2t+8+e <-> dims 32c+8t+4h+e / +2; key n = gq of the n-tile;
+ *   PV:   k-positions 2t+e / 2t+8+e <-> keys 2t+e / 8+2t+e of the tile (the QK C fragment), and
+ *         column gq of n-tile (hd, j) <-> dim 64hd+8gq+j (two keys' words interleaved by byte_perm).
+ * Softmax in the log2 domain; Q and P rounded to bf16 for the MMAs (as in the prefill tiles). */
+#define DEC_MMA_TILE 16
+
+__device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(const uint32_t *)&v;
+}
+
+/* A fragments of the group's queries (rows gq < G; words R0 and R2 of each k-step). */
+template <int D>
+__device__ __forceinline__ void mma_load_q(uint32_t (&qa)[D / 16][2], const float *qr, int gq, int G, int t) {
+#pragma unroll
+    for (int c = 0; c < D / 32; c++) {
+        float4 x = make_float4(0.f, 0.f, 0.f, 0.f), y = x;
+        if (gq < G) { x = *(const float4 *)(qr + 32 * c + 8 * t); y = *(const float4 *)(qr + 32 * c + 8 * t + 4); }
+        qa[2 * c][0] = pack_bf16(x.x, x.y);
+        qa[2 * c][1] = pack_bf16(x.z, x.w);
+        qa[2 * c + 1][0] = pack_bf16(y.x, y.y);
+        qa[2 * c + 1][1] = pack_bf16(y.z, y.w);
+    }
+}
+
+/* A warp's start: the Q fragments and an empty softmax state (m, l, o). */
+template <int D>
+__device__ __forceinline__ void mma_warp_begin(uint32_t (&qa)[D / 16][2], const float *qr, int gq, int G, int t, float &m, float &l,
+                                               float (&o)[D / 8][2]) {
+    mma_load_q<D>(qa, qr, gq, G, t);
+    m = -INFINITY;
+    l = 0.f;
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) o[j][0] = o[j][1] = 0.f;
+}
+
+/* Lanes 0..15: the physical row of key c + lane of a tile, or -1 past t1. */
+__device__ __forceinline__ int dec_phys_row(int lane, int c, int t1, const int *bt, int bs) {
+    return lane < DEC_MMA_TILE && c + lane < t1 ? bt[(c + lane) / bs] * bs + (c + lane) % bs : -1;
+}
+
+/* QK^T of one 16-key tile from the K fragments: sc[nt] holds head gq's logits of keys
+ * 8nt + 2t, +1 (words 0, 1). */
+template <int D>
+__device__ __forceinline__ void mma_tile_scores(float (&sc)[2][4], const uint32_t (&qa)[D / 16][2], const uint4 (&kr)[2][D / 32]) {
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++) {
+        sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
+#pragma unroll
+        for (int c = 0; c < D / 32; c++) {
+            mma_bf16_16816(sc[nt], qa[2 * c][0], qa[2 * c][1], kr[nt][c].x, kr[nt][c].y);
+            mma_bf16_16816(sc[nt], qa[2 * c + 1][0], qa[2 * c + 1][1], kr[nt][c].z, kr[nt][c].w);
+        }
+    }
+}
+
+/* The online softmax of a tile's first nc keys (log2 units, sl2 = scale * log2 e) and its PV
+ * from the V fragments into o; m, l: the running max and the lane's partial sum. */
+template <int D>
+__device__ __forceinline__ void mma_tile_update(const float (&sc)[2][4], int nc, float sl2, int t, float &m, float &l, float (&o)[D / 8][2],
+                                                const uint4 (&vr)[4][D / 64]) {
+    float x[4], mx = -INFINITY; /* head gq, keys 2t, 2t+1, 8+2t, 9+2t */
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        x[i] = 8 * (i >> 1) + 2 * t + (i & 1) < nc ? sc[i >> 1][i & 1] * sl2 : -INFINITY;
+        mx = fmaxf(mx, x[i]);
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m, mx), corr = exp2f(m - m_new);
+    float pr[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) pr[i] = exp2f(x[i] - m_new);
+    l = l * corr + (pr[0] + pr[1]) + (pr[2] + pr[3]);
+    m = m_new;
+    const uint32_t pa0 = pack_bf16(pr[0], pr[1]), pa2 = pack_bf16(pr[2], pr[3]);
+#pragma unroll
+    for (int hd = 0; hd < D / 64; hd++) {
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+            const uint32_t a = (&vr[0][hd].x)[w], b = (&vr[1][hd].x)[w], c = (&vr[2][hd].x)[w], d = (&vr[3][hd].x)[w];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const unsigned sel = e ? 0x7632u : 0x5410u;
+                float acc[4] = {o[8 * hd + 2 * w + e][0] * corr, o[8 * hd + 2 * w + e][1] * corr, 0.f, 0.f};
+                mma_bf16_16816(acc, pa0, pa2, __byte_perm(a, b, sel), __byte_perm(c, d, sel));
+                o[8 * hd + 2 * w + e][0] = acc[0];
+                o[8 * hd + 2 * w + e][1] = acc[1];
+            }
+        }
+    }
+}
+
+#define DEC_STAGES 3 /* the cp.async kernels' shared-memory tiles per warp: copies run two tiles ahead */
+
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int bytes) {
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(gmem), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+__device__ __forceinline__ int swz_k(int row, int ch) { return ch ^ (4 * (row & 1)); }
+__device__ __forceinline__ int swz_v(int row, int ch) { return ch ^ (2 * ((row >> 1) & 3)); }
+
+/* A warp per (partition, KV head, sequence) instead of a block (ZIPAGE_DECODE_KERNEL=warp,
+ * decode_warp_cuda.cu): out (and out_bf) as the block kernels, partials for n_parts > 1. */
+zp_status cuda_decode_warp_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, float *part_acc, float *part_ml,
+                                  const float *q, const bf16 *kc, const bf16 *vc, int n_parts);
+
+#endif

@@ -1,0 +1,136 @@
+/* decode_warp_cuda.cu - paged decode attention with a warp per (partition, KV head, sequence)
+ * (ZIPAGE_DECODE_KERNEL=warp, a benchmark knob): the cp.async tensor-core kernel's tile loop
+ * (decode_mma.cuh), but each warp walks all the keys of its item in 16-key steps and writes its
+ * result itself, so a block of DEC_WARPS warps serves DEC_WARPS items and no block-wide merge
+ * or barrier follows the loop. On short contexts the block kernel pays its start (query
+ * fragments, the first copies' latency) and its merge once per quarter of a context; here once
+ * per context. Partitions (n_parts > 1) give small batches enough warps, merged afterwards by
+ * decode_attn_cuda.cu's merge kernel.
+ * Not here: the choice of n_parts and the merge (cuda_attn_decode), fp32 caches, head dim 256.
+ */
+#include <math.h>
+
+#include "cuda_common.cuh"
+#include "decode_mma.cuh"
+
+/* Grid ceil(n_items / DEC_WARPS) blocks of DEC_WARPS warps; warp item i = (s * Hkv + kh) *
+ * n_parts + p. Shared: [DEC_WARPS][DEC_STAGES][K | V][16][D] bf16. q [rows, Hq, D] fp32;
+ * kc, vc [blocks * bs, Hkv, D] bf16 of this layer; out [rows, Hq, D] (or NULL) and out_bf;
+ * part_acc [S, Hq, n_parts, D], part_ml [S, Hq, n_parts, 2] when n_parts > 1. */
+template <int D>
+__global__ static void __launch_bounds__(DEC_WARPS * 32, 2)
+decode_attn_warp_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const bf16 *kc, const bf16 *vc,
+                        const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale,
+                        int n_parts, int n_items) {
+    static_assert(D == 64 || D == 128, "decode_attn_warp_kernel: D 64 or 128");
+    constexpr int NC = D / 32, NH = D / 64, CH = D / 8, TILE = DEC_MMA_TILE * D; /* CH: 16-byte chunks per row */
+    extern __shared__ __align__(16) unsigned char dsm[];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane >> 2, t = lane & 3;
+    const int item = blockIdx.x * DEC_WARPS + warp;
+    if (item >= n_items) return; /* no barrier below: a warp may leave early */
+    const int p = item % n_parts, kh = item / n_parts % Hkv, s = item / (n_parts * Hkv), G = Hq / Hkv;
+    const int n = kv_len[s], row = q_start[s];
+    const size_t head0 = (size_t)s * Hq + (size_t)kh * G;
+    int t0, t1;
+    decode_part_range(n, p, n_parts, &t0, &t1);
+    if (t0 >= n) { /* an empty partition of a shorter sequence */
+        if (lane < G) { part_ml[((head0 + lane) * n_parts + p) * 2] = -INFINITY; part_ml[((head0 + lane) * n_parts + p) * 2 + 1] = 0.f; }
+        return;
+    }
+    const int *bt = tables + (size_t)s * max_blocks;
+    bf16 *stage = (bf16 *)dsm + (size_t)warp * DEC_STAGES * 2 * TILE;
+    uint32_t qa[D / 16][2];
+    float m, l, o[D / 8][2];
+    mma_warp_begin<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o);
+    const float sl2 = scale * 1.44269504088896341f;
+    auto phys_row = [&](int c) { return dec_phys_row(lane, c, t1, bt, bs); };
+    auto issue = [&](int st, int c, int prow) { /* tile c (rows in lanes 0..15) into stage st, as one group (empty past t1) */
+        bf16 *sk = stage + (size_t)st * 2 * TILE, *sv = sk + TILE;
+#pragma unroll
+        for (int j = 0; j < DEC_MMA_TILE * CH / 32; j++) {
+            if (c >= t1) break;
+            const int qi = lane + 32 * j, r = qi / CH, ch = qi % CH, pr = __shfl_sync(0xffffffffu, prow, r);
+            const size_t from = ((size_t)(pr < 0 ? 0 : pr) * Hkv + kh) * D + 8 * ch;
+            cp_async16(sk + r * D + 8 * swz_k(r, ch), kc + from, pr < 0 ? 0 : 16);
+            cp_async16(sv + r * D + 8 * swz_v(r, ch), vc + from, pr < 0 ? 0 : 16);
+        }
+        cp_async_commit();
+    };
+    constexpr int STRIDE = DEC_MMA_TILE;
+    int c0 = t0;
+    issue(0, c0, phys_row(c0));
+    issue(1, c0 + STRIDE, phys_row(c0 + STRIDE));
+    int prow_ahead = phys_row(c0 + 2 * STRIDE);
+    for (int it = 0; c0 < t1; c0 += STRIDE, it++) {
+        const int nc = t1 - c0 < DEC_MMA_TILE ? t1 - c0 : DEC_MMA_TILE;
+        cp_async_wait<DEC_STAGES - 2>(); /* this lane's copies of tile it are done ... */
+        __syncwarp();                    /* ... and every lane's; the stage read last round is free */
+        issue((it + 2) % DEC_STAGES, c0 + 2 * STRIDE, prow_ahead);
+        prow_ahead = phys_row(c0 + 3 * STRIDE);
+        const bf16 *sk = stage + (size_t)(it % DEC_STAGES) * 2 * TILE, *sv = sk + TILE;
+        uint4 kr[2][NC], vr[4][NH];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int c = 0; c < NC; c++) kr[nt][c] = *(const uint4 *)(sk + (8 * nt + gq) * D + 8 * swz_k(8 * nt + gq, t + 4 * c));
+        float sc[2][4];
+        mma_tile_scores<D>(sc, qa, kr);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int r = 2 * t + (i & 1) + 8 * (i >> 1);
+#pragma unroll
+            for (int hd = 0; hd < NH; hd++) vr[i][hd] = *(const uint4 *)(sv + r * D + 8 * swz_v(r, gq + 8 * hd));
+        }
+        mma_tile_update<D>(sc, nc, sl2, t, m, l, o, vr);
+    }
+    cp_async_wait<0>();
+    /* head gq's result: the lanes' partial sums added; n-tile (hd, j) holds dims 64hd + 16t + j and +8 */
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    if (gq >= G) return;
+    if (n_parts == 1) {
+        const size_t oi = ((size_t)row * Hq + (size_t)kh * G + gq) * D;
+        const float inv = 1.f / l;
+#pragma unroll
+        for (int hd = 0; hd < NH; hd++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const int d0 = 64 * hd + 16 * t + j;
+                if (out) { out[oi + d0] = o[8 * hd + j][0] * inv; out[oi + d0 + 8] = o[8 * hd + j][1] * inv; }
+                if (out_bf) { out_bf[oi + d0] = __float2bfloat16(o[8 * hd + j][0] * inv); out_bf[oi + d0 + 8] = __float2bfloat16(o[8 * hd + j][1] * inv); }
+            }
+        return;
+    }
+    const size_t pi = (head0 + gq) * n_parts + p;
+    if (t == 0) { part_ml[pi * 2] = m * 0.69314718055994531f; part_ml[pi * 2 + 1] = l; } /* max in natural-log units */
+#pragma unroll
+    for (int hd = 0; hd < NH; hd++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            part_acc[pi * D + 64 * hd + 16 * t + j] = o[8 * hd + j][0];
+            part_acc[pi * D + 64 * hd + 16 * t + 8 + j] = o[8 * hd + j][1];
+        }
+}
+
+zp_status cuda_decode_warp_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, float *part_acc, float *part_ml,
+                                  const float *q, const bf16 *kc, const bf16 *vc, int n_parts) {
+    const int D = d->head_dim, n_items = n_parts * d->n_kv_heads * c->b.n_seqs;
+    const size_t smem = (size_t)DEC_WARPS * DEC_STAGES * 2 * DEC_MMA_TILE * D * sizeof(bf16);
+    const int blocks = (n_items + DEC_WARPS - 1) / DEC_WARPS;
+#define WARP_LAUNCH(DD)                                                                                                                   \
+    do {                                                                                                                                  \
+        ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_warp_kernel<DD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));         \
+        ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_warp_kernel<DD>, cudaFuncAttributePreferredSharedMemoryCarveout,                  \
+                                           cudaSharedmemCarveoutMaxShared));                                                              \
+        decode_attn_warp_kernel<DD><<<blocks, DEC_WARPS * 32, smem, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, \
+                                                                                  c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,  \
+                                                                                  d->n_kv_heads, d->block_size, d->scale, n_parts,        \
+                                                                                  n_items);                                               \
+    } while (0)
+    if (D == 64) WARP_LAUNCH(64);
+    else if (D == 128) WARP_LAUNCH(128);
+    else return zp_fail(ZP_ERR_UNSUPPORTED, "cuda decode attention (warp kernel): head_dim %d (64 or 128)", D);
+#undef WARP_LAUNCH
+    ZP_LAUNCH_CHECK("decode_attention_warp");
+    return ZP_OK;
+}

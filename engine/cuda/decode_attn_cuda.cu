@@ -339,7 +339,7 @@ decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_
                          const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale,
                          int n_parts) {
     static_assert(D == 64 || D == 128, "decode_attn_async_kernel: D 64 or 128");
-    constexpr int NC = D / 32, NH = D / 64, CH = D / 8, TILE = DEC_MMA_TILE * D; /* CH: 16-byte chunks per row */
+    constexpr int TILE = DEC_MMA_TILE * D;
     extern __shared__ __align__(16) unsigned char dsm[];
     const dec_place P = decode_place(q_start, kv_len, tables, max_blocks, Hq, Hkv, n_parts);
     const int p = P.p, kh = P.kh, G = P.G, row = P.row, t1 = P.t1, *bt = P.bt;
@@ -351,47 +351,7 @@ decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_
     float m, l, o[D / 8][2];
     mma_warp_begin<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o);
     const float sl2 = scale * 1.44269504088896341f;
-    constexpr int STRIDE = DEC_WARPS * DEC_MMA_TILE;
-    auto phys_row = [&](int c) { return dec_phys_row(lane, c, t1, bt, bs); };
-    auto issue = [&](int st, int c, int prow) { /* tile c (rows in lanes 0..15) into stage st, as one group (empty past t1) */
-        bf16 *sk = stage + (size_t)st * 2 * TILE, *sv = sk + TILE;
-#pragma unroll
-        for (int j = 0; j < DEC_MMA_TILE * CH / 32; j++) {
-            if (c >= t1) break;
-            const int qi = lane + 32 * j, r = qi / CH, ch = qi % CH, pr = __shfl_sync(0xffffffffu, prow, r);
-            const size_t from = ((size_t)(pr < 0 ? 0 : pr) * Hkv + kh) * D + 8 * ch;
-            cp_async16(sk + r * D + 8 * swz_k(r, ch), kc + from, pr < 0 ? 0 : 16);
-            cp_async16(sv + r * D + 8 * swz_v(r, ch), vc + from, pr < 0 ? 0 : 16);
-        }
-        cp_async_commit();
-    };
-    int c0 = P.t0 + warp * DEC_MMA_TILE;
-    issue(0, c0, phys_row(c0));
-    issue(1, c0 + STRIDE, phys_row(c0 + STRIDE));
-    int prow_ahead = phys_row(c0 + 2 * STRIDE);
-    for (int it = 0; c0 < t1; c0 += STRIDE, it++) {
-        const int nc = t1 - c0 < DEC_MMA_TILE ? t1 - c0 : DEC_MMA_TILE;
-        cp_async_wait<DEC_STAGES - 2>(); /* this lane's copies of tile it are done ... */
-        __syncwarp();                    /* ... and every lane's; the stage read last round is free */
-        issue((it + 2) % DEC_STAGES, c0 + 2 * STRIDE, prow_ahead);
-        prow_ahead = phys_row(c0 + 3 * STRIDE);
-        const bf16 *sk = stage + (size_t)(it % DEC_STAGES) * 2 * TILE, *sv = sk + TILE;
-        uint4 kr[2][NC], vr[4][NH];
-#pragma unroll
-        for (int nt = 0; nt < 2; nt++) /* key 8nt + gq, dims 8t + 32c (chunk t + 4c) */
-#pragma unroll
-            for (int c = 0; c < NC; c++) kr[nt][c] = *(const uint4 *)(sk + (8 * nt + gq) * D + 8 * swz_k(8 * nt + gq, t + 4 * c));
-        float sc[2][4];
-        mma_tile_scores<D>(sc, qa, kr);
-#pragma unroll
-        for (int i = 0; i < 4; i++) { /* key 2t + (i & 1) + 8 (i >> 1), dims 8gq + 64hd (chunk gq + 8hd) */
-            const int r = 2 * t + (i & 1) + 8 * (i >> 1);
-#pragma unroll
-            for (int hd = 0; hd < NH; hd++) vr[i][hd] = *(const uint4 *)(sv + r * D + 8 * swz_v(r, gq + 8 * hd));
-        }
-        mma_tile_update<D>(sc, nc, sl2, t, m, l, o, vr);
-    }
-    cp_async_wait<0>();
+    dec_async_walk<D>(stage, P.t0 + warp * DEC_MMA_TILE, DEC_WARPS * DEC_MMA_TILE, t1, bt, bs, kc, vc, Hkv, kh, qa, sl2, m, l, o);
     __syncthreads(); /* every warp is done with its stages: the memory now holds wml | wacc */
     float *wml = (float *)dsm, *wacc = wml + DEC_WARPS * DEC_MAX_G * 2;
     mma_warp_store<D>(m, l, o, warp, gq, G, t, wml, wacc);

@@ -138,6 +138,57 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 __device__ __forceinline__ int swz_k(int row, int ch) { return ch ^ (4 * (row & 1)); }
 __device__ __forceinline__ int swz_v(int row, int ch) { return ch ^ (2 * ((row >> 1) & 3)); }
 
+/* A warp's walk over its tiles c0, c0 + stride, ... below t1 (keys of block table bt, block
+ * size bs): K/V rows of KV head kh copied by cp.async DEC_STAGES - 1 tiles ahead into the
+ * warp's stage memory ([DEC_STAGES][K | V][16][D] bf16), then each tile's QK^T, online softmax
+ * and PV into (m, l, o) (mma_warp_begin's state). Returns with every copy done. */
+template <int D>
+__device__ __forceinline__ void dec_async_walk(bf16 *stage, int c0, int stride, int t1, const int *bt, int bs, const bf16 *kc,
+                                               const bf16 *vc, int Hkv, int kh, const uint32_t (&qa)[D / 16][2], float sl2, float &m,
+                                               float &l, float (&o)[D / 8][2]) {
+    constexpr int NC = D / 32, NH = D / 64, CH = D / 8, TILE = DEC_MMA_TILE * D; /* CH: 16-byte chunks per row */
+    const int lane = threadIdx.x % 32, gq = lane >> 2, t = lane & 3;
+    auto phys_row = [&](int c) { return dec_phys_row(lane, c, t1, bt, bs); };
+    auto issue = [&](int st, int c, int prow) { /* tile c (rows in lanes 0..15) into stage st, as one group (empty past t1) */
+        bf16 *sk = stage + (size_t)st * 2 * TILE, *sv = sk + TILE;
+#pragma unroll
+        for (int j = 0; j < DEC_MMA_TILE * CH / 32; j++) {
+            if (c >= t1) break;
+            const int qi = lane + 32 * j, r = qi / CH, ch = qi % CH, pr = __shfl_sync(0xffffffffu, prow, r);
+            const size_t from = ((size_t)(pr < 0 ? 0 : pr) * Hkv + kh) * D + 8 * ch;
+            cp_async16(sk + r * D + 8 * swz_k(r, ch), kc + from, pr < 0 ? 0 : 16);
+            cp_async16(sv + r * D + 8 * swz_v(r, ch), vc + from, pr < 0 ? 0 : 16);
+        }
+        cp_async_commit();
+    };
+    issue(0, c0, phys_row(c0));
+    issue(1, c0 + stride, phys_row(c0 + stride));
+    int prow_ahead = phys_row(c0 + 2 * stride);
+    for (int it = 0; c0 < t1; c0 += stride, it++) {
+        const int nc = t1 - c0 < DEC_MMA_TILE ? t1 - c0 : DEC_MMA_TILE;
+        cp_async_wait<DEC_STAGES - 2>(); /* this lane's copies of tile it are done ... */
+        __syncwarp();                    /* ... and every lane's; the stage read last round is free */
+        issue((it + 2) % DEC_STAGES, c0 + 2 * stride, prow_ahead);
+        prow_ahead = phys_row(c0 + 3 * stride);
+        const bf16 *sk = stage + (size_t)(it % DEC_STAGES) * 2 * TILE, *sv = sk + TILE;
+        uint4 kr[2][NC], vr[4][NH];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) /* key 8nt + gq, dims 8t + 32c (chunk t + 4c) */
+#pragma unroll
+            for (int c = 0; c < NC; c++) kr[nt][c] = *(const uint4 *)(sk + (8 * nt + gq) * D + 8 * swz_k(8 * nt + gq, t + 4 * c));
+        float sc[2][4];
+        mma_tile_scores<D>(sc, qa, kr);
+#pragma unroll
+        for (int i = 0; i < 4; i++) { /* key 2t + (i & 1) + 8 (i >> 1), dims 8gq + 64hd (chunk gq + 8hd) */
+            const int r = 2 * t + (i & 1) + 8 * (i >> 1);
+#pragma unroll
+            for (int hd = 0; hd < NH; hd++) vr[i][hd] = *(const uint4 *)(sv + r * D + 8 * swz_v(r, gq + 8 * hd));
+        }
+        mma_tile_update<D>(sc, nc, sl2, t, m, l, o, vr);
+    }
+    cp_async_wait<0>();
+}
+
 /* A warp per (partition, KV head, sequence) instead of a block (ZIPAGE_DECODE_KERNEL=warp,
  * decode_warp_cuda.cu): out (and out_bf) as the block kernels, partials for n_parts > 1. */
 zp_status cuda_decode_warp_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, float *part_acc, float *part_ml,

@@ -23,7 +23,7 @@ decode_attn_warp_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_m
                         const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale,
                         int n_parts, int n_items) {
     static_assert(D == 64 || D == 128, "decode_attn_warp_kernel: D 64 or 128");
-    constexpr int NC = D / 32, NH = D / 64, CH = D / 8, TILE = DEC_MMA_TILE * D; /* CH: 16-byte chunks per row */
+    constexpr int NH = D / 64, TILE = DEC_MMA_TILE * D; /* NH: 64-dim halves of the output */
     extern __shared__ __align__(16) unsigned char dsm[];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane >> 2, t = lane & 3;
     const int item = blockIdx.x * DEC_WARPS + warp;
@@ -43,47 +43,7 @@ decode_attn_warp_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_m
     float m, l, o[D / 8][2];
     mma_warp_begin<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o);
     const float sl2 = scale * 1.44269504088896341f;
-    auto phys_row = [&](int c) { return dec_phys_row(lane, c, t1, bt, bs); };
-    auto issue = [&](int st, int c, int prow) { /* tile c (rows in lanes 0..15) into stage st, as one group (empty past t1) */
-        bf16 *sk = stage + (size_t)st * 2 * TILE, *sv = sk + TILE;
-#pragma unroll
-        for (int j = 0; j < DEC_MMA_TILE * CH / 32; j++) {
-            if (c >= t1) break;
-            const int qi = lane + 32 * j, r = qi / CH, ch = qi % CH, pr = __shfl_sync(0xffffffffu, prow, r);
-            const size_t from = ((size_t)(pr < 0 ? 0 : pr) * Hkv + kh) * D + 8 * ch;
-            cp_async16(sk + r * D + 8 * swz_k(r, ch), kc + from, pr < 0 ? 0 : 16);
-            cp_async16(sv + r * D + 8 * swz_v(r, ch), vc + from, pr < 0 ? 0 : 16);
-        }
-        cp_async_commit();
-    };
-    constexpr int STRIDE = DEC_MMA_TILE;
-    int c0 = t0;
-    issue(0, c0, phys_row(c0));
-    issue(1, c0 + STRIDE, phys_row(c0 + STRIDE));
-    int prow_ahead = phys_row(c0 + 2 * STRIDE);
-    for (int it = 0; c0 < t1; c0 += STRIDE, it++) {
-        const int nc = t1 - c0 < DEC_MMA_TILE ? t1 - c0 : DEC_MMA_TILE;
-        cp_async_wait<DEC_STAGES - 2>(); /* this lane's copies of tile it are done ... */
-        __syncwarp();                    /* ... and every lane's; the stage read last round is free */
-        issue((it + 2) % DEC_STAGES, c0 + 2 * STRIDE, prow_ahead);
-        prow_ahead = phys_row(c0 + 3 * STRIDE);
-        const bf16 *sk = stage + (size_t)(it % DEC_STAGES) * 2 * TILE, *sv = sk + TILE;
-        uint4 kr[2][NC], vr[4][NH];
-#pragma unroll
-        for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-            for (int c = 0; c < NC; c++) kr[nt][c] = *(const uint4 *)(sk + (8 * nt + gq) * D + 8 * swz_k(8 * nt + gq, t + 4 * c));
-        float sc[2][4];
-        mma_tile_scores<D>(sc, qa, kr);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int r = 2 * t + (i & 1) + 8 * (i >> 1);
-#pragma unroll
-            for (int hd = 0; hd < NH; hd++) vr[i][hd] = *(const uint4 *)(sv + r * D + 8 * swz_v(r, gq + 8 * hd));
-        }
-        mma_tile_update<D>(sc, nc, sl2, t, m, l, o, vr);
-    }
-    cp_async_wait<0>();
+    dec_async_walk<D>(stage, t0, DEC_MMA_TILE, t1, bt, bs, kc, vc, Hkv, kh, qa, sl2, m, l, o);
     /* head gq's result: the lanes' partial sums added; n-tile (hd, j) holds dims 64hd + 16t + j and +8 */
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);

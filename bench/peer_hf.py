@@ -2,9 +2,12 @@
 """peer_hf.py - the Hugging Face transformers peer of `zipage bench --workload fixed`.
 
 Same shape (a preset's config.json from models/, random bf16 weights made on the GPU), same
-fixed workload (batch B, P random prompt tokens, exactly T new tokens: EOS ignored through
-min_new_tokens), greedy, with transformers' static KV cache (generate compiles the forward
-with torch.compile when the cache is static, unless --no-compile). Writes the CSV columns of
+fixed workload (batch B, P random prompt tokens, exactly T new tokens: EOS ignored), greedy,
+by one of two transformers engines: `--engine generate` (default), generate() with the static
+KV cache (compiled by torch.compile when the cache is static, unless --no-compile); `--engine
+continuous`, generate_batch(): continuous batching over a paged KV cache (blocks of
+--block-size tokens, attention "paged|sdpa" unless --attn), CUDA graphs captured by a warm-up
+run whose manager is kept for the timed runs. Writes the CSV columns of
 `zipage bench` (those transformers cannot report are 0), so the two rows sit side by side in
 one file. Run on the GPU machine (torch + transformers there), in the same call as zipage
 bench, and compare ratios only:
@@ -18,6 +21,7 @@ import sys
 import time
 
 import torch
+import transformers
 from transformers import AutoConfig, AutoModelForCausalLM
 
 COLUMNS = ("label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
@@ -63,6 +67,27 @@ def timed_generate(model, ids, mask, new_tokens, compile_):
     return time.perf_counter() - t0, out
 
 
+def timed_batch(model, ids, new_tokens, block_size, warm):
+    """generate_batch on the rows of ids (a [B, P] tensor), exactly new_tokens each (no EOS).
+    warm: the first call, which captures the CUDA graphs and keeps its manager for the next."""
+    from transformers.generation import ContinuousBatchingConfig, GenerationConfig
+    gc = GenerationConfig(max_new_tokens=new_tokens, do_sample=False, eos_token_id=None, pad_token_id=0)
+    cbc = ContinuousBatchingConfig(block_size=block_size, max_batch_tokens=max(ids.shape[0] * ids.shape[1], 8192),
+                                   max_requests_per_batch=ids.shape[0])
+    rows = ids.tolist()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    out = model.generate_batch(inputs=rows, generation_config=gc, continuous_batching_config=cbc, warmup=warm,
+                               persistent_manager=True, max_new_tokens=new_tokens)
+    torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    got = [len(r.generated_tokens) for r in out.values()]
+    if len(got) != len(rows) or any(n != new_tokens for n in got):
+        sys.exit(f"peer_hf: generate_batch returned {len(got)} of {len(rows)} requests, lengths {sorted(set(got))} "
+                 f"(wanted {new_tokens} each)")
+    return wall, out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", required=True, help="a folder of models/ (or any folder with config.json)")
@@ -71,6 +96,10 @@ def main():
     ap.add_argument("--gen", type=int, default=32)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--engine", choices=("generate", "continuous"), default="generate",
+                    help="generate(): static cache, compiled; continuous: generate_batch() over a paged cache")
+    ap.add_argument("--block-size", type=int, default=256, help="continuous: tokens per KV block")
+    ap.add_argument("--attn", default="paged|sdpa", help="continuous: attention implementation")
     ap.add_argument("--csv", help="append the row to this file (header when new)")
     ap.add_argument("--label", default="hf-static")
     a = ap.parse_args()
@@ -80,20 +109,28 @@ def main():
         sys.exit(f"peer_hf: {folder}/config.json not found")
     torch.manual_seed(a.seed)
     cfg = AutoConfig.from_pretrained(folder)
+    cont = a.engine == "continuous"
     with torch.device("cuda"):
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16).eval()
+        kw = dict(attn_implementation=a.attn) if cont else {}
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, **kw).eval()
     params = sum(p.numel() for p in model.parameters())
     ids = torch.randint(3, cfg.vocab_size, (a.batch, a.prompt), device="cuda")
     mask = torch.ones_like(ids)
     bw = copy_bandwidth()
     compile_ = not a.no_compile
-    with torch.inference_mode():
-        timed_generate(model, ids, mask, min(8, a.gen), compile_)          # warm-up (and compilation)
-        timed_generate(model, ids, mask, a.gen, compile_)                  # warm-up of the full length
-        prefill, _ = timed_generate(model, ids, mask, 1, compile_)
+    if cont:  # not under inference_mode: the manager's thread resets tensors made here
+        timed_batch(model, ids, a.gen, a.block_size, True)                 # warm-up: graphs captured, manager kept
+        prefill, _ = timed_batch(model, ids, 1, a.block_size, False)
         torch.cuda.reset_peak_memory_stats()
-        wall, out = timed_generate(model, ids, mask, a.gen, compile_)
-    assert out.shape[1] == a.prompt + a.gen, out.shape
+        wall, _ = timed_batch(model, ids, a.gen, a.block_size, False)
+    else:
+        with torch.inference_mode():
+            timed_generate(model, ids, mask, min(8, a.gen), compile_)      # warm-up (and compilation)
+            timed_generate(model, ids, mask, a.gen, compile_)              # warm-up of the full length
+            prefill, _ = timed_generate(model, ids, mask, 1, compile_)
+            torch.cuda.reset_peak_memory_stats()
+            wall, out = timed_generate(model, ids, mask, a.gen, compile_)
+        assert out.shape[1] == a.prompt + a.gen, out.shape
     decode = max(wall - prefill, 1e-9)
     steps = max(a.gen - 1, 1)
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
@@ -111,12 +148,15 @@ def main():
                mean_running=a.batch, peak_running=a.batch, decode_steps=steps, decode_step_ms=f"{1e3 * decode / steps:.3f}",
                device_mem_gib=f"{torch.cuda.max_memory_allocated() / 2**30:.2f}", copy_gbps=f"{bw / 1e9:.1f}",
                step_gbytes_mean=f"{step_bytes / 1e9:.3f}", roofline_ratio=f"{step_bytes * steps / bw / decode:.3f}",
-               pool="", kv_state_gib=f"{a.batch * (a.prompt + a.gen) * kv_token / 2**30:.6f}",  # the static cache
+               block_size=a.block_size if cont else 0,
+               pool="", kv_state_gib=0 if cont else f"{a.batch * (a.prompt + a.gen) * kv_token / 2**30:.6f}",  # the static cache
                finished=a.batch, tps_steady=f"{a.batch * a.gen / wall:.1f}")
     w = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
     graphs = compiled_graphs()
-    print(f"# peer_hf: transformers generate, static cache, {'compile requested' if compile_ else 'eager'} "
-          f"({graphs} torch.compile graphs were built), bf16, {params / 1e9:.2f} B parameters (torch {torch.__version__})")
+    how = (f"generate_batch, paged cache (blocks of {a.block_size}, attention {a.attn}), CUDA graphs" if cont else
+           f"generate, static cache, {'compile requested' if compile_ else 'eager'} ({graphs} torch.compile graphs were built)")
+    print(f"# peer_hf: transformers {how}, bf16, {params / 1e9:.2f} B parameters (torch {torch.__version__}, "
+          f"transformers {transformers.__version__})")
     w.writeheader()
     w.writerow(row)
     if a.csv:

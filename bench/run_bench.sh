@@ -6,7 +6,8 @@
 #   gate        the CUDA engine (fp32 storage) generates the CPU engine's greedy tokens on
 #               tiny-qwen3, full KV and Zipage (300 tokens x 4 samples, block 16)
 #   fixed       Qwen3-8B shape, batch 256, prompt 256, gen 256, full KV: zipage bench, then the
-#               transformers peer (bench/peer_hf.py, static cache, compiled), same CSV
+#               transformers peers (bench/peer_hf.py: static cache, compiled; then generate_batch,
+#               continuous batching over a paged cache), same CSV
 #   batch1      Qwen3-8B shape, batch-1 decode (roofline ratio); fixed and batch1 launch every
 #               kernel (--no-cuda-graphs), the reference for the graphs step
 #   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (the default),
@@ -70,6 +71,7 @@ assert [s['tokens'] for s in a] == [s['tokens'] for s in b]" || { echo "gate FAI
 fixed() {
   $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --no-cuda-graphs --csv $CSV --label zipage-fixed
   python3 bench/peer_hf.py --preset $P --batch $BATCH --prompt $PROMPT --gen $GEN --csv $CSV --label hf-static-compiled
+  python3 bench/peer_hf.py --preset $P --batch $BATCH --prompt $PROMPT --gen $GEN --csv $CSV --engine continuous --label hf-continuous
 }
 batch1() { $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --no-cuda-graphs --csv $CSV --label zipage-batch1; }
 reasoning() {

@@ -562,6 +562,19 @@ void zp_output_free(zp_output *o) {
     o->tokens = NULL;
 }
 
+zp_status zp_engine_reset_stats(zp_engine *e) {
+    if (zp_engine_has_unfinished(e)) return zp_fail(ZP_ERR_INVALID, "engine reset_stats: requests are still unfinished");
+    const zp_engine_stats keep = e->stats;
+    memset(&e->stats, 0, sizeof e->stats);
+    e->stats.num_blocks = keep.num_blocks;
+    e->stats.block_size = keep.block_size;
+    e->stats.kv_state_bytes = keep.kv_state_bytes;
+    memset(&e->comp.stats, 0, sizeof e->comp.stats);
+    e->sched.n_preemptions = e->sched.n_suspensions = e->sched.prefix_hit_tokens = 0;
+    e->pool.peak_used = e->pool.num_blocks - e->pool.n_free;
+    return ZP_OK;
+}
+
 void zp_engine_get_stats(const zp_engine *e, zp_engine_stats *st) {
     *st = e->stats;
     if (!e->be->op_seconds || e->be->op_seconds(e->be, st->op_seconds) != ZP_OK)

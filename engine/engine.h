@@ -131,6 +131,9 @@ int zp_engine_has_unfinished(const zp_engine *e);
 int zp_engine_poll(zp_engine *e, zp_output *out, int max);
 void zp_output_free(zp_output *o);
 void zp_engine_get_stats(const zp_engine *e, zp_engine_stats *st);
+/* Zeroes the counters and timings (pool size and KV memory stay), as after a benchmark's
+ * untimed warm-up run; ZP_ERR_INVALID while requests are unfinished. */
+zp_status zp_engine_reset_stats(zp_engine *e);
 int zp_engine_num_running(const zp_engine *e);
 const char *zp_finish_name(zp_finish_reason r);
 

@@ -19,6 +19,11 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['logit
   || { echo "FAIL: logits JSON"; fails=$((fails+1)); }
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16
 grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,.*,0\.0,,[0-9.]*,2,[0-9.]*$' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
+# the fixed workload runs once untimed first (its counters zeroed: the row counts one run), unless --no-warmup-run
+grep -q '^# warm-up run: ' "$T/out" || { echo "FAIL: bench fixed without its warm-up run"; cat "$T/out"; fails=$((fails+1)); }
+ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --no-warmup-run
+grep -q '^# warm-up run' "$T/out" && { echo "FAIL: --no-warmup-run still warmed up"; fails=$((fails+1)); }
+grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,.*,0\.0,,[0-9.]*,2,[0-9.]*$' "$T/out" || { echo "FAIL: bench --no-warmup-run row"; cat "$T/out"; fails=$((fails+1)); }
 # the roofline's bytes per decode step: every weight but the untied embedding table (tiny-qwen2
 # unties it; a step reads its 2 tokens' rows), plus the K/V attended (fp32 on the CPU)
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --csv "$T/bytes.csv"

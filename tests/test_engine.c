@@ -206,6 +206,48 @@ static void test_abandon(void) {
     zp_engine_free(e);
 }
 
+/* reset_stats (a benchmark's warm-up run left out): refused while requests are unfinished; after
+ * it the counters are zero but the pool's size, and the same requests again count as the first
+ * run did (Zipage, compressions included). */
+static void test_reset_stats(void) {
+    zp_engine_config ec = zp_engine_config_default();
+    ec.model_dir = zp_test_model("tiny-qwen3");
+    ec.block_size = 16;
+    ec.policy = "zipage";
+    ec.nmax = 2;
+    ec.window = 4;
+    ec.enable_prefix_cache = 0; /* the second run computes what the first did */
+    zp_engine *e = NULL;
+    CHECK_OK(zp_engine_init(&ec, &e));
+    if (!e) return;
+    int ids[12] = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    zp_sampling_params sp = zp_sampling_default();
+    sp.max_tokens = 120;
+    sp.ignore_eos = 1;
+    zp_engine_stats st[2];
+    for (int run = 0; run < 2; run++) {
+        for (int r = 0; r < 3; r++) CHECK_OK(zp_engine_add_request(e, ids, 4 + 4 * r, &sp, r, 0, 1));
+        if (run == 0) CHECK(zp_engine_reset_stats(e) == ZP_ERR_INVALID && strstr(zp_last_error(), "unfinished") != NULL);
+        while (zp_engine_has_unfinished(e)) CHECK_OK(zp_engine_step(e));
+        zp_output out[3];
+        const int n = zp_engine_poll(e, out, 3);
+        CHECK(n == 3);
+        for (int i = 0; i < n; i++) zp_output_free(&out[i]);
+        zp_engine_get_stats(e, &st[run]);
+        if (run == 0) {
+            CHECK_OK(zp_engine_reset_stats(e));
+            zp_engine_stats z;
+            zp_engine_get_stats(e, &z);
+            CHECK(z.generated_tokens == 0 && z.decode_steps == 0 && z.compressions == 0 && z.decode_seconds == 0.0);
+            CHECK(z.num_blocks == st[0].num_blocks && z.kv_state_bytes == st[0].kv_state_bytes);
+        }
+    }
+    CHECK(st[0].generated_tokens == 360 && st[1].generated_tokens == 360);
+    CHECK(st[0].decode_steps == st[1].decode_steps && st[0].prefill_tokens == st[1].prefill_tokens);
+    CHECK(st[0].compressions > 0 && st[0].compressions == st[1].compressions);
+    zp_engine_free(e);
+}
+
 /* kv_pool_bytes: the same memory for every policy; an evicting one spends part of it on its
  * score cache and query slots, so it gets fewer blocks; one block more would not fit. */
 static void test_pool_bytes(void) {
@@ -250,5 +292,6 @@ int main(void) {
     test_stop_and_errors();
     test_reinit();
     test_abandon();
+    test_reset_stats();
     return zp_test_finish("test_engine");
 }

@@ -32,6 +32,10 @@ static void usage(FILE *f) {
                "  --max-seconds S        stop each run S seconds into the workload and report what it did so far (the\n"
                "                         requests still unfinished are dropped; the row's `finished` column counts\n"
                "                         the rest): throughput at capacity of a workload longer than the time at hand\n"
+               "  --no-warmup-run        fixed workload: time its first run; by default (without --max-seconds) it\n"
+               "                         runs once untimed first\n"
+               "                         (CUDA graphs recorded, lazy initialisations done: steady decode, as the\n"
+               "                         transformers peer's warm-up runs)\n"
                "  --warmup-seconds W     the column tps_steady counts generated tokens/s after the first W seconds only\n"
                "                         (default 0: the whole run), leaving out the ramp-up from an empty engine\n"
                "  --timeline FILE        append the progress of each run to FILE, a row every --timeline-interval S\n"
@@ -49,6 +53,7 @@ typedef struct {
     zp_engine_config ec;
     const char *workload, *datasets, *csv, *label, *model_name, *timeline;
     int batch, prompt, gen, requests, max_tokens, profile;
+    int no_warmup_run;         /* fixed workload: time the first run (no untimed run before it) */
     int n_pools, pool_bytes;   /* pool_bytes: the sizes are bytes of KV state, not tokens */
     double pools[32];
     char pool_spec[32][32];    /* each size as given (the CSV's pool column) */
@@ -113,7 +118,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "--help")) { usage(stdout); exit(0); }
-        const int sw = cli_engine_switch(a) || !strcmp(a, "--profile");
+        const int sw = cli_engine_switch(a) || !strcmp(a, "--profile") || !strcmp(a, "--no-warmup-run");
         if (!sw && !(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
         if (!strcmp(a, "--model")) b->ec.model_dir = v;
         else if (!strcmp(a, "--preset")) { b->ec.model_dir = v; b->ec.random_weights = 1; }
@@ -128,6 +133,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
         else if (!strcmp(a, "--temperature")) ZP_TRY(cli_float(a, v, 0, 100, &b->temperature));
         else if (!strcmp(a, "--seed")) ZP_TRY(cli_i64(a, v, 0, INT64_MAX, &b->seed));
         else if (!strcmp(a, "--profile")) b->profile = 1;
+        else if (!strcmp(a, "--no-warmup-run")) b->no_warmup_run = 1;
         else if (!strcmp(a, "--csv")) b->csv = v;
         else if (!strcmp(a, "--label")) b->label = v;
         else if (!strcmp(a, "--pools")) ZP_TRY(parse_pools(v, b));
@@ -310,6 +316,17 @@ static zp_status pool_unservable(zp_engine *e, const char *pool, char *msg, size
     return ZP_OK;
 }
 
+/* The fixed workload once, untimed and unreported (graphs recorded, buffers grown, lazy
+ * initialisations done), then the engine's counters zeroed for the timed run into r. A pool
+ * that cannot serve the workload fails here as in the timed run (r->unservable). */
+static zp_status warmup_run(const bench_args *b, zp_engine *e, const bench_workload *w, bench_result *r) {
+    bench_timeline off = {0}; /* no rows */
+    const double t0 = cli_now();
+    ZP_TRY(run_workload(b, e, w, &off, r));
+    printf("# warm-up run: %.3f s untimed (--no-warmup-run times the first run)\n", cli_now() - t0);
+    return zp_engine_reset_stats(e);
+}
+
 static zp_status run(bench_args *b) {
     bench_workload w;
     char tdir[4096];
@@ -340,7 +357,8 @@ static zp_status run(bench_args *b) {
         }
         bench_result r = base;
         r.pool = b->n_pools ? b->pool_spec[i] : "";
-        s = run_workload(b, e, &w, &tl, &r);
+        if (!strcmp(b->workload, "fixed") && !b->no_warmup_run && b->max_seconds <= 0) s = warmup_run(b, e, &w, &r); /* a cut run is not steady */
+        if (s == ZP_OK) s = run_workload(b, e, &w, &tl, &r);
         if (s == ZP_ERR_CAPACITY && r.unservable && b->n_pools) s = pool_unservable(e, r.pool, unservable, sizeof unservable);
         if (s == ZP_OK) s = report(b, &w, e, &r);
     }

@@ -332,7 +332,8 @@ static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void 
         return zp_fail(ZP_ERR_BACKEND, "cuda matmul: out is NULL but its output cannot be handed over (%s)",
                        bias ? "a bias" : c->fp32 ? "fp32 storage" : "no device memory for its bf16 rows");
     int done = 0;
-    if (!c->fp32 && !ob) ZP_TRY(cuda_gemm_tuned(c, (float *)out, (const bf16 *)w, (const bf16 *)xop, M, N, K, &done));
+    if (!c->fp32)
+        ZP_TRY(cuda_gemm_tuned(c, ob ? (void *)ob : out, ob ? CUDA_R_16BF : CUDA_R_32F, (const bf16 *)w, (const bf16 *)xop, M, N, K, &done));
     const cudaDataType_t t = c->fp32 ? CUDA_R_32F : CUDA_R_16BF;
     /* row-major out[M,N] = x[M,K] . w[N,K]^T  ==  column-major out^T = w^T^T . x^T */
     if (!done)

@@ -264,11 +264,12 @@ zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, co
                             int layer);
 zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
                            int layer);
-/* gemm_cuda.cu: with ZIPAGE_GEMM_TUNE=1 and bf16 storage, out[M,N] = x[M,K] . w[N,K]^T by the
- * fastest measured cublasLt algorithm for the shape (*done = 1), else *done = 0 */
+/* gemm_cuda.cu: with ZIPAGE_GEMM_TUNE=1 and bf16 storage, out[M,N] = x[M,K] . w[N,K]^T (out of
+ * out_type: CUDA_R_32F, or CUDA_R_16BF) by the fastest measured cublasLt algorithm for the shape
+ * and output type (*done = 1), else *done = 0 */
 zp_status cuda_gemm_tuner_create(cuda_ctx *c);
 void cuda_gemm_tuner_free(cuda_ctx *c);
-zp_status cuda_gemm_tuned(cuda_ctx *c, float *out, const bf16 *w, const bf16 *x, int M, int N, int K, int *done);
+zp_status cuda_gemm_tuned(cuda_ctx *c, void *out, cudaDataType_t out_type, const bf16 *w, const bf16 *x, int M, int N, int K, int *done);
 /* gemm_cuda.cu: the backend op gate_up_silu (bf16 storage: the gate/up GEMM writes bf16) */
 zp_status cuda_gate_up_silu(zp_backend *be, void *act, void *gu, const void *x, const void *w, int T, int I, int H);
 /* sample_cuda.cu */

@@ -13,6 +13,7 @@
 #   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (the default),
 #               then fixed with ZIPAGE_GEMM_HANDOFF=0 (norms and activations write fp32 rows too)
 #               and with ZIPAGE_DECODE_KERNEL=warp (a warp per (sequence, KV head) in decode attention)
+#               and ZIPAGE_GEMM_TUNE=1 (cublasLt algorithms timed per GEMM shape)
 #   profile     fixed with --profile (CUDA events around every op: the GEMM / attention /
 #               elementwise / sampling / host shares of the decode step; slower than graphs)
 #   reasoning   Qwen3-8B shape, REQ reasoning requests (default 256, --max-tokens MAXT 32768:
@@ -95,6 +96,8 @@ graphs() {
     --label zipage-fixed-graphs-no-handoff   # the A/B of the operand hand-over, same call
   ZIPAGE_DECODE_KERNEL=warp $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV \
     --label zipage-fixed-graphs-warp         # the warp-per-item decode kernel (a knob until its A/B holds)
+  ZIPAGE_GEMM_TUNE=1 $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV \
+    --label zipage-fixed-graphs-gemm-tune    # GEMM algorithms timed per shape (L2 flushed), tuned in the warm-up run
 }
 profile() { $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --profile --csv $CSV --label zipage-fixed-profile; }
 knobs() {

@@ -49,6 +49,19 @@ ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-
   && head -1 "$T/b.csv" | grep -q ',compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady$' \
   && tail -1 "$T/b.csv" | grep -qE ',[0-9]+,[0-9]*[1-9][0-9]*\.[0-9],,[0-9.]+,2,[0-9.]+$' \
   || { echo "FAIL: bench reasoning CSV"; cat "$T/out" "$T/b.csv"; fails=$((fails+1)); }
+# --dump-workload: the same requests as that run, as JSON lines (prompt ids, tokens to generate), no model run
+ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-tokens 256 --dump-workload "$T/wl.jsonl"
+python3 - "$T/wl.jsonl" "$T/b.csv" <<'PY' || { echo "FAIL: bench --dump-workload"; cat "$T/wl.jsonl"; fails=$((fails+1)); }
+import csv, json, sys
+reqs = [json.loads(l) for l in open(sys.argv[1])]
+row = list(csv.DictReader(open(sys.argv[2])))[0]
+assert len(reqs) == 2 and all(isinstance(t, int) and 0 <= t < 151936 for r in reqs for t in r["prompt"]), reqs
+assert abs(sum(len(r["prompt"]) for r in reqs) / 2 - float(row["prompt_mean"])) < 0.06, row["prompt_mean"]
+assert [r["gen"] for r in reqs] == [256, 256], [r["gen"] for r in reqs]
+assert reqs[0]["prompt"][0] == 151644  # <|im_start|>: the chat template
+PY
+bad "needs --workload reasoning" "$Z" bench --preset tiny-qwen3 --dump-workload "$T/x.jsonl"
+bad "cannot open" "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --dump-workload "$T/no/such/dir/w.jsonl"
 if command -v gnuplot >/dev/null; then
   ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/b.csv" "$T/pool.png" test
   [ -s "$T/pool.png" ] && grep -q "no pool size has both" "$T/out" || { echo "FAIL: plot_pool"; cat "$T/out"; fails=$((fails+1)); }

@@ -8,6 +8,7 @@
  * sweeps KV-pool sizes on one set of weights; --max-seconds cuts each run at a time limit and
  * still reports it (throughput at capacity of workloads longer than a 10-minute device call). A benchmark, not a test: compare ratios
  * measured in one run. The transformers peer writes the same columns (bench/peer_hf.py). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,9 @@ static void usage(FILE *f) {
                "                         runs once untimed first\n"
                "                         (CUDA graphs recorded, lazy initialisations done: steady decode, as the\n"
                "                         transformers peer's warm-up runs)\n"
+               "  --dump-workload FILE   reasoning: write its requests to FILE as JSON lines {\"prompt\": [token ids],\n"
+               "                         \"gen\": tokens to generate} (the same ones, for another engine: peer_hf.py\n"
+               "                         --workload-file) and run nothing\n"
                "  --warmup-seconds W     the column tps_steady counts generated tokens/s after the first W seconds only\n"
                "                         (default 0: the whole run), leaving out the ramp-up from an empty engine\n"
                "  --timeline FILE        append the progress of each run to FILE, a row every --timeline-interval S\n"
@@ -52,6 +56,7 @@ static void usage(FILE *f) {
 typedef struct {
     zp_engine_config ec;
     const char *workload, *datasets, *csv, *label, *model_name, *timeline;
+    const char *dump;          /* --dump-workload: write the reasoning requests there, run nothing */
     int batch, prompt, gen, requests, max_tokens, profile;
     int no_warmup_run;         /* fixed workload: time the first run (no untimed run before it) */
     int n_pools, pool_bytes;   /* pool_bytes: the sizes are bytes of KV state, not tokens */
@@ -140,6 +145,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
         else if (!strcmp(a, "--max-seconds")) ZP_TRY(cli_float(a, v, 1e-3f, 1e7f, &b->max_seconds));
         else if (!strcmp(a, "--warmup-seconds")) ZP_TRY(cli_float(a, v, 0.f, 1e7f, &b->warmup_seconds));
         else if (!strcmp(a, "--timeline")) b->timeline = v;
+        else if (!strcmp(a, "--dump-workload")) b->dump = v;
         else if (!strcmp(a, "--timeline-interval")) ZP_TRY(cli_float(a, v, 1e-3f, 1e7f, &b->timeline_interval));
         else {
             int matched;
@@ -153,6 +159,8 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
     if (b->n_pools) set_pool(b, 0);
     if (strcmp(b->workload, "fixed") && strcmp(b->workload, "reasoning"))
         return zp_fail(ZP_ERR_INVALID, "--workload: \"%s\" is neither fixed nor reasoning", b->workload);
+    if (b->dump && strcmp(b->workload, "reasoning"))
+        return zp_fail(ZP_ERR_INVALID, "--dump-workload needs --workload reasoning (the fixed workload is random prompts)");
     b->ec.weight_seed = (uint64_t)b->weight_seed;
     const char *slash = strrchr(b->ec.model_dir, '/');
     b->model_name = slash && slash[1] ? slash + 1 : b->ec.model_dir;
@@ -371,9 +379,39 @@ static zp_status run(bench_args *b) {
     return s;
 }
 
+/* --dump-workload: the reasoning requests as JSON lines, no model loaded. A failed write
+ * removes the file, so no truncated workload is left for a peer to read. */
+static zp_status dump_workload(const bench_args *b) {
+    char tdir[4096];
+    bench_workload w;
+    ZP_TRY(tokenizer_dir(b, tdir, sizeof tdir));
+    ZP_TRY(bench_workload_reasoning(tdir, b->datasets, b->requests, b->max_tokens, (uint64_t)b->seed, &w));
+    FILE *f = fopen(b->dump, "w");
+    if (!f) {
+        bench_workload_free(&w);
+        return zp_fail(ZP_ERR_IO, "--dump-workload: cannot open %s: %s", b->dump, strerror(errno));
+    }
+    int64_t gen = 0;
+    for (int i = 0; i < w.n; i++) {
+        fputs("{\"prompt\": [", f);
+        for (int t = 0; t < w.prompt_len[i]; t++) fprintf(f, t ? ", %d" : "%d", w.prompt[i][t]);
+        fprintf(f, "], \"gen\": %d}\n", w.gen[i]);
+        gen += w.gen[i];
+    }
+    const int bad = ferror(f) != 0;
+    const int n = w.n;
+    bench_workload_free(&w);
+    if (fclose(f) != 0 || bad) {
+        remove(b->dump);
+        return zp_fail(ZP_ERR_IO, "--dump-workload: writing %s failed: %s", b->dump, strerror(errno));
+    }
+    printf("# %d reasoning requests (%lld tokens to generate) written to %s\n", n, (long long)gen, b->dump);
+    return ZP_OK;
+}
+
 int cmd_bench(int argc, char **argv) {
     bench_args b;
     zp_status s = parse(argc, argv, &b);
-    if (s == ZP_OK) s = run(&b);
+    if (s == ZP_OK) s = b.dump ? dump_workload(&b) : run(&b);
     return s == ZP_OK ? 0 : cli_report("bench", s);
 }

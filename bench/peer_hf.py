@@ -55,6 +55,29 @@ def compiled_graphs():
         return -1
 
 
+def model_folder(preset):
+    """A folder of models/ by name, or any folder holding a config.json."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")
+    folder = preset if os.path.isdir(preset) else os.path.join(root, preset)
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+        sys.exit(f"peer_hf: {folder}/config.json not found")
+    return folder
+
+
+def write_row(row, path):
+    """Prints the row under its header, and appends it to path (header when new) if given."""
+    w = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
+    w.writeheader()
+    w.writerow(row)
+    if path:
+        new = not os.path.exists(path) or os.path.getsize(path) == 0
+        with open(path, "a", newline="") as f:
+            cw = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+            if new:
+                cw.writeheader()
+            cw.writerow(row)
+
+
 def timed_generate(model, ids, mask, new_tokens, compile_):
     kw = dict(attention_mask=mask, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
               cache_implementation="static", pad_token_id=0)
@@ -103,10 +126,7 @@ def main():
     ap.add_argument("--csv", help="append the row to this file (header when new)")
     ap.add_argument("--label", default="hf-static")
     a = ap.parse_args()
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")
-    folder = a.preset if os.path.isdir(a.preset) else os.path.join(root, a.preset)
-    if not os.path.isfile(os.path.join(folder, "config.json")):
-        sys.exit(f"peer_hf: {folder}/config.json not found")
+    folder = model_folder(a.preset)
     torch.manual_seed(a.seed)
     cfg = AutoConfig.from_pretrained(folder)
     cont = a.engine == "continuous"
@@ -151,21 +171,12 @@ def main():
                block_size=a.block_size if cont else 0,
                pool="", kv_state_gib=0 if cont else f"{a.batch * (a.prompt + a.gen) * kv_token / 2**30:.6f}",  # the static cache
                finished=a.batch, tps_steady=f"{a.batch * a.gen / wall:.1f}")
-    w = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
     graphs = compiled_graphs()
     how = (f"generate_batch, paged cache (blocks of {a.block_size}, attention {a.attn}), CUDA graphs" if cont else
            f"generate, static cache, {'compile requested' if compile_ else 'eager'} ({graphs} torch.compile graphs were built)")
     print(f"# peer_hf: transformers {how}, bf16, {params / 1e9:.2f} B parameters (torch {torch.__version__}, "
           f"transformers {transformers.__version__})")
-    w.writeheader()
-    w.writerow(row)
-    if a.csv:
-        new = not os.path.exists(a.csv) or os.path.getsize(a.csv) == 0
-        with open(a.csv, "a", newline="") as f:
-            cw = csv.DictWriter(f, COLUMNS, lineterminator="\n")
-            if new:
-                cw.writeheader()
-            cw.writerow(row)
+    write_row(row, a.csv)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@
 #               capacity, the CSV's `finished` column counts the requests done; WARM=W,
 #               default 60: tps_steady leaves out the first W seconds); then plot. POLICIES=zipage or
 #               POLICIES=full runs one of them (a throughput figure needs many more requests
-#               than slots, e.g. REQ=128: one call per policy); graphs on (GRAPHS=0: off);
+#               than slots, e.g. REQ=128: one call per policy); POLICIES=...,hf adds the same
+#               requests on transformers' continuous batching (bench/peer_hf_reasoning.py, full KV,
+#               the same K/V bytes; memory pools only); graphs on (GRAPHS=0: off);
 #               ASYNC=0 runs Zipage's compression synchronously (label zipage-sync: its
 #               compression time is then all on the critical path, a measure of its cost);
 #               every run's progress goes to $OUT/timeline.csv (a row every 5 s: is it at
@@ -88,6 +90,13 @@ reasoning() {
       || echo "reasoning: zipage failed";; esac
   case ",$POLICIES," in *,full,*)
     $B/zipage bench $common --label full$g || echo "reasoning: full KV failed";; esac
+  case ",$POLICIES," in *,hf,*) # the same requests on transformers' continuous batching, the same K/V bytes
+    $B/zipage bench --preset $P --workload reasoning --requests $REQ --max-tokens $MAXT --dump-workload $O/workload.jsonl || return
+    for pool in ${POOL//,/ }; do
+      case $pool in *GiB) ;; *) echo "reasoning: hf peer skipped at pool $pool (give memory sizes, e.g. 9GiB)"; continue;; esac
+      python3 bench/peer_hf_reasoning.py --preset $P --workload-file $O/workload.jsonl --kv-gib ${pool%GiB} ${RT:+--max-seconds $RT} \
+        ${WARM:+--warmup-seconds $WARM} --csv $CSV || echo "reasoning: hf peer failed at $pool"
+    done;; esac
 }
 graphs() {
   $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV --label zipage-fixed-graphs

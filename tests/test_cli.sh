@@ -49,6 +49,11 @@ ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-
   && head -1 "$T/b.csv" | grep -q ',compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady$' \
   && tail -1 "$T/b.csv" | grep -qE ',[0-9]+,[0-9]*[1-9][0-9]*\.[0-9],,[0-9.]+,2,[0-9.]+$' \
   || { echo "FAIL: bench reasoning CSV"; cat "$T/out" "$T/b.csv"; fails=$((fails+1)); }
+# the transformers peers (run on the GPU machine, torch there): at least they parse here
+for py in peer_hf.py peer_hf_reasoning.py; do
+  python3 -c "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])" "$(dirname "$0")/../bench/$py" \
+    || { echo "FAIL: bench/$py does not parse"; fails=$((fails+1)); }
+done
 # --dump-workload: the same requests as that run, as JSON lines (prompt ids, tokens to generate), no model run
 ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-tokens 256 --dump-workload "$T/wl.jsonl"
 python3 - "$T/wl.jsonl" "$T/b.csv" <<'PY' || { echo "FAIL: bench --dump-workload"; cat "$T/wl.jsonl"; fails=$((fails+1)); }

@@ -64,6 +64,12 @@ def model_folder(preset):
     return folder
 
 
+def kv_token_bytes(cfg, elem_bytes):
+    """Bytes of one token's K and V over all layers (as zipage bench's kv_token_bytes)."""
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    return 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * elem_bytes
+
+
 def write_row(row, path):
     """Prints the row under its header, and appends it to path (header when new) if given."""
     w = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
@@ -153,8 +159,7 @@ def main():
         assert out.shape[1] == a.prompt + a.gen, out.shape
     decode = max(wall - prefill, 1e-9)
     steps = max(a.gen - 1, 1)
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    kv_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * 2
+    kv_token = kv_token_bytes(cfg, 2)
     kv_attended = sum(a.batch * (a.prompt + t + 1) for t in range(1, a.gen))
     # bytes a decode step must read, as zipage bench counts them: the weights, an untied
     # embedding table only at the batch's rows, and the K/V attended

@@ -28,7 +28,7 @@ import torch
 import transformers
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from peer_hf import COLUMNS, model_folder, write_row
+from peer_hf import COLUMNS, kv_token_bytes, model_folder, write_row
 
 
 def load_workload(path):
@@ -137,15 +137,13 @@ def main():
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16 if device == "cuda" else torch.float32,
                                                  attn_implementation=a.attn).eval()
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    kv_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * (2 if device == "cuda" else 4)
+    kv_token = kv_token_bytes(cfg, 2 if device == "cuda" else 4)
     num_blocks = int(a.kv_gib * 2**30 // (a.block_size * kv_token))
     if num_blocks < 1:
         sys.exit(f"peer_hf_reasoning: {a.kv_gib} GiB holds no block of {a.block_size} tokens")
     from transformers.generation import ContinuousBatchingConfig, GenerationConfig
-    gc = GenerationConfig(do_sample=a.temperature > 0, temperature=a.temperature if a.temperature > 0 else None,
-                          top_p=a.top_p if a.temperature > 0 else None, top_k=a.top_k if a.temperature > 0 else None,
-                          eos_token_id=None, pad_token_id=0, max_new_tokens=max(g for _, g in reqs))
+    sampling = dict(do_sample=True, temperature=a.temperature, top_p=a.top_p, top_k=a.top_k) if a.temperature > 0 else {}
+    gc = GenerationConfig(eos_token_id=None, pad_token_id=0, max_new_tokens=max(g for _, g in reqs), **sampling)
     cbc = ContinuousBatchingConfig(block_size=a.block_size, num_blocks=num_blocks, max_batch_tokens=a.max_batch_tokens, seed=a.seed)
     wall, tokens, finished, tps_steady = run(model, reqs, gc, cbc, a.max_seconds, a.warmup_seconds)
     n = len(reqs)

@@ -38,6 +38,9 @@
 #               ZIPAGE_DECODE_KERNEL=mma, each cut at KRT seconds (default 100: the four fit
 #               one call); same CSV, labels
 #               zipage-knob-*
+#   kernels     device time of every kernel of one fixed-workload decode step (batch 256, gen 3,
+#               no graphs), by Nsight Compute (ncu, one kernel at a time), summed by
+#               bench/ncu_step.py; raw table in $OUT/ncu.csv
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
 #               short and long contexts, blocks in order and scattered (each shape also with
@@ -117,6 +120,12 @@ knobs() {
   ZIPAGE_COMPRESS_PRIORITY=low $B/zipage bench $common --label zipage-knob-priority-low || echo "knobs: priority low failed"
   ZIPAGE_DECODE_KERNEL=mma $B/zipage bench $common --label zipage-knob-decode-mma || echo "knobs: decode mma failed"
 }
+kernels() {
+  ncu --clock-control none --cache-control none --csv --page raw --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size \
+    $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen 3 --no-warmup-run --no-cuda-graphs --csv /tmp/ncu_bench.csv \
+    > $O/ncu.csv 2> $O/ncu.err || { echo "kernels: ncu failed ($(tail -1 $O/ncu.err))"; return; }
+  python3 bench/ncu_step.py $O/ncu.csv
+}
 redundancy() { $B/bench_redundancy 16; }
 attention() {
   for a in "256 384" "256 384 256 --scatter" "256 4096" "32 8192" "8 32768" "256 384 16"; do
@@ -140,10 +149,11 @@ case $STEP in
   profile) profile ;;
   reasoning) reasoning ;;
   knobs) knobs ;;
+  kernels) kernels ;;
   redundancy) redundancy ;;
   attention) attention ;;
   plot) plot ;;
   quick) fixed; batch1; graphs; reasoning; redundancy; plot ;;
-  *) echo "run_bench: unknown step $STEP (gate, fixed, batch1, graphs, profile, reasoning, knobs, redundancy, attention, plot, quick)"; exit 2 ;;
+  *) echo "run_bench: unknown step $STEP (gate, fixed, batch1, graphs, profile, reasoning, knobs, kernels, redundancy, attention, plot, quick)"; exit 2 ;;
 esac
 echo "== rows so far"; cat $CSV 2>/dev/null

@@ -54,6 +54,25 @@ for py in peer_hf.py peer_hf_reasoning.py; do
   python3 -c "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])" "$(dirname "$0")/../bench/$py" \
     || { echo "FAIL: bench/$py does not parse"; fails=$((fails+1)); }
 done
+# bench/ncu_step.py (run_bench.sh kernels): an ncu raw table cut into steps at each embedding
+# kernel, the last step summed by kernel name and shape; a file without the table is one error
+cat > "$T/ncu.csv" <<'CSV'
+==PROF== Connected to process 1
+"ID","Kernel Name","gpu__time_duration.sum","launch__grid_size","launch__block_size"
+"","","ns","",""
+"0","void embed_kernel<bf16>(float *)","9,000","256","256"
+"1","gemm_a","100,000","132","384"
+"2","void embed_kernel<bf16>(float *)","8,000","256","256"
+"3","gemm_a","50,000","132","384"
+"4","rmsnorm","5,000","256","256"
+"5","gemm_a","40,000","132","384"
+CSV
+python3 "$(dirname "$0")/../bench/ncu_step.py" "$T/ncu.csv" > "$T/ncu.out" 2>&1 \
+  && grep -q '^step at kernel 0: 2 kernels, 109.0 us$' "$T/ncu.out" && grep -q '^step at kernel 2: 4 kernels, 103.0 us$' "$T/ncu.out" \
+  && grep -qE '^ +90.0 \| +2 \| +45.0 \| +132 \| +384 \| gemm_a$' "$T/ncu.out" \
+  || { echo "FAIL: bench/ncu_step.py summary"; cat "$T/ncu.out"; fails=$((fails+1)); }
+python3 "$(dirname "$0")/../bench/ncu_step.py" "$T/b.csv" > "$T/ncu.out" 2>&1 && { echo "FAIL: ncu_step.py took a bench CSV"; fails=$((fails+1)); }
+grep -q 'no kernel table' "$T/ncu.out" || { echo "FAIL: ncu_step.py error"; cat "$T/ncu.out"; fails=$((fails+1)); }
 # --dump-workload: the same requests as that run, as JSON lines (prompt ids, tokens to generate), no model run
 ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-tokens 256 --dump-workload "$T/wl.jsonl"
 python3 - "$T/wl.jsonl" "$T/b.csv" <<'PY' || { echo "FAIL: bench --dump-workload"; cat "$T/wl.jsonl"; fails=$((fails+1)); }

@@ -323,7 +323,9 @@ static void decode_short_lengths(int *len) {
 }
 
 /* Decode attention: sequences split over partitions (3,000 / 17 / 700 tokens), a batch of 150
- * short ones, head dim 64, and 8 query heads per KV head (every A row of the tensor-core tiles). */
+ * short ones, head dim 64, and 8 query heads per KV head (every A row of the tensor-core tiles);
+ * 150 x 8 KV heads: items enough for the warp-per-item kernel (>= 2 blocks x 4 warps per SM on
+ * 132 SMs), head dim 128 and 64. */
 static void test_decode_cases(pair *p) {
     int short_len[150];
     decode_short_lengths(short_len);
@@ -331,6 +333,8 @@ static void test_decode_cases(pair *p) {
     test_paged_attention(p, 150, short_len, NULL, 8, 2, 128, "decode attn batch");
     test_paged_attention(p, 40, short_len, NULL, 4, 4, 64, "decode attn D64");
     test_paged_attention(p, 40, short_len, NULL, 16, 2, 128, "decode attn G8");
+    test_paged_attention(p, 150, short_len, NULL, 32, 8, 128, "decode attn 150x8");
+    test_paged_attention(p, 150, short_len, NULL, 32, 8, 64, "decode attn 150x8 D64");
 }
 
 int main(void) {
@@ -366,9 +370,10 @@ int main(void) {
     test_dense(&p);
     p.gpu->destroy(p.gpu);
     /* decode attention under its knobs: partitions by wave efficiency (ZIPAGE_DECODE_SPLIT=waves),
-     * the register-pipeline kernel (ZIPAGE_DECODE_KERNEL=mma; the default is the cp.async one),
-     * a warp per item (ZIPAGE_DECODE_KERNEL=warp: one partition at batch 256, several below) */
-    const char *knob[3][2] = {{"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_DECODE_KERNEL", "mma"}, {"ZIPAGE_DECODE_KERNEL", "warp"}};
+     * the register-pipeline kernel (ZIPAGE_DECODE_KERNEL=mma), the cp.async block kernel
+     * everywhere (=async; by default a warp per item takes batches whose items fill the
+     * resident warps, e.g. 150 x 8 below and batch 256) */
+    const char *knob[3][2] = {{"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_DECODE_KERNEL", "mma"}, {"ZIPAGE_DECODE_KERNEL", "async"}};
     for (int k = 0; k < 3; k++) {
         setenv(knob[k][0], knob[k][1], 1);
         CHECK_OK(zp_backend_cuda_create(0, 0, &p.gpu));
@@ -378,8 +383,6 @@ int main(void) {
         int short_len[150];
         decode_short_lengths(short_len);
         test_paged_attention(&p, 24, short_len, NULL, 32, 8, 128, "decode attn 24 seqs");
-        /* 150 x 8 KV heads: items enough for the warp kernel (>= 2 blocks x 4 warps per SM on 132 SMs) */
-        test_paged_attention(&p, 150, short_len, NULL, 32, 8, 128, "decode attn 150x8");
         p.gpu->destroy(p.gpu);
     }
     p.cpu->destroy(p.cpu);

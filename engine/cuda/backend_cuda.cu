@@ -2,7 +2,8 @@
  * GEMMs (bf16 operands, fp32 accumulation and output), q/k-norm + RoPE + paged KV write,
  * SiLU-mul, row gather, the batch upload, profiling and the backend table. Attention lives
  * in prefill_attn_cuda.cu and decode_attn_cuda.cu, compression in compress_cuda.cu.
- * Not here: fused GEMM epilogues and CUDA graphs (the throughput issue's next steps).
+ * Not here: fused GEMM epilogues (the bf16 hand-over between ops: gemm_cuda.cu), CUDA graphs
+ * (graph_cuda.cu).
  * Build: nvcc -arch=sm_90 via CMake.
  */
 #include <math.h>
@@ -93,36 +94,51 @@ __global__ static void gather_rows_kernel(float *out, const float *x, const int 
     for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)blockIdx.x * H + i] = x[(size_t)rows[blockIdx.x] * H + i];
 }
 
-/* Grid (T, Hq + Hkv), D threads: optional per-head RMSNorm, RoPE at positions[t]; q heads to
- * q_out [T,Hq,D] (fp32), k heads (and v) to the bf16 caches at slot_mapping[t]. */
+/* Grid (T, ceil((Hq + 2 Hkv) / QKV_WARPS)), QKV_WARPS warps: warp w of block (t, b) takes head
+ * h = b * QKV_WARPS + w of token t's Hq query, Hkv key and Hkv value heads. Query and key heads:
+ * optional per-head RMSNorm, RoPE at positions[t] (cos/sin computed once per block, not per
+ * head and lane), q heads to q_out [T,Hq,D] (fp32), k heads to the cache at slot_mapping[t];
+ * value heads are copied there. x: the warp's head [D] in shared memory (RoPE pairs d with
+ * d +- D/2, another lane's value). D % 32 == 0, D <= QKV_MAX_D. */
+#define QKV_WARPS 4
+#define QKV_MAX_D 512
 template <typename T, typename Y> /* Y: qkv's type, fp32 or bf16 (a GEMM's output handed over) */
-__global__ static void qkv_rope_kernel(const Y *qkv, float *q_out, const T *q_norm, const T *k_norm, T *kc, T *vc,
-                                       const int *positions, const int *slots, const float *inv_freq, int Hq, int Hkv, int D,
-                                       float eps) {
-    __shared__ float sh[32];
-    __shared__ float x[512];
-    const int t = blockIdx.x, h = blockIdx.y, d = threadIdx.x, half = D / 2, W = (Hq + 2 * Hkv) * D;
-    const int is_q = h < Hq;
-    const Y *src = qkv + (size_t)t * W + (size_t)h * D;
-    const T *nw = is_q ? q_norm : k_norm;
-    float v = zp_ld(src[d]);
-    if (nw) {
-        float inv = rsqrtf(zp_block_sum(v * v, sh) / (float)D + eps);
-        v = zp_ld(nw[d]) * (v * inv);
-    }
-    x[d] = v;
-    __syncthreads();
-    const int i = d < half ? d : d - half;
-    float ang = (float)positions[t] * inv_freq[i], cs = cosf(ang), sn = sinf(ang);
-    float r = d < half ? x[d] * cs - x[d + half] * sn : x[d] * cs + x[d - half] * sn;
-    if (is_q) {
-        q_out[((size_t)t * Hq + h) * D + d] = r;
+__global__ static void __launch_bounds__(QKV_WARPS * 32)
+qkv_rope_kernel(const Y *qkv, float *q_out, const T *q_norm, const T *k_norm, T *kc, T *vc, const int *positions, const int *slots,
+                const float *inv_freq, int Hq, int Hkv, int D, float eps) {
+    __shared__ float cs[QKV_MAX_D / 2], sn[QKV_MAX_D / 2], xs[QKV_WARPS][QKV_MAX_D];
+    const int t = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, half = D / 2;
+    const int h = blockIdx.y * QKV_WARPS + warp, slot = slots[t];
+    const float pos = (float)positions[t];
+    for (int i = threadIdx.x; i < half; i += blockDim.x) sincosf(pos * inv_freq[i], &sn[i], &cs[i]);
+    __syncthreads(); /* no barrier below: warps leave independently */
+    if (h >= Hq + 2 * Hkv) return;
+    const Y *src = qkv + (size_t)t * (Hq + 2 * Hkv) * D + (size_t)h * D;
+    if (h >= Hq + Hkv) { /* a value head */
+        if (slot >= 0)
+            for (int d = lane; d < D; d += 32) zp_st(&vc[((size_t)slot * Hkv + (h - Hq - Hkv)) * D + d], zp_ld(src[d]));
         return;
     }
-    const int slot = slots[t], kh = h - Hq;
-    if (slot < 0) return;
-    zp_st(&kc[((size_t)slot * Hkv + kh) * D + d], r);
-    zp_st(&vc[((size_t)slot * Hkv + kh) * D + d], zp_ld(src[(size_t)Hkv * D + d]));
+    const int is_q = h < Hq;
+    if (!is_q && slot < 0) return;
+    const T *nw = is_q ? q_norm : k_norm;
+    float *x = xs[warp], ss = 0.f;
+    for (int d = lane; d < D; d += 32) {
+        const float v = zp_ld(src[d]);
+        x[d] = v;
+        ss += v * v;
+    }
+    if (nw) {
+        const float inv = rsqrtf(zp_warp_sum(ss) / (float)D + eps);
+        for (int d = lane; d < D; d += 32) x[d] = zp_ld(nw[d]) * (x[d] * inv);
+    }
+    __syncwarp(); /* x complete: each lane reads its RoPE partners */
+    for (int d = lane; d < D; d += 32) {
+        const int i = d < half ? d : d - half;
+        const float r = d < half ? x[d] * cs[i] - x[d + half] * sn[i] : x[d] * cs[i] + x[d - half] * sn[i];
+        if (is_q) q_out[((size_t)t * Hq + h) * D + d] = r;
+        else zp_st(&kc[((size_t)slot * Hkv + (h - Hq)) * D + d], r);
+    }
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -350,17 +366,18 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
                                    const void *k_norm, void *k_cache, void *v_cache, int layer) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
-    if (d->head_dim > 512 || d->head_dim % 32 || d->head_dim / 2 != c->half_dim)
+    if (d->head_dim > QKV_MAX_D || d->head_dim % 32 || d->head_dim / 2 != c->half_dim)
         return zp_fail(ZP_ERR_UNSUPPORTED, "cuda qkv_rope_store: head_dim %d (rope table %d) unsupported", d->head_dim, c->half_dim * 2);
     if (c->b.n_tokens == 0) return ZP_OK;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
-    dim3 grid(c->b.n_tokens, d->n_heads + d->n_kv_heads);
+    dim3 grid(c->b.n_tokens, zp_ceil_div(d->n_heads + 2 * d->n_kv_heads, QKV_WARPS));
     const bf16 *qbf = NULL; /* qkv NULL: the QKV GEMM's output handed over in bf16 */
     if (!qkv) ZP_TRY(cuda_ybf_take(c, (size_t)c->b.n_tokens * (d->n_heads + 2 * d->n_kv_heads) * d->head_dim, "qkv_rope_store", &qbf));
-#define QKV_ROPE(Y, src)                                                                                                                  \
-    qkv_rope_kernel<T, Y><<<grid, d->head_dim, 0, c->stream>>>(src, (float *)q_out, (const T *)q_norm, (const T *)k_norm,                  \
-                                                               (T *)k_cache + layer_off, (T *)v_cache + layer_off, c->d.positions,          \
-                                                               c->d.slots, c->inv_freq, d->n_heads, d->n_kv_heads, d->head_dim, d->qk_norm_eps)
+#define QKV_ROPE(Y, src)                                                                                                      \
+    qkv_rope_kernel<T, Y><<<grid, QKV_WARPS * 32, 0, c->stream>>>(src, (float *)q_out, (const T *)q_norm, (const T *)k_norm,         \
+                                                                  (T *)k_cache + layer_off, (T *)v_cache + layer_off, c->d.positions, \
+                                                                  c->d.slots, c->inv_freq, d->n_heads, d->n_kv_heads, d->head_dim,    \
+                                                                  d->qk_norm_eps)
     if (qbf) ZP_DISPATCH_STORAGE(c->fp32, QKV_ROPE(bf16, qbf));
     else ZP_DISPATCH_STORAGE(c->fp32, QKV_ROPE(float, (const float *)qkv));
 #undef QKV_ROPE
@@ -526,7 +543,9 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     c->dec_split_waves = ds && !strcmp(ds, "waves");
     const char *dk = getenv("ZIPAGE_DECODE_KERNEL"); /* likewise */
     c->dec_async = !(dk && !strcmp(dk, "mma")); /* cp.async tiles unless =mma (register pipeline) */
-    c->dec_warp = dk && !strcmp(dk, "warp");    /* =warp: a warp per (partition, KV head, sequence) */
+    /* a warp per (KV head, sequence) where the items fill the resident warps, unless =async (the
+     * block kernel everywhere) or =mma */
+    c->dec_warp = !(dk && (!strcmp(dk, "async") || !strcmp(dk, "mma")));
     const char *gh = getenv("ZIPAGE_GEMM_HANDOFF"); /* =0: norms and activations write fp32 rows too */
     be->gemm_handoff = !c->fp32 && !(gh && !strcmp(gh, "0"));
     cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH); /* no TF32: operands are bf16 anyway */

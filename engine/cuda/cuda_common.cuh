@@ -98,10 +98,20 @@ struct raw_vec {
     }
 };
 
+/* Warp-wide sum and max of one value per lane (every lane calls and gets the result). */
+__device__ __forceinline__ float zp_warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float zp_warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
 /* Block-wide sum and max of one value per thread (blockDim a multiple of 32, every thread
  * calls; sh: 32 floats of shared memory). Every thread gets the result. */
 __device__ __forceinline__ float zp_block_sum(float v, float *sh) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    v = zp_warp_sum(v);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = (blockDim.x + 31) / 32;
     __syncthreads();
     if (lane == 0) sh[warp] = v;
@@ -111,7 +121,7 @@ __device__ __forceinline__ float zp_block_sum(float v, float *sh) {
     return s;
 }
 __device__ __forceinline__ float zp_block_max(float v, float *sh) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    v = zp_warp_max(v);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = (blockDim.x + 31) / 32;
     __syncthreads();
     if (lane == 0) sh[warp] = v;
@@ -184,7 +194,7 @@ typedef struct {
     int dec_blocks;             /* ZIPAGE_DECODE_BLOCKS: the register-pipeline decode kernel (ZIPAGE_DECODE_KERNEL=mma)
                                    sized for 2 (default: no spills; 7-10% faster on the H200) or 3 blocks per SM */
     int dec_async;              /* the cp.async tensor-core decode kernel (default); 0: ZIPAGE_DECODE_KERNEL=mma */
-    int dec_warp;               /* ZIPAGE_DECODE_KERNEL=warp: its tile loop with a warp per item (decode_warp_cuda.cu) */
+    int dec_warp;               /* its tile loop with a warp per item where they fill the SMs (decode_warp_cuda.cu); 0: =async or =mma */
     int dec_split_waves;        /* ZIPAGE_DECODE_SPLIT=waves: partitions by wave efficiency (decode_attn_cuda.cu) */
     void *dec_part;             /* split decode attention: partial outputs and softmax statistics */
     size_t dec_part_cap;

@@ -12,8 +12,9 @@
  *   decode_attn_kernel      fp32 caches (the parity mode) and head dim 256: fp32 FMAs, keys by
  *                           groups of D/16 lanes, values across the warp.
  * No [seq, seq] or [n_kv] matrix leaves shared memory. The tensor-core pieces (tile steps,
- * copies) live in decode_mma.cuh, shared with decode_warp_cuda.cu's warp-per-item kernel
- * (ZIPAGE_DECODE_KERNEL=warp, for batches whose items fill the resident warps).
+ * copies) live in decode_mma.cuh, shared with decode_warp_cuda.cu's warp-per-item kernel,
+ * which this file's launch picks for bf16 batches whose items fill the resident warps, in one
+ * partition (ZIPAGE_DECODE_KERNEL=async keeps the block kernel there).
  * Not here: prefill (ragged rows, causal; prefill_attn_cuda.cu).
  */
 #include <math.h>
@@ -40,15 +41,6 @@ __device__ __forceinline__ void softmax_merge(const float *ml, int ml_stride, co
     *M_out = M;
     *L_out = L;
     *o_out = o;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
 }
 
 /* The block's place in the grid (n_parts, Hkv, S): partition p of KV head kh of sequence s,
@@ -196,7 +188,7 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
         for (int g = 0; g < DEC_MAX_G; g++) { /* online softmax over the tile: lane j owns key j */
             if (g >= G) break;
             const float z = lane < nc ? lw[g * DEC_TILE + lane] : -INFINITY;
-            const float m_new = fmaxf(m[g], warp_max(z)), corr = expf(m[g] - m_new), pz = lane < nc ? expf(z - m_new) : 0.f;
+            const float m_new = fmaxf(m[g], zp_warp_max(z)), corr = expf(m[g] - m_new), pz = lane < nc ? expf(z - m_new) : 0.f;
             lw[g * DEC_TILE + lane] = pz;
             l[g] = l[g] * corr + pz; /* a per-lane partial sum; m is the same in every lane */
             m[g] = m_new;
@@ -226,7 +218,7 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
 #pragma unroll
     for (int g = 0; g < DEC_MAX_G; g++) {
         if (g >= G) break;
-        const float lt = warp_sum(l[g]);
+        const float lt = zp_warp_sum(l[g]);
         if (lane == 0) { wml[(warp * G + g) * 2] = m[g]; wml[(warp * G + g) * 2 + 1] = lt; }
 #pragma unroll
         for (int i = 0; i < DV; i++) wacc[(warp * G + g) * D + lane * DV + i] = acc[g][i];
@@ -379,7 +371,9 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
         /* blocks per SM the registers are sized for: 2 by default (3 spills a few registers and
          * measured slower: bench/RESULTS.md) */
         /* a warp per item where the items fill the resident warps (2 blocks per SM) at least once
-         * (measured: bench/RESULTS.md, sixth session; fewer and longer items stay with the blocks) */
+         * (measured: bench/RESULTS.md, sixth and seventh sessions; fewer and longer items stay
+         * with the blocks, whose four warps share an item). A key-only rule, like n_parts: a
+         * graph replays it for every step of its batch shape */
         if (c->dec_warp && n_parts == 1 && (long)c->b.n_seqs * d->n_kv_heads >= 2L * c->n_sms * DEC_WARPS)
             return cuda_decode_warp_launch(c, d, out, out_bf, part_acc, part_ml, q, kc, vc, 1);
         if (c->dec_async) {

@@ -12,7 +12,8 @@
 #               kernel (--no-cuda-graphs), the reference for the graphs step
 #   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (the default),
 #               then fixed with ZIPAGE_GEMM_HANDOFF=0 (norms and activations write fp32 rows too)
-#               and with ZIPAGE_DECODE_KERNEL=warp (a warp per (sequence, KV head) in decode attention)
+#               and with ZIPAGE_DECODE_KERNEL=async (the block decode kernel where the default runs a
+#               warp per (sequence, KV head))
 #               and ZIPAGE_GEMM_TUNE=1 (cublasLt algorithms timed per GEMM shape)
 #   profile     fixed with --profile (CUDA events around every op: the GEMM / attention /
 #               elementwise / sampling / host shares of the decode step; slower than graphs)
@@ -44,8 +45,8 @@
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
 #               short and long contexts, blocks in order and scattered (each shape also with
-#               ZIPAGE_DECODE_KERNEL=mma, the register-pipeline kernel, and =warp, a warp per item
-#               where the items fill the resident warps); causal prefill
+#               ZIPAGE_DECODE_KERNEL=mma, the register-pipeline kernel, and =async, the block kernel
+#               where the default runs a warp per item); causal prefill
 #   plot        bench/plot_pool.sh on the CSV, bench/plot_timeline.sh on the timeline
 #   quick       all of it on the Qwen3-0.6B shape with small sizes (a smoke run)
 # Needs a CUDA build in BUILD (tests/device/run_gpu_tests.sh makes build-gpu).
@@ -106,8 +107,8 @@ graphs() {
   $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --cuda-graphs --csv $CSV --label zipage-batch1-graphs
   ZIPAGE_GEMM_HANDOFF=0 $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV \
     --label zipage-fixed-graphs-no-handoff   # the A/B of the operand hand-over, same call
-  ZIPAGE_DECODE_KERNEL=warp $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV \
-    --label zipage-fixed-graphs-warp         # the warp-per-item decode kernel (a knob until its A/B holds)
+  ZIPAGE_DECODE_KERNEL=async $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV \
+    --label zipage-fixed-graphs-async        # the block decode kernel: the A/B of the default's warp per item
   ZIPAGE_GEMM_TUNE=1 $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV \
     --label zipage-fixed-graphs-gemm-tune    # GEMM algorithms timed per shape (L2 flushed), tuned in the warm-up run
 }
@@ -131,7 +132,7 @@ attention() {
   for a in "256 384" "256 384 256 --scatter" "256 4096" "32 8192" "8 32768" "256 384 16"; do
     $B/bench_attention decode $a
     ZIPAGE_DECODE_KERNEL=mma $B/bench_attention decode $a | sed 's/^/mma: /'
-    ZIPAGE_DECODE_KERNEL=warp $B/bench_attention decode $a | sed 's/^/warp: /'
+    ZIPAGE_DECODE_KERNEL=async $B/bench_attention decode $a | sed 's/^/async: /'
   done
   $B/bench_attention prefill 64 1024; $B/bench_attention prefill 8 8192
 }

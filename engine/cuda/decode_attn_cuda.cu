@@ -14,7 +14,8 @@
  * No [seq, seq] or [n_kv] matrix leaves shared memory. The tensor-core pieces (tile steps,
  * copies) live in decode_mma.cuh, shared with decode_warp_cuda.cu's warp-per-item kernel,
  * which this file's launch picks for bf16 batches whose items fill the resident warps, in one
- * partition (ZIPAGE_DECODE_KERNEL=async keeps the block kernel there).
+ * partition, with contexts up to DEC_WARP_MAX_KEYS (ZIPAGE_DECODE_KERNEL=async keeps the block
+ * kernel there).
  * Not here: prefill (ragged rows, causal; prefill_attn_cuda.cu).
  */
 #include <math.h>
@@ -363,6 +364,11 @@ __global__ static void decode_merge_kernel(float *out, bf16 *out_bf, const float
     if (out_bf) out_bf[oi] = __float2bfloat16(o / L);
 }
 
+/* The longest context (the batch's widest block table) the warp-per-item kernel takes: at
+ * 256 x 4,096 keys it matched the block kernel (bench/RESULTS.md, sixth session); past that a
+ * long context would be one warp's walk while the other warps idle. */
+#define DEC_WARP_MAX_KEYS 4096
+
 template <typename T, int D>
 static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q,
                                const T *kc, const T *vc, int n_parts) {
@@ -371,10 +377,12 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
         /* blocks per SM the registers are sized for: 2 by default (3 spills a few registers and
          * measured slower: bench/RESULTS.md) */
         /* a warp per item where the items fill the resident warps (2 blocks per SM) at least once
-         * (measured: bench/RESULTS.md, sixth and seventh sessions; fewer and longer items stay
-         * with the blocks, whose four warps share an item). A key-only rule, like n_parts: a
-         * graph replays it for every step of its batch shape */
-        if (c->dec_warp && n_parts == 1 && (long)c->b.n_seqs * d->n_kv_heads >= 2L * c->n_sms * DEC_WARPS)
+         * and no context is longer than DEC_WARP_MAX_KEYS (measured: bench/RESULTS.md, sixth and
+         * seventh sessions; fewer or longer items stay with the blocks, whose four warps share an
+         * item, so that one long context among short ones is not walked by a single warp). A
+         * key-only rule, like n_parts: a graph replays it for every step of its batch shape */
+        if (c->dec_warp && n_parts == 1 && (long)c->b.n_seqs * d->n_kv_heads >= 2L * c->n_sms * DEC_WARPS &&
+            (long)c->b.max_blocks * d->block_size <= DEC_WARP_MAX_KEYS)
             return cuda_decode_warp_launch(c, d, out, out_bf, part_acc, part_ml, q, kc, vc, 1);
         if (c->dec_async) {
             /* per call, not cached in a static (the attributes belong to the current device, as in

@@ -219,6 +219,14 @@ grep -q "^2000 tokens" "$T/out" && grep -q "policy zipage: 123 compressions" "$T
 # CUDA graphs: on by default where the backend has them (not the CPU), refused when insisted on there
 ok "$Z" generate --model "$T/m" --prompt-ids 1,2,3 --max-tokens 4 --block-size 16 --no-cuda-graphs
 bad "cuda_graphs needs the CUDA backend" "$Z" generate --model "$T/m" --prompt-ids 1,2,3 --max-tokens 4 --cuda-graphs
+# a mistyped CUDA tuning knob: one error naming it, before any device work (so also on a machine
+# without a GPU); a build without the CUDA backend says so instead
+if ZIPAGE_DECODE_KERNEL=asnyc "$Z" generate --model "$T/m" --device cuda --prompt-ids 1,2,3 --max-tokens 4 2>&1 | grep -q "no CUDA backend"; then
+  echo "test_cli: built without CUDA: the knob check is not run"
+else
+  ZIPAGE_DECODE_KERNEL=asnyc bad "ZIPAGE_DECODE_KERNEL=asnyc: expected async, mma or warp" "$Z" generate --model "$T/m" --device cuda \
+    --prompt-ids 1,2,3 --max-tokens 4
+fi
 bad "unknown policy" "$Z" generate --model "$T/m" --prompt-ids 1 --policy lru
 bad "unknown parameter" "$Z" generate --model "$T/m" --prompt-ids 1 --policy zipage --policy-params '{"lamda":1}'
 bad "window" "$Z" generate --model "$T/m" --prompt-ids 1 --policy zipage --window 64 --block-size 16

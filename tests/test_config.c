@@ -1,7 +1,9 @@
-/* test_config.c - config.json parsing of every preset, and one clear error per malformed case. */
+/* test_config.c - config.json parsing of every preset, and one clear error per malformed case;
+ * the CUDA backend's tuning knobs read from the environment (cuda_knobs.c, in every build). */
 #include <string.h>
 
 #include "config.h"
+#include "cuda/cuda_knobs.h"
 #include "test_util.h"
 
 static void test_presets(void) {
@@ -75,8 +77,46 @@ static void test_malformed(void) {
     CHECK_FAILS(zp_config_parse_generation("{\"eos_token_id\":\"x\"}", "g.json", &c), ZP_ERR_FORMAT, "eos_token_id");
 }
 
+/* Defaults when unset or empty; each accepted value; a mistyped one fails naming the variable. */
+static void test_cuda_knobs(void) {
+    static const char *const names[] = {"ZIPAGE_COMPRESS_PRIORITY", "ZIPAGE_PROFILE", "ZIPAGE_DECODE_BLOCKS", "ZIPAGE_DECODE_SPLIT",
+                                        "ZIPAGE_DECODE_KERNEL", "ZIPAGE_GEMM_HANDOFF", "ZIPAGE_GEMM_TUNE"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) unsetenv(names[i]);
+    zp_cuda_knobs k;
+    CHECK_OK(zp_cuda_knobs_read(&k));
+    CHECK(!k.compress_priority_low && !k.profile && k.decode_blocks == 2 && !k.decode_split_waves);
+    CHECK(k.decode_async && k.decode_warp && k.gemm_handoff && !k.gemm_tune);
+    setenv("ZIPAGE_DECODE_KERNEL", "", 1); /* empty: unset */
+    CHECK_OK(zp_cuda_knobs_read(&k));
+    CHECK(k.decode_async && k.decode_warp);
+    setenv("ZIPAGE_DECODE_KERNEL", "async", 1);
+    CHECK_OK(zp_cuda_knobs_read(&k));
+    CHECK(k.decode_async && !k.decode_warp);
+    setenv("ZIPAGE_DECODE_KERNEL", "mma", 1);
+    CHECK_OK(zp_cuda_knobs_read(&k));
+    CHECK(!k.decode_async && !k.decode_warp);
+    setenv("ZIPAGE_DECODE_KERNEL", "warp", 1);
+    CHECK_OK(zp_cuda_knobs_read(&k));
+    CHECK(k.decode_async && k.decode_warp);
+    const char *set[][2] = {{"ZIPAGE_COMPRESS_PRIORITY", "low"}, {"ZIPAGE_PROFILE", "1"}, {"ZIPAGE_DECODE_BLOCKS", "3"},
+                            {"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_GEMM_HANDOFF", "0"}, {"ZIPAGE_GEMM_TUNE", "1"}};
+    for (size_t i = 0; i < sizeof set / sizeof *set; i++) setenv(set[i][0], set[i][1], 1);
+    CHECK_OK(zp_cuda_knobs_read(&k));
+    CHECK(k.compress_priority_low && k.profile && k.decode_blocks == 3 && k.decode_split_waves && !k.gemm_handoff && k.gemm_tune);
+    setenv("ZIPAGE_DECODE_KERNEL", "asnyc", 1);
+    CHECK_FAILS(zp_cuda_knobs_read(&k), ZP_ERR_INVALID, "ZIPAGE_DECODE_KERNEL=asnyc: expected async, mma or warp");
+    setenv("ZIPAGE_DECODE_KERNEL", "async", 1);
+    setenv("ZIPAGE_GEMM_HANDOFF", "off", 1);
+    CHECK_FAILS(zp_cuda_knobs_read(&k), ZP_ERR_INVALID, "ZIPAGE_GEMM_HANDOFF=off: expected 0 or 1");
+    setenv("ZIPAGE_GEMM_HANDOFF", "0", 1);
+    setenv("ZIPAGE_DECODE_BLOCKS", "4", 1);
+    CHECK_FAILS(zp_cuda_knobs_read(&k), ZP_ERR_INVALID, "ZIPAGE_DECODE_BLOCKS=4: expected 2 or 3");
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) unsetenv(names[i]);
+}
+
 int main(void) {
     test_presets();
     test_malformed();
+    test_cuda_knobs();
     return zp_test_finish("test_config");
 }

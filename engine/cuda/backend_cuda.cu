@@ -494,6 +494,8 @@ static void cu_destroy(zp_backend *be) {
 }
 
 extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **out) {
+    zp_cuda_knobs knobs;
+    ZP_TRY(zp_cuda_knobs_read(&knobs)); /* a mistyped knob fails before any device work */
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0)
@@ -505,6 +507,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     if (!be || !c) { free(be); free(c); return zp_fail(ZP_ERR_OOM, "cuda backend: out of host memory"); }
     c->device = device;
     c->fp32 = fp32;
+    c->knobs = knobs;
     pthread_mutex_init(&c->record_lock, NULL);
     c->elem = fp32 ? sizeof(float) : sizeof(bf16);
     be->ctx = c;
@@ -515,8 +518,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
      * highest stream priority and the compression stream the lowest, so pending decode blocks
      * are dispatched before compression blocks (running blocks are never preempted) */
     int least = 0, greatest = 0, prio_model = 0, prio_comp = 0;
-    const char *cp = getenv("ZIPAGE_COMPRESS_PRIORITY");
-    if (cp && !strcmp(cp, "low") && cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess) {
+    if (knobs.compress_priority_low && cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess) {
         prio_model = greatest;
         prio_comp = least;
     }
@@ -529,25 +531,18 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
         free(c); free(be);
         return zp_fail(ZP_ERR_BACKEND, "cuda backend: cannot create the streams, events or the cuBLAS handle");
     }
-    const char *prof = getenv("ZIPAGE_PROFILE");
-    if (prof && *prof && strcmp(prof, "0")) {
+    if (knobs.profile) {
         c->pev = (cudaEvent_t *)calloc(2 * ZP_PROF_MAX, sizeof(cudaEvent_t));
         c->pcat = (int *)calloc(ZP_PROF_MAX, sizeof(int));
         c->prof = c->pev && c->pcat;
         for (int i = 0; c->prof && i < 2 * ZP_PROF_MAX; i++) c->prof = cudaEventCreate(&c->pev[i]) == cudaSuccess;
     }
     if (cudaDeviceGetAttribute(&c->n_sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) c->n_sms = 1;
-    const char *db = getenv("ZIPAGE_DECODE_BLOCKS"); /* a tuning knob of the benchmarks */
-    c->dec_blocks = db && atoi(db) == 3 ? 3 : 2;
-    const char *ds = getenv("ZIPAGE_DECODE_SPLIT"); /* likewise */
-    c->dec_split_waves = ds && !strcmp(ds, "waves");
-    const char *dk = getenv("ZIPAGE_DECODE_KERNEL"); /* likewise */
-    c->dec_async = !(dk && !strcmp(dk, "mma")); /* cp.async tiles unless =mma (register pipeline) */
-    /* a warp per (KV head, sequence) where the items fill the resident warps, unless =async (the
-     * block kernel everywhere) or =mma */
-    c->dec_warp = !(dk && (!strcmp(dk, "async") || !strcmp(dk, "mma")));
-    const char *gh = getenv("ZIPAGE_GEMM_HANDOFF"); /* =0: norms and activations write fp32 rows too */
-    be->gemm_handoff = !c->fp32 && !(gh && !strcmp(gh, "0"));
+    c->dec_blocks = knobs.decode_blocks;
+    c->dec_split_waves = knobs.decode_split_waves;
+    c->dec_async = knobs.decode_async; /* cp.async tiles unless =mma (register pipeline) */
+    c->dec_warp = knobs.decode_warp;   /* a warp per (KV head, sequence) where the items fill the SMs */
+    be->gemm_handoff = !c->fp32 && knobs.gemm_handoff; /* =0: norms and activations write fp32 rows too */
     cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH); /* no TF32: operands are bf16 anyway */
     be->alloc = cu_alloc;
     be->alloc_cache = cu_alloc_cache;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../backend.h"
+#include "cuda_knobs.h"
 
 typedef __nv_bfloat16 bf16;
 
@@ -191,6 +192,7 @@ typedef struct {
     int *hbatch;                /* pinned host staging of the batch arrays */
     size_t hbatch_cap;
     int n_sms;                  /* streaming multiprocessors (decode attention splits for them) */
+    zp_cuda_knobs knobs;        /* the environment's tuning knobs (cuda_knobs.h), read at creation */
     int dec_blocks;             /* ZIPAGE_DECODE_BLOCKS: the register-pipeline decode kernel (ZIPAGE_DECODE_KERNEL=mma)
                                    sized for 2 (default: no spills; 7-10% faster on the H200) or 3 blocks per SM */
     int dec_async;              /* the cp.async tensor-core decode kernel (default); 0: ZIPAGE_DECODE_KERNEL=mma */

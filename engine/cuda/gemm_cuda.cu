@@ -115,8 +115,7 @@ static void gemm_entry_clear(struct cuda_gemm_entry *t) {
 }
 
 zp_status cuda_gemm_tuner_create(cuda_ctx *c) {
-    const char *t = getenv("ZIPAGE_GEMM_TUNE");
-    if (!t || strcmp(t, "1") || c->fp32) return ZP_OK;
+    if (!c->knobs.gemm_tune || c->fp32) return ZP_OK;
     struct cuda_gemm_tuner *g = (struct cuda_gemm_tuner *)calloc(1, sizeof *g);
     if (!g) return zp_fail(ZP_ERR_OOM, "cuda gemm tuner: out of host memory");
     c->gemm = g;

@@ -2,8 +2,8 @@
  * GEMMs (bf16 operands, fp32 accumulation and output), q/k-norm + RoPE + paged KV write,
  * SiLU-mul, row gather, the batch upload, profiling and the backend table. Attention lives
  * in prefill_attn_cuda.cu and decode_attn_cuda.cu, compression in compress_cuda.cu.
- * Not here: fused GEMM epilogues (the bf16 hand-over between ops: gemm_cuda.cu), CUDA graphs
- * (graph_cuda.cu).
+ * Not here: the bf16 hand-over of operands between ops and the GEMM tuner (gemm_cuda.cu), CUDA
+ * graphs (graph_cuda.cu), the tuning knobs' parsing (cuda_knobs.c).
  * Build: nvcc -arch=sm_90 via CMake.
  */
 #include <math.h>

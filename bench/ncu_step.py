@@ -5,8 +5,9 @@ Reads the output of
   ncu --clock-control none --cache-control none --csv --page raw \
       --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size  <zipage bench ...>
 cuts the kernel list into steps at each embedding kernel (the first op of every forward), and
-prints each step's kernel count and summed time, then the last step's kernels grouped by name
-and launch shape, largest first. ncu runs kernels one at a time, so the sum leaves out the
+prints each step's kernel count and summed time, the last step's shares by kind (GEMM,
+attention, compression, sampling, elementwise: the --profile shares, without its events), then
+its kernels grouped by name and launch shape, largest first. ncu runs kernels one at a time, so the sum leaves out the
 gaps between kernels of a real (graph-replayed) step.
 Not here: running ncu (bench/run_bench.sh kernels does), plots.
 Usage: python3 bench/ncu_step.py NCU_CSV
@@ -31,6 +32,21 @@ def load(path):
     return [(r[cols[0]], float(r[cols[1]].replace(",", "")), r[cols[2]], r[cols[3]]) for r in data if len(r) == len(head)]
 
 
+KINDS = (("gemm", ("nvjet", "gemm", "splitkreduce", "cutlass", "sm90_xmma")),
+         ("attention", ("attn", "attention", "decode_merge", "prefill_tile")),
+         ("compression", ("compact", "score", "key_gather", "plan_", "to_f32", "redundan", "topk")),
+         ("sampling", ("sample",)))
+
+
+def kind_of(name):
+    """The op kind of a kernel, by its name (elementwise when no pattern matches)."""
+    low = name.lower()
+    for kind, pats in KINDS:
+        if any(p in low for p in pats):
+            return kind
+    return "elementwise"
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[-1])
@@ -40,8 +56,15 @@ def main():
         sys.exit(f"ncu_step: {sys.argv[1]}: no embed_kernel launch, so no forward step to cut")
     for a, b in zip(cuts, cuts[1:] + [len(ks)]):
         print(f"step at kernel {a}: {b - a} kernels, {sum(k[1] for k in ks[a:b]) / 1e3:.1f} us")
+    last = ks[cuts[-1]:]
+    total = sum(k[1] for k in last) or 1.0
+    shares = collections.Counter()
+    for name, ns, _, _ in last:
+        shares[kind_of(name)] += ns
+    print("last step, shares: " + ", ".join(f"{k} {shares[k] / total:.3f}" for k in
+                                             ("gemm", "attention", "elementwise", "sampling", "compression")))
     groups = collections.defaultdict(lambda: [0, 0.0])
-    for name, ns, grid, block in ks[cuts[-1]:]:
+    for name, ns, grid, block in last:
         g = groups[(name[:90], grid, block)]
         g[0] += 1
         g[1] += ns

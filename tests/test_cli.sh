@@ -70,6 +70,7 @@ CSV
 python3 "$(dirname "$0")/../bench/ncu_step.py" "$T/ncu.csv" > "$T/ncu.out" 2>&1 \
   && grep -q '^step at kernel 0: 2 kernels, 109.0 us$' "$T/ncu.out" && grep -q '^step at kernel 2: 4 kernels, 103.0 us$' "$T/ncu.out" \
   && grep -qE '^ +90.0 \| +2 \| +45.0 \| +132 \| +384 \| gemm_a$' "$T/ncu.out" \
+  && grep -q '^last step, shares: gemm 0.874, attention 0.000, elementwise 0.126, sampling 0.000, compression 0.000$' "$T/ncu.out" \
   || { echo "FAIL: bench/ncu_step.py summary"; cat "$T/ncu.out"; fails=$((fails+1)); }
 python3 "$(dirname "$0")/../bench/ncu_step.py" "$T/b.csv" > "$T/ncu.out" 2>&1 && { echo "FAIL: ncu_step.py took a bench CSV"; fails=$((fails+1)); }
 grep -q 'no kernel table' "$T/ncu.out" || { echo "FAIL: ncu_step.py error"; cat "$T/ncu.out"; fails=$((fails+1)); }

@@ -86,6 +86,10 @@ assert [r["gen"] for r in reqs] == [256, 256], [r["gen"] for r in reqs]
 assert reqs[0]["prompt"][0] == 151644  # <|im_start|>: the chat template
 PY
 bad "needs --workload reasoning" "$Z" bench --preset tiny-qwen3 --dump-workload "$T/x.jsonl"
+# a list with an empty entry is refused, not run without it
+bad '--pools: "1MiB,,2MiB" has an empty entry' "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --pools 1MiB,,2MiB
+bad '--datasets: ",aime24" has an empty entry' "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --datasets ,aime24
+bad '--policies: "zipage," has an empty entry' "$Z" fidelity --model "$T/m" --policies zipage,
 bad "cannot open" "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --dump-workload "$T/no/such/dir/w.jsonl"
 if command -v gnuplot >/dev/null; then
   ok bash "$(dirname "$0")/../bench/plot_pool.sh" "$T/b.csv" "$T/pool.png" test

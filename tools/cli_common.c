@@ -43,6 +43,13 @@ zp_status cli_float(const char *flag, const char *v, double lo, double hi, float
     return ZP_OK;
 }
 
+zp_status cli_list(const char *flag, const char *v) {
+    const size_t n = strlen(v);
+    if (!n || v[0] == ',' || v[n - 1] == ',' || strstr(v, ",,"))
+        return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" has an empty entry (a comma-separated list, e.g. a,b)", flag, v);
+    return ZP_OK;
+}
+
 zp_status cli_ids(const char *flag, const char *v, int **ids, int *n) {
     int cap = 16, k = 0;
     int *a = malloc(sizeof(int) * (size_t)cap);

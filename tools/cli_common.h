@@ -15,6 +15,9 @@ zp_status cli_i64(const char *flag, const char *v, int64_t lo, int64_t hi, int64
 zp_status cli_float(const char *flag, const char *v, double lo, double hi, float *out);
 /* Comma-separated non-negative ids ("1,2,3") into a malloc'ed array. */
 zp_status cli_ids(const char *flag, const char *v, int **ids, int *n);
+/* A comma-separated list of names or sizes: fails naming flag when v is empty or has an empty
+ * entry ("a,,b", a leading or trailing comma), which strtok would skip silently. */
+zp_status cli_list(const char *flag, const char *v);
 /* Prints "zipage <cmd>: error: <last error>" and returns exit code 1 (2 for usage errors). */
 int cli_report(const char *cmd, zp_status s);
 double cli_now(void);

@@ -88,6 +88,7 @@ static zp_status parse_pool(char *tok, double *value, int *bytes) {
 static zp_status parse_pools(const char *v, bench_args *b) {
     char buf[1024];
     if (strlen(v) >= sizeof buf) return zp_fail(ZP_ERR_INVALID, "--pools: list too long");
+    ZP_TRY(cli_list("--pools", v));
     snprintf(buf, sizeof buf, "%s", v);
     b->n_pools = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -133,7 +134,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
         else if (!strcmp(a, "--prompt")) ZP_TRY(cli_int(a, v, 1, 1 << 24, &b->prompt));
         else if (!strcmp(a, "--gen")) ZP_TRY(cli_int(a, v, 1, 1 << 24, &b->gen));
         else if (!strcmp(a, "--requests")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &b->requests));
-        else if (!strcmp(a, "--datasets")) b->datasets = v;
+        else if (!strcmp(a, "--datasets")) { ZP_TRY(cli_list(a, v)); b->datasets = v; }
         else if (!strcmp(a, "--max-tokens")) ZP_TRY(cli_int(a, v, 256, 1 << 24, &b->max_tokens));
         else if (!strcmp(a, "--temperature")) ZP_TRY(cli_float(a, v, 0, 100, &b->temperature));
         else if (!strcmp(a, "--seed")) ZP_TRY(cli_i64(a, v, 0, INT64_MAX, &b->seed));

@@ -34,7 +34,7 @@ static zp_status parse(int argc, char **argv, fid_args *a) {
         if (!strcmp(f, "--model")) a->model = v;
         else if (!strcmp(f, "--dataset")) a->dataset = v;
         else if (!strcmp(f, "--out")) a->out = v;
-        else if (!strcmp(f, "--policies")) snprintf(a->policies, sizeof a->policies, "%s", v);
+        else if (!strcmp(f, "--policies")) { ZP_TRY(cli_list(f, v)); snprintf(a->policies, sizeof a->policies, "%s", v); }
         else if (!strcmp(f, "--nmax")) ZP_TRY(cli_ids(f, v, &a->nmax, &a->n_nmax));
         else if (!strcmp(f, "--limit")) ZP_TRY(cli_int(f, v, 1, 100000, &a->limit));
         else if (!strcmp(f, "--gen")) ZP_TRY(cli_int(f, v, 1, 1 << 20, &a->gen));

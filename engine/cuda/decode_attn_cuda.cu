@@ -383,7 +383,7 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
          * key-only rule, like n_parts: a graph replays it for every step of its batch shape */
         if (c->dec_warp && n_parts == 1 && (long)c->b.n_seqs * d->n_kv_heads >= 2L * c->n_sms * DEC_WARPS &&
             (long)c->b.max_blocks * d->block_size <= DEC_WARP_MAX_KEYS)
-            return cuda_decode_warp_launch(c, d, out, out_bf, part_acc, part_ml, q, kc, vc, 1);
+            return cuda_decode_warp_launch(c, d, out, out_bf, q, kc, vc);
         if (c->dec_async) {
             /* per call, not cached in a static (the attributes belong to the current device, as in
              * the prefill launch); the largest carve-out, so that two blocks fit an SM */

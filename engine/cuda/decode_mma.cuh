@@ -189,9 +189,9 @@ __device__ __forceinline__ void dec_async_walk(bf16 *stage, int c0, int stride, 
     cp_async_wait<0>();
 }
 
-/* A warp per (partition, KV head, sequence) instead of a block (ZIPAGE_DECODE_KERNEL=warp,
- * decode_warp_cuda.cu): out (and out_bf) as the block kernels, partials for n_parts > 1. */
-zp_status cuda_decode_warp_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, float *part_acc, float *part_ml,
-                                  const float *q, const bf16 *kc, const bf16 *vc, int n_parts);
+/* A warp per (KV head, sequence) instead of a block, one partition (decode_warp_cuda.cu):
+ * out (and out_bf) as the block kernels. */
+zp_status cuda_decode_warp_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, const float *q, const bf16 *kc,
+                                  const bf16 *vc);
 
 #endif

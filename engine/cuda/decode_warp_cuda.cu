@@ -1,92 +1,71 @@
-/* decode_warp_cuda.cu - paged decode attention with a warp per (partition, KV head, sequence)
+/* decode_warp_cuda.cu - paged decode attention with a warp per (KV head, sequence)
  * (the default where a batch's items fill the resident warps and its contexts are short, see
  * decode_launch; ZIPAGE_DECODE_KERNEL=async turns it off): the cp.async tensor-core kernel's tile loop
  * (decode_mma.cuh), but each warp walks all the keys of its item in 16-key steps and writes its
  * result itself, so a block of DEC_WARPS warps serves DEC_WARPS items and no block-wide merge
  * or barrier follows the loop. On short contexts the block kernel pays its start (query
  * fragments, the first copies' latency) and its merge once per quarter of a context; here once
- * per context. Partitions (n_parts > 1) give small batches enough warps, merged afterwards by
- * decode_attn_cuda.cu's merge kernel.
- * Not here: the choice of n_parts and the merge (cuda_attn_decode), fp32 caches, head dim 256.
+ * per context. It runs only where the batch alone fills the warps, so it has no partitions.
+ * Not here: partitions and their merge (the block kernels, decode_attn_cuda.cu), fp32 caches,
+ * head dim 256.
  */
 #include <math.h>
 
 #include "cuda_common.cuh"
 #include "decode_mma.cuh"
 
-/* Grid ceil(n_items / DEC_WARPS) blocks of DEC_WARPS warps; warp item i = (s * Hkv + kh) *
- * n_parts + p. Shared: [DEC_WARPS][DEC_STAGES][K | V][16][D] bf16. q [rows, Hq, D] fp32;
- * kc, vc [blocks * bs, Hkv, D] bf16 of this layer; out [rows, Hq, D] (or NULL) and out_bf;
- * part_acc [S, Hq, n_parts, D], part_ml [S, Hq, n_parts, 2] when n_parts > 1. */
+/* Grid ceil(n_items / DEC_WARPS) blocks of DEC_WARPS warps; warp item i = s * Hkv + kh.
+ * Shared: [DEC_WARPS][DEC_STAGES][K | V][16][D] bf16. q [rows, Hq, D] fp32; kc, vc
+ * [blocks * bs, Hkv, D] bf16 of this layer; out [rows, Hq, D] (or NULL) and out_bf. */
 template <int D>
 __global__ static void __launch_bounds__(DEC_WARPS * 32, 2)
-decode_attn_warp_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const bf16 *kc, const bf16 *vc,
+decode_attn_warp_kernel(float *out, bf16 *out_bf, const float *q, const bf16 *kc, const bf16 *vc,
                         const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale,
-                        int n_parts, int n_items) {
+                        int n_items) {
     static_assert(D == 64 || D == 128, "decode_attn_warp_kernel: D 64 or 128");
     constexpr int NH = D / 64, TILE = DEC_MMA_TILE * D; /* NH: 64-dim halves of the output */
     extern __shared__ __align__(16) unsigned char dsm[];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane >> 2, t = lane & 3;
     const int item = blockIdx.x * DEC_WARPS + warp;
     if (item >= n_items) return; /* no barrier below: a warp may leave early */
-    const int p = item % n_parts, kh = item / n_parts % Hkv, s = item / (n_parts * Hkv), G = Hq / Hkv;
+    const int kh = item % Hkv, s = item / Hkv, G = Hq / Hkv;
     const int n = kv_len[s], row = q_start[s];
-    const size_t head0 = (size_t)s * Hq + (size_t)kh * G;
-    int t0, t1;
-    decode_part_range(n, p, n_parts, &t0, &t1);
-    if (t0 >= n) { /* an empty partition of a shorter sequence */
-        if (lane < G) { part_ml[((head0 + lane) * n_parts + p) * 2] = -INFINITY; part_ml[((head0 + lane) * n_parts + p) * 2 + 1] = 0.f; }
-        return;
-    }
     const int *bt = tables + (size_t)s * max_blocks;
     bf16 *stage = (bf16 *)dsm + (size_t)warp * DEC_STAGES * 2 * TILE;
     uint32_t qa[D / 16][2];
     float m, l, o[D / 8][2];
     mma_warp_begin<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o);
     const float sl2 = scale * 1.44269504088896341f;
-    dec_async_walk<D>(stage, t0, DEC_MMA_TILE, t1, bt, bs, kc, vc, Hkv, kh, qa, sl2, m, l, o);
+    dec_async_walk<D>(stage, 0, DEC_MMA_TILE, n, bt, bs, kc, vc, Hkv, kh, qa, sl2, m, l, o);
     /* head gq's result: the lanes' partial sums added; n-tile (hd, j) holds dims 64hd + 16t + j and +8 */
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     if (gq >= G) return;
-    if (n_parts == 1) {
-        const size_t oi = ((size_t)row * Hq + (size_t)kh * G + gq) * D;
-        const float inv = 1.f / l;
-#pragma unroll
-        for (int hd = 0; hd < NH; hd++)
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                const int d0 = 64 * hd + 16 * t + j;
-                if (out) { out[oi + d0] = o[8 * hd + j][0] * inv; out[oi + d0 + 8] = o[8 * hd + j][1] * inv; }
-                if (out_bf) { out_bf[oi + d0] = __float2bfloat16(o[8 * hd + j][0] * inv); out_bf[oi + d0 + 8] = __float2bfloat16(o[8 * hd + j][1] * inv); }
-            }
-        return;
-    }
-    const size_t pi = (head0 + gq) * n_parts + p;
-    if (t == 0) { part_ml[pi * 2] = m * 0.69314718055994531f; part_ml[pi * 2 + 1] = l; } /* max in natural-log units */
+    const size_t oi = ((size_t)row * Hq + (size_t)kh * G + gq) * D;
+    const float inv = 1.f / l;
 #pragma unroll
     for (int hd = 0; hd < NH; hd++)
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            part_acc[pi * D + 64 * hd + 16 * t + j] = o[8 * hd + j][0];
-            part_acc[pi * D + 64 * hd + 16 * t + 8 + j] = o[8 * hd + j][1];
+            const int d0 = 64 * hd + 16 * t + j;
+            if (out) { out[oi + d0] = o[8 * hd + j][0] * inv; out[oi + d0 + 8] = o[8 * hd + j][1] * inv; }
+            if (out_bf) { out_bf[oi + d0] = __float2bfloat16(o[8 * hd + j][0] * inv); out_bf[oi + d0 + 8] = __float2bfloat16(o[8 * hd + j][1] * inv); }
         }
 }
 
-zp_status cuda_decode_warp_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, float *part_acc, float *part_ml,
-                                  const float *q, const bf16 *kc, const bf16 *vc, int n_parts) {
-    const int D = d->head_dim, n_items = n_parts * d->n_kv_heads * c->b.n_seqs;
+zp_status cuda_decode_warp_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, const float *q, const bf16 *kc,
+                                  const bf16 *vc) {
+    const int D = d->head_dim, n_items = d->n_kv_heads * c->b.n_seqs;
     const size_t smem = (size_t)DEC_WARPS * DEC_STAGES * 2 * DEC_MMA_TILE * D * sizeof(bf16);
     const int blocks = (n_items + DEC_WARPS - 1) / DEC_WARPS;
-#define WARP_LAUNCH(DD)                                                                                                                   \
-    do {                                                                                                                                  \
-        ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_warp_kernel<DD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));         \
-        ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_warp_kernel<DD>, cudaFuncAttributePreferredSharedMemoryCarveout,                  \
-                                           cudaSharedmemCarveoutMaxShared));                                                              \
-        decode_attn_warp_kernel<DD><<<blocks, DEC_WARPS * 32, smem, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, \
-                                                                                  c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,  \
-                                                                                  d->n_kv_heads, d->block_size, d->scale, n_parts,        \
-                                                                                  n_items);                                               \
+#define WARP_LAUNCH(DD)                                                                                                             \
+    do {                                                                                                                            \
+        ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_warp_kernel<DD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));   \
+        ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_warp_kernel<DD>, cudaFuncAttributePreferredSharedMemoryCarveout,             \
+                                           cudaSharedmemCarveoutMaxShared));                                                        \
+        decode_attn_warp_kernel<DD><<<blocks, DEC_WARPS * 32, smem, c->stream>>>(out, out_bf, q, kc, vc, c->d.q_start, c->d.kv_len, \
+                                                                                  c->d.tables, c->b.max_blocks, d->n_heads,         \
+                                                                                  d->n_kv_heads, d->block_size, d->scale, n_items); \
     } while (0)
     if (D == 64) WARP_LAUNCH(64);
     else if (D == 128) WARP_LAUNCH(128);

@@ -12,7 +12,7 @@ static _Thread_local char zp_err_buf[1024];
 const char *zp_status_name(zp_status s) {
     static const char *names[ZP_STATUS_COUNT] = {"ok",          "io error",     "format error",
                                                  "unsupported", "invalid",      "out of memory",
-                                                 "capacity",    "backend error"};
+                                                 "capacity",    "backend error", "interrupted"};
     return (s >= 0 && s < ZP_STATUS_COUNT) ? names[s] : "unknown status";
 }
 

@@ -22,6 +22,7 @@ typedef enum {
     ZP_ERR_OOM,         /* allocation failed, host or device */
     ZP_ERR_CAPACITY,    /* request can never fit the configured pool/budget */
     ZP_ERR_BACKEND,     /* a backend op failed */
+    ZP_ERR_INTERRUPTED, /* stopped by a signal (SIGINT, SIGTERM) after saving what was done */
     ZP_STATUS_COUNT
 } zp_status;
 

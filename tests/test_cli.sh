@@ -178,6 +178,22 @@ for r in runs:
     tot = sum(float(x["tps"]) * (b - a) for x, a, b in zip(rows, [0.0] + t[:-1], t))
     assert abs(tot - g[-1]) <= 0.02 * g[-1] + 2, (tot, g[-1])
 PY
+# SIGTERM (`timeout`; Ctrl-C's SIGINT alike) cuts the run in progress like --max-seconds: its row
+# is written, the later pools are not run, one error line, a non-zero exit below 128 (no crash)
+"$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 4 --max-tokens 16384 --block-size 16 --policy zipage \
+  --nmax 2 --window 8 --async --pools 2048,4096 --csv "$T/sig.csv" --label sig --timeline "$T/sigtl.csv" --timeline-interval 0.1 >"$T/out" 2>&1 &
+pid=$!
+for _ in $(seq 300); do [ "$(cat "$T/sigtl.csv" 2>/dev/null | wc -l)" -ge 3 ] || ! kill -0 $pid 2>/dev/null && break; sleep 0.1; done
+kill -TERM $pid; wait $pid; rc=$?
+{ [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q '^# stopped after [0-9.]* s (SIGTERM): [0-3] of 4 requests finished' "$T/out" \
+  && grep -q 'error: stopped by SIGTERM: .*, the later pools were not run' "$T/out"; } \
+  || { echo "FAIL (exit $rc): bench after SIGTERM"; cat "$T/out"; fails=$((fails+1)); }
+python3 - "$T/sig.csv" <<'PY' || { echo "FAIL: bench row after SIGTERM"; cat "$T/sig.csv"; fails=$((fails+1)); }
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["pool"] for r in rows] == ["2048"], rows
+assert int(rows[0]["finished"]) < 4 and float(rows[0]["tps"]) > 0, rows
+PY
 bad "--timeline-interval" "$Z" bench --preset tiny-qwen3 --timeline "$T/x.csv" --timeline-interval 0
 bad "cannot open the timeline" "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --timeline "$T/no/such/dir/tl.csv"
 # without a warm-up the steady tokens/s is the whole run's

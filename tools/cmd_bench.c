@@ -6,9 +6,13 @@
  * attended per decode step, over the copy bandwidth measured at the start of the same run).
  * --preset builds a real shape with random weights in memory (no checkpoint file); --pools
  * sweeps KV-pool sizes on one set of weights; --max-seconds cuts each run at a time limit and
- * still reports it (throughput at capacity of workloads longer than a 10-minute device call). A benchmark, not a test: compare ratios
- * measured in one run. The transformers peer writes the same columns (bench/peer_hf.py). */
+ * still reports it (throughput at capacity of workloads longer than a 10-minute device call);
+ * SIGINT or SIGTERM (Ctrl-C, `timeout`) cuts the run in progress the same way, writes its row
+ * and stops before the next pool, so a killed sweep keeps what it measured. A benchmark, not a
+ * test: compare ratios measured in one run. The transformers peer writes the same columns
+ * (bench/peer_hf.py). */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +198,22 @@ typedef struct {
     int unservable;            /* a request was refused: it can never fit this pool */
 } bench_result;
 
+/* The signal that asked the sweep to stop (SIGINT, SIGTERM), or 0. The handler only sets it;
+ * a second signal of the same kind finds the default action again and ends the process. */
+static volatile sig_atomic_t bench_stop_signal;
+
+static void bench_on_signal(int sig) { bench_stop_signal = sig; }
+
+static void bench_catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = bench_on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 /* Frees the outputs finished so far; returns how many there were. */
 static int drain_finished(zp_engine *e) {
     zp_output o[64];
@@ -236,7 +256,7 @@ static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_wor
             zp_engine_get_stats(e, &st);
             s = bench_timeline_row(tl, now, &st, res->finished);
         }
-        cut = b->max_seconds > 0 && now - t0 >= b->max_seconds;
+        cut = (b->max_seconds > 0 && now - t0 >= b->max_seconds) || bench_stop_signal;
     }
     res->wall = cli_now() - t0;
     zp_engine_get_stats(e, &st);
@@ -245,7 +265,8 @@ static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_wor
     res->finished += drain_finished(e);
     if (s == ZP_OK) s = bench_timeline_row(tl, t0 + res->wall, &st, res->finished); /* the run's last interval */
     if (s == ZP_OK && res->finished < w->n)
-        printf("# stopped after %.1f s (--max-seconds): %d of %d requests finished\n", res->wall, res->finished, w->n);
+        printf("# stopped after %.1f s (%s): %d of %d requests finished\n", res->wall,
+               bench_stop_signal == SIGINT ? "SIGINT" : bench_stop_signal ? "SIGTERM" : "--max-seconds", res->finished, w->n);
     return s;
 }
 
@@ -367,14 +388,19 @@ static zp_status run(bench_args *b) {
         bench_result r = base;
         r.pool = b->n_pools ? b->pool_spec[i] : "";
         if (!strcmp(b->workload, "fixed") && !b->no_warmup_run && b->max_seconds <= 0) s = warmup_run(b, e, &w, &r); /* a cut run is not steady */
+        if (bench_stop_signal) break; /* during the warm-up: nothing timed to report */
         if (s == ZP_OK) s = run_workload(b, e, &w, &tl, &r);
         if (s == ZP_ERR_CAPACITY && r.unservable && b->n_pools) s = pool_unservable(e, r.pool, unservable, sizeof unservable);
         if (s == ZP_OK) s = report(b, &w, e, &r);
+        if (bench_stop_signal) break;
     }
     const zp_status sc = bench_timeline_close(&tl);
     if (s == ZP_OK) s = sc;
     bench_workload_free(&w);
     zp_engine_free(e);
+    if (s == ZP_OK && bench_stop_signal)
+        return zp_fail(ZP_ERR_INTERRUPTED, "stopped by %s: the rows of the runs measured so far were written%s", bench_stop_signal == SIGINT ? "SIGINT" : "SIGTERM",
+                       runs > 1 ? ", the later pools were not run" : "");
     if (s == ZP_OK && unservable[0])
         return zp_fail(ZP_ERR_CAPACITY, "%s; the other rows were written", unservable);
     return s;
@@ -413,6 +439,7 @@ static zp_status dump_workload(const bench_args *b) {
 int cmd_bench(int argc, char **argv) {
     bench_args b;
     zp_status s = parse(argc, argv, &b);
+    if (s == ZP_OK && !b.dump) bench_catch_signals();
     if (s == ZP_OK) s = b.dump ? dump_workload(&b) : run(&b);
     return s == ZP_OK ? 0 : cli_report("bench", s);
 }

@@ -53,6 +53,8 @@
 # Usage there:  bash bench/run_bench.sh BUILD STEP [POOL, default 9GiB]
 #   e.g.  bash bench/run_bench.sh build-gpu reasoning 9GiB      (the headline ratio, about 8 minutes)
 #         RT=90 WARM=30 bash bench/run_bench.sh build-gpu reasoning 4.5GiB,27GiB   (more of the curve)
+#         POLICIES=zipage bash bench/run_bench.sh build-gpu reasoning 54GiB,100GiB   (then POLICIES=full:
+#               the 32k curve to the most one H200 holds beside the 8B weights, about 8 minutes each)
 set -uo pipefail
 B=${1:?build folder}; STEP=${2:?step}; POOL=${3:-9GiB}
 O=${OUT:-/tmp}; CSV=$O/bench.csv; TL=$O/timeline.csv   # TL: the reasoning runs' progress, a row every 5 s

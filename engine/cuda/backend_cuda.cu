@@ -336,7 +336,6 @@ static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void 
     if (!x && c->fp32) return zp_fail(ZP_ERR_BACKEND, "cuda matmul: x is NULL in fp32 storage (no operand hand-over there)");
     if (M == 0 || N == 0) return ZP_OK;
     const size_t nx = (size_t)M * K;
-    const float alpha = 1.f, beta = 0.f;
     const void *xop = x;
     if (!c->fp32) { /* bf16 operands, fp32 accumulation */
         const bf16 *xb;
@@ -347,14 +346,7 @@ static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void 
     if (!out && (bias || !(ob = cuda_ybf_produce(c, (size_t)M * N))))
         return zp_fail(ZP_ERR_BACKEND, "cuda matmul: out is NULL but its output cannot be handed over (%s)",
                        bias ? "a bias" : c->fp32 ? "fp32 storage" : "no device memory for its bf16 rows");
-    int done = 0;
-    if (!c->fp32)
-        ZP_TRY(cuda_gemm_tuned(c, ob ? (void *)ob : out, ob ? CUDA_R_16BF : CUDA_R_32F, (const bf16 *)w, (const bf16 *)xop, M, N, K, &done));
-    const cudaDataType_t t = c->fp32 ? CUDA_R_32F : CUDA_R_16BF;
-    /* row-major out[M,N] = x[M,K] . w[N,K]^T  ==  column-major out^T = w^T^T . x^T */
-    if (!done)
-        ZP_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w, t, K, xop, t, K, &beta, ob ? (void *)ob : out,
-                                     ob ? CUDA_R_16BF : CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    ZP_TRY(cuda_gemm(c, ob ? (void *)ob : out, ob ? CUDA_R_16BF : CUDA_R_32F, w, xop, M, N, K));
     if (bias) {
         ZP_DISPATCH_STORAGE(c->fp32, bias_kernel<T><<<zp_ceil_div((long)M * N, 256), 256, 0, c->stream>>>((float *)out, (const T *)bias, M, N));
         ZP_LAUNCH_CHECK("matmul bias");
@@ -538,10 +530,6 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
         for (int i = 0; c->prof && i < 2 * ZP_PROF_MAX; i++) c->prof = cudaEventCreate(&c->pev[i]) == cudaSuccess;
     }
     if (cudaDeviceGetAttribute(&c->n_sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) c->n_sms = 1;
-    c->dec_blocks = knobs.decode_blocks;
-    c->dec_split_waves = knobs.decode_split_waves;
-    c->dec_async = knobs.decode_async; /* cp.async tiles unless =mma (register pipeline) */
-    c->dec_warp = knobs.decode_warp;   /* a warp per (KV head, sequence) where the items fill the SMs */
     be->gemm_handoff = !c->fp32 && knobs.gemm_handoff; /* =0: norms and activations write fp32 rows too */
     cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH); /* no TF32: operands are bf16 anyway */
     be->alloc = cu_alloc;

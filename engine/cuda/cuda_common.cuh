@@ -192,12 +192,8 @@ typedef struct {
     int *hbatch;                /* pinned host staging of the batch arrays */
     size_t hbatch_cap;
     int n_sms;                  /* streaming multiprocessors (decode attention splits for them) */
-    zp_cuda_knobs knobs;        /* the environment's tuning knobs (cuda_knobs.h), read at creation */
-    int dec_blocks;             /* ZIPAGE_DECODE_BLOCKS: the register-pipeline decode kernel (ZIPAGE_DECODE_KERNEL=mma)
-                                   sized for 2 (default: no spills; 7-10% faster on the H200) or 3 blocks per SM */
-    int dec_async;              /* the cp.async tensor-core decode kernel (default); 0: ZIPAGE_DECODE_KERNEL=mma */
-    int dec_warp;               /* its tile loop with a warp per item where they fill the SMs (decode_warp_cuda.cu); 0: =async or =mma */
-    int dec_split_waves;        /* ZIPAGE_DECODE_SPLIT=waves: partitions by wave efficiency (decode_attn_cuda.cu) */
+    zp_cuda_knobs knobs;        /* the environment's tuning knobs (cuda_knobs.h), read at creation: the decode
+                                   kernel's choice (decode_attn_cuda.cu), the GEMM tuner, profiling, priorities */
     void *dec_part;             /* split decode attention: partial outputs and softmax statistics */
     size_t dec_part_cap;
     struct cuda_graph_entry *graphs; /* [CUDA_GRAPH_MAX] recorded decode forwards (graph_cuda.cu) */
@@ -276,12 +272,13 @@ zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, co
                             int layer);
 zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
                            int layer);
-/* gemm_cuda.cu: with ZIPAGE_GEMM_TUNE=1 and bf16 storage, out[M,N] = x[M,K] . w[N,K]^T (out of
- * out_type: CUDA_R_32F, or CUDA_R_16BF) by the fastest measured cublasLt algorithm for the shape
- * and output type (*done = 1), else *done = 0 */
+/* gemm_cuda.cu: row-major out[M,N] = x[M,K] . w[N,K]^T, fp32 sums; w and x in the storage's
+ * type (bf16, or fp32 in the parity mode), out of out_type (CUDA_R_32F, or CUDA_R_16BF). With
+ * ZIPAGE_GEMM_TUNE=1 and bf16 storage by the fastest measured cublasLt algorithm for the shape
+ * and output type, else by cublasGemmEx's heuristic. */
 zp_status cuda_gemm_tuner_create(cuda_ctx *c);
 void cuda_gemm_tuner_free(cuda_ctx *c);
-zp_status cuda_gemm_tuned(cuda_ctx *c, void *out, cudaDataType_t out_type, const bf16 *w, const bf16 *x, int M, int N, int K, int *done);
+zp_status cuda_gemm(cuda_ctx *c, void *out, cudaDataType_t out_type, const void *w, const void *x, int M, int N, int K);
 /* gemm_cuda.cu: the backend op gate_up_silu (bf16 storage: the gate/up GEMM writes bf16) */
 zp_status cuda_gate_up_silu(zp_backend *be, void *act, void *gu, const void *x, const void *w, int T, int I, int H);
 /* sample_cuda.cu */

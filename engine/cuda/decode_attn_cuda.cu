@@ -24,6 +24,15 @@
 #include "decode_mma.cuh"
 #include "decode_split.h"
 
+/* Keys [t0, t1) of partition p of a sequence of n keys cut into n_parts partitions of
+ * part_len = n / n_parts rounded up to whole DEC_GRAIN (a function of the device data only,
+ * so a recorded CUDA graph stays right as sequences grow). */
+__device__ __forceinline__ void decode_part_range(int n, int p, int n_parts, int *t0, int *t1) {
+    const int part_len = (n + n_parts * DEC_GRAIN - 1) / (n_parts * DEC_GRAIN) * DEC_GRAIN;
+    *t0 = p * part_len;
+    *t1 = *t0 + part_len < n ? *t0 + part_len : n;
+}
+
 #define DEC_QPAD 20                       /* floats per 16-dim query chunk in shared (bank spread) */
 
 /* Merges n partial softmax results: (max, sum) at ml[i * ml_stride], unnormalised output at
@@ -381,10 +390,10 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
          * seventh sessions; fewer or longer items stay with the blocks, whose four warps share an
          * item, so that one long context among short ones is not walked by a single warp). A
          * key-only rule, like n_parts: a graph replays it for every step of its batch shape */
-        if (c->dec_warp && n_parts == 1 && (long)c->b.n_seqs * d->n_kv_heads >= 2L * c->n_sms * DEC_WARPS &&
+        if (c->knobs.decode_warp && n_parts == 1 && (long)c->b.n_seqs * d->n_kv_heads >= 2L * c->n_sms * DEC_WARPS &&
             (long)c->b.max_blocks * d->block_size <= DEC_WARP_MAX_KEYS)
             return cuda_decode_warp_launch(c, d, out, out_bf, q, kc, vc);
-        if (c->dec_async) {
+        if (c->knobs.decode_async) {
             /* per call, not cached in a static (the attributes belong to the current device, as in
              * the prefill launch); the largest carve-out, so that two blocks fit an SM */
             const size_t smem = decode_async_smem(D);
@@ -397,7 +406,7 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
             ZP_LAUNCH_CHECK("decode_attention_async");
             return ZP_OK;
         }
-        auto k = c->dec_blocks == 3 ? decode_attn_mma_kernel<D, 3> : decode_attn_mma_kernel<D, 2>;
+        auto k = c->knobs.decode_blocks == 3 ? decode_attn_mma_kernel<D, 3> : decode_attn_mma_kernel<D, 2>;
         k<<<grid, DEC_WARPS * 32, 0, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len, c->d.tables,
                                                  c->b.max_blocks, d->n_heads, d->n_kv_heads, d->block_size, d->scale, n_parts);
         ZP_LAUNCH_CHECK("decode_attention_mma");
@@ -428,8 +437,8 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     const int max_parts = zp_ceil_div((long)c->b.max_blocks * d->block_size, DEC_GRAIN);
     int n_parts = zp_ceil_div(4L * c->n_sms, (long)S * d->n_kv_heads);
     n_parts = n_parts < 1 ? 1 : n_parts > max_parts ? max_parts : n_parts;
-    if (c->dec_split_waves && !c->fp32 && D <= 128)
-        n_parts = zp_decode_parts_waves((long)S * d->n_kv_heads, (long)c->n_sms * c->dec_blocks, max_parts);
+    if (c->knobs.decode_split_waves && !c->fp32 && D <= 128)
+        n_parts = zp_decode_parts_waves((long)S * d->n_kv_heads, (long)c->n_sms * c->knobs.decode_blocks, max_parts);
     if (n_parts > 1) {
         const size_t heads = (size_t)S * d->n_heads * n_parts;
         ZP_TRY(cuda_grow(&c->dec_part, &c->dec_part_cap, sizeof(float) * heads * (D + 2)));

@@ -1,8 +1,8 @@
 /* decode_mma.cuh - the pieces the tensor-core decode kernels share (decode_attn_cuda.cu: the
- * block-per-(partition, KV head, sequence) kernels; decode_warp_cuda.cu: a warp per one): the
- * grid constants, partition ranges, the mma.sync QK^T / online-softmax / PV steps of one
+ * block-per-(partition, KV head, sequence) kernels; decode_warp_cuda.cu: a warp per (KV head,
+ * sequence)): the grid constants, the mma.sync QK^T / online-softmax / PV steps of one
  * 16-key tile, and the cp.async copies with their shared-memory swizzles.
- * Not here: kernels, launches, the fp32 path. */
+ * Not here: kernels, launches, partition ranges (decode_attn_cuda.cu), the fp32 path. */
 #ifndef ZP_DECODE_MMA_CUH
 #define ZP_DECODE_MMA_CUH
 
@@ -12,15 +12,6 @@
 #define DEC_TILE 32                       /* keys of one warp round */
 #define DEC_GRAIN (DEC_WARPS * DEC_TILE)  /* partition lengths are multiples of this */
 #define DEC_MAX_G 8                       /* query heads per KV head (Qwen3-32B: 8) */
-
-/* Keys [t0, t1) of partition p of a sequence of n keys cut into n_parts partitions of
- * part_len = n / n_parts rounded up to whole DEC_GRAIN (a function of the device data only,
- * so a recorded CUDA graph stays right as sequences grow). */
-__device__ __forceinline__ void decode_part_range(int n, int p, int n_parts, int *t0, int *t1) {
-    const int part_len = (n + n_parts * DEC_GRAIN - 1) / (n_parts * DEC_GRAIN) * DEC_GRAIN;
-    *t0 = p * part_len;
-    *t1 = *t0 + part_len < n ? *t0 + part_len : n;
-}
 
 /* Tensor-core decode (bf16 caches, D 64 or 128): the same grid, partitions and warp merge as
  * decode_attn_kernel, but each warp scores and sums its keys with mma.sync m16n8k16 (bf16 in,

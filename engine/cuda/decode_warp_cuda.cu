@@ -9,8 +9,6 @@
  * Not here: partitions and their merge (the block kernels, decode_attn_cuda.cu), fp32 caches,
  * head dim 256.
  */
-#include <math.h>
-
 #include "cuda_common.cuh"
 #include "decode_mma.cuh"
 

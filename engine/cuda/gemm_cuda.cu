@@ -10,10 +10,11 @@
  * the heuristic's first by less than 2% (timing noise). cuBLAS's default heuristic is tuned for
  * typical shapes; the decode GEMMs (M = running requests, N and K of one model) are few and
  * repeat every step, so measuring them once is cheap.
+ * cuda_gemm is every GEMM's one entry: the tuned algorithm where there is one, else
+ * cublasGemmEx (always in fp32 storage, so the parity mode's sums stay put).
  * Also the backend op gate_up_silu: the MLP's gate/up GEMM with a bf16 output, and its
  * activation reading that (a third of the activation's traffic saved at large batches).
- * Not here: fp32 storage (cublasGemmEx, untouched, so the parity mode's sums stay put), and
- * tuning inside a CUDA graph capture (a shape is tuned when first seen, and graphs record a
+ * Not here: the matmul op's bias and hand-over checks (backend_cuda.cu), and tuning inside a CUDA graph capture (a shape is tuned when first seen, and graphs record a
  * shape at its second sighting; an untuned shape met while capturing goes to cublasGemmEx).
  */
 #include <cublasLt.h>
@@ -198,7 +199,9 @@ static zp_status gemm_pick(struct cuda_gemm_tuner *g, cudaStream_t st, void *out
     return ZP_OK;
 }
 
-zp_status cuda_gemm_tuned(cuda_ctx *c, void *out, cudaDataType_t out_type, const bf16 *w, const bf16 *x, int M, int N, int K, int *done) {
+/* With the tuner on: out = x . w^T by the fastest measured cublasLt algorithm for the shape and
+ * output type (*done = 1), else *done = 0 (cublasGemmEx does it). */
+static zp_status gemm_tuned(cuda_ctx *c, void *out, cudaDataType_t out_type, const bf16 *w, const bf16 *x, int M, int N, int K, int *done) {
     struct cuda_gemm_tuner *g = c->gemm;
     *done = 0;
     if (!g) return ZP_OK;
@@ -226,6 +229,18 @@ zp_status cuda_gemm_tuned(cuda_ctx *c, void *out, cudaDataType_t out_type, const
     if (!e->use) return ZP_OK;
     ZP_TRY(gemm_run(g, c->stream, &e->algo, out, w, x, e->a, e->b, e->d));
     *done = 1;
+    return ZP_OK;
+}
+
+zp_status cuda_gemm(cuda_ctx *c, void *out, cudaDataType_t out_type, const void *w, const void *x, int M, int N, int K) {
+    int done = 0;
+    if (!c->fp32) ZP_TRY(gemm_tuned(c, out, out_type, (const bf16 *)w, (const bf16 *)x, M, N, K, &done));
+    if (done) return ZP_OK;
+    const float alpha = 1.f, beta = 0.f;
+    const cudaDataType_t t = c->fp32 ? CUDA_R_32F : CUDA_R_16BF;
+    /* row-major out[M,N] = x[M,K] . w[N,K]^T  ==  column-major out^T = w^T^T . x^T */
+    ZP_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w, t, K, x, t, K, &beta, out, out_type, N,
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return ZP_OK;
 }
 
@@ -258,13 +273,7 @@ zp_status cuda_gate_up_silu(zp_backend *be, void *act, void *gu, const void *x, 
         zp_prof_scope prof(c, ZP_OP_GEMM);
         const bf16 *xop;
         ZP_TRY(cuda_gemm_operand(c, x, (size_t)T * H, &xop));
-        const float alpha = 1.f, beta = 0.f;
-        int done = 0;
-        ZP_TRY(cuda_gemm_tuned(c, gu, CUDA_R_16BF, (const bf16 *)w, xop, T, 2 * I, H, &done));
-        /* row-major gu[T, 2I] = x[T, H] . w[2I, H]^T, as cu_matmul, with a bf16 output */
-        if (!done)
-            ZP_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, 2 * I, T, H, &alpha, w, CUDA_R_16BF, H, xop, CUDA_R_16BF, H,
-                                         &beta, gu, CUDA_R_16BF, 2 * I, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        ZP_TRY(cuda_gemm(c, gu, CUDA_R_16BF, w, xop, T, 2 * I, H)); /* gu[T, 2I] = x[T, H] . w[2I, H]^T in bf16 */
     }
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     bf16 *obf = cuda_xbf_produce(c, act, (size_t)T * I);

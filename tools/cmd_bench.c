@@ -189,7 +189,7 @@ static zp_status tokenizer_dir(const bench_args *b, char *out, size_t n) {
 typedef struct {
     double wall, copy_bw, mem_gib;
     zp_engine_stats st;
-    size_t weight_bytes, kv_token_bytes;
+    size_t kv_token_bytes;
     size_t step_weight_bytes;  /* read by every step: all weights but an untied embedding table */
     size_t embed_row_bytes;    /* one token's embedding row */
     const char *pool;          /* the --pools entry of this row, or "" */
@@ -318,7 +318,7 @@ static zp_status report(const bench_args *b, const bench_workload *w, zp_engine 
     size_t fr = 0, tot = 0;
     if (be->mem_info && be->mem_info(be, &fr, &tot) == ZP_OK) r->mem_gib = (double)(tot - fr) / (1 << 30);
     printf("# zipage bench %s on %s (%s, %d layers, hidden %d, %.2f B parameters)\n", b->workload, b->model_name, mc->arch_name,
-           mc->n_layers, mc->hidden, (double)r->weight_bytes / be->cache_elem_bytes / 1e9);
+           mc->n_layers, mc->hidden, (double)zp_engine_weight_bytes(e) / be->cache_elem_bytes / 1e9);
     print_row(stdout, b, w, r, 1);
     if (be->use_graphs)
         printf("# CUDA graphs: %lld decode-step graphs recorded, %lld replays\n", (long long)r->st.graph_records,
@@ -372,7 +372,6 @@ static zp_status run(bench_args *b) {
     memset(&base, 0, sizeof base);
     zp_backend *be = zp_engine_backend(e);
     if (be->copy_bandwidth) s = be->copy_bandwidth(be, &base.copy_bw);
-    base.weight_bytes = zp_engine_weight_bytes(e);
     base.step_weight_bytes = zp_engine_step_weight_bytes(e);
     base.embed_row_bytes = (size_t)mc->hidden * (size_t)be->cache_elem_bytes;
     base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)be->cache_elem_bytes;

@@ -4,25 +4,24 @@
  * ignored); functional (LeetCode) problems run through a small driver that calls
  * Solution().<fn_name>(*args) and compares the JSON value.
  *
- * Generated code is untrusted. Each test runs in bubblewrap (bwrap: read-only root, no
- * network, a fresh writable temporary directory, its own pid namespace) as an unprivileged user
- * with CPU time, address space, file size and process limits (setrlimit) and a wall-clock
- * timeout that kills the whole sandbox. Without bwrap the grader refuses unless the caller
- * passes unsafe_no_sandbox (rlimits only). No engine headers.
+ * Generated code is untrusted. The solution (and the driver) are written once into a fresh
+ * directory before any of it runs; each test then runs in the sandbox of sandbox.h (the
+ * directory read-only, input on a pipe, output from a pipe). A functional test's value comes
+ * back on a channel of its own and is compared here, so the expected output never enters the
+ * sandbox and an exit at import is a failure. Without bwrap the grader refuses unless the
+ * caller passes unsafe_no_sandbox (rlimits only). No engine headers.
  */
 #ifndef ZP_CODE_GRADE_H
 #define ZP_CODE_GRADE_H
 
 #include "dataset.h"
+#include "sandbox.h"
 
 typedef enum { CODE_PASS, CODE_FAIL, CODE_NO_CODE, CODE_TIMEOUT, CODE_RUNTIME_ERROR } code_status;
 
-typedef struct {
-    int timeout_ms;        /* per test, wall clock (default 6000) */
-    long mem_mb;           /* address-space limit (default 2048) */
-    int unsafe_no_sandbox; /* run without bwrap (rlimits only) */
-    const char *python;    /* interpreter (default "python3") */
-} code_opts;
+/* Sandbox limits (sandbox.h): 6000 ms per test, 2048 MB (address space + a 64 MB private
+ * /tmp), 64 processes, the system python3. */
+typedef sbx_opts code_opts;
 
 typedef struct {
     code_status status;    /* of the first failing test, or CODE_PASS */

@@ -1,7 +1,9 @@
 /* test_code_grade.c - LiveCodeBench grading: block extraction, stdin and functional problems
  * graded right and wrong, and untrusted code that writes outside its directory, opens a
  * socket, fork-bombs, loops forever, closes stdout and spins, or exhausts memory: each is
- * stopped and graded failed while the harness keeps running, within its time limit.
+ * stopped and graded failed while the harness keeps running, within its time limit; functional
+ * results cannot be forged (exit at import, reading the expected value) and links planted by
+ * one test are never written through by the next (the escape suite is test_sandbox).
  * Skipped (exit 77) where neither bubblewrap nor unprivileged namespaces are available. */
 #include <string.h>
 #include <sys/stat.h>
@@ -88,6 +90,34 @@ int main(void) {
     CHECK(r.status == CODE_TIMEOUT);
     r = grade("```python\nx = bytearray(4 << 30)\nprint(3)\n```", &s, 5000);
     CHECK(r.status == CODE_RUNTIME_ERROR);
+    /* forged functional results: an exit at import, reading the expected value, writing a
+     * value to the result channel and exiting before the driver runs */
+    r = grade("```python\nimport os\nos._exit(0)\n```", &f, 5000);
+    CHECK(r.status != CODE_PASS && r.passed == 0);
+    r = grade("```python\nimport json, glob\nclass Solution:\n    def addAll(self, xs, k):\n"
+              "        return json.load(open((glob.glob('/code/expected*') + glob.glob('expected*'))[0]))\n```", &f, 5000);
+    CHECK(r.status == CODE_RUNTIME_ERROR && r.passed == 0);
+    r = grade("```python\nimport os\nos.write(3, b'-1')\nos._exit(0)\n```", &f, 5000);
+    CHECK(r.passed <= 1 && r.status != CODE_PASS);
+    /* the escape of the old grader: test 1 plants links where the harness wrote test 2's input */
+    char victim[512];
+    snprintf(victim, sizeof victim, "%s/grade_victim", ZP_TEST_TMP);
+    FILE *vf = fopen(victim, "w");
+    CHECK(vf != NULL);
+    if (vf) fputs("ORIGINAL", vf), fclose(vf);
+    chmod(victim, 0600);
+    char plant[2048];
+    snprintf(plant, sizeof plant, "```python\nimport os\nfor d in ('.', '/code', '/tmp'):\n    for n in ('input.txt', 'expected.json'):\n"
+             "        p = os.path.join(d, n)\n        try:\n            os.remove(p)\n        except OSError:\n            pass\n"
+             "        try:\n            os.symlink('%s', p)\n        except OSError:\n            pass\nprint(3)\n```", victim);
+    r = grade(plant, &s, 5000);
+    char vbuf[32] = {0};
+    vf = fopen(victim, "r");
+    if (vf) {
+        CHECK(fread(vbuf, 1, sizeof vbuf - 1, vf) == 8);
+        fclose(vf);
+    }
+    CHECK(!strcmp(vbuf, "ORIGINAL"));
     double dt = now_s() - t0;
     printf("escape tests took %.1f s\n", dt);
     CHECK(dt < 20.0); /* each killed within its limit (2 tests each) */

@@ -19,6 +19,7 @@
 #include "metrics.h"      /* metrics_pass_at_k, metrics_bootstrap_ci */
 #include "mkmodel.h"      /* zp_preset_dir for preset: models */
 #include "prompts.h"      /* ds_user_prompt, LCB_SYSTEM_PROMPT */
+#include "results_io.h"   /* rio_*: checked, durable file operations */
 #include "tokenizer.h"
 
 static const char *CSV_HEADER[] = {"run_id", "time", "git_commit", "model", "dataset", "n_problems", "n_samples", "policy",
@@ -32,17 +33,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void git_commit(char *out, size_t n) {
-    FILE *p = popen("git rev-parse --short=12 HEAD 2>/dev/null", "r");
-    out[0] = 0;
-    if (p) {
-        if (!fgets(out, (int)n, p)) out[0] = 0;
-        pclose(p);
-    }
-    out[strcspn(out, "\n")] = 0;
-    if (!out[0]) snprintf(out, n, "unknown");
 }
 
 static uint64_t model_checksum(const char *dir) {
@@ -314,18 +304,18 @@ static zp_status execute(const exp_run *r, const char *exp_dir, const char *git,
     if (s == ZP_OK && !outs) s = zp_fail(ZP_ERR_OOM, "run: no memory for %d outputs", c.total);
     if (s == ZP_OK) s = generate(&c, outs, &wall);
     int *n_correct = calloc((size_t)(c.n_sel ? c.n_sel : 1), sizeof(int)), *n_samples = calloc((size_t)(c.n_sel ? c.n_sel : 1), sizeof(int));
-    char path[14000], tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s/samples.jsonl.part", exp_dir);
-    FILE *sf = s == ZP_OK ? fopen(tmp, "w") : NULL;
-    if (s == ZP_OK && !sf) s = zp_fail(ZP_ERR_IO, "%s: cannot create", tmp);
+    char path[4400];
+    char *sbuf = NULL;
+    size_t slen = 0;
+    FILE *sf = s == ZP_OK ? open_memstream(&sbuf, &slen) : NULL;
+    if (s == ZP_OK && !sf) s = zp_fail(ZP_ERR_OOM, "run: no memory for the samples");
     int truncated = 0;
     int64_t out_tokens = 0;
     if (s == ZP_OK) s = grade_all(&c, r, outs, o, sf, n_correct, &truncated, &out_tokens);
-    if (sf) fclose(sf);
-    if (s == ZP_OK) { /* append the samples, then the row: a run is finished once its row exists */
-        snprintf(path, sizeof path, "cat '%s' >> '%s/samples.jsonl' && rm -f '%s'", tmp, exp_dir, tmp);
-        if (system(path) != 0) s = zp_fail(ZP_ERR_IO, "%s/samples.jsonl: append failed", exp_dir);
-    }
+    if (sf && (ferror(sf) | fclose(sf)) && s == ZP_OK) s = zp_fail(ZP_ERR_OOM, "run: no memory for the samples");
+    snprintf(path, sizeof path, "%s/samples.jsonl", exp_dir);
+    if (s == ZP_OK) s = rio_append_lines(path, NULL, sbuf, slen); /* durable before the row: a run is finished once its row exists */
+    free(sbuf);
     if (s == ZP_OK) {
         for (int i = 0; i < c.n_sel; i++) n_samples[i] = r->samples;
         metrics_counts m = {c.n_sel, n_samples, n_correct};
@@ -334,18 +324,24 @@ static zp_status execute(const exp_run *r, const char *exp_dir, const char *git,
         zp_engine_stats st;
         zp_engine_get_stats(c.e, &st);
         snprintf(path, sizeof path, "%s/runs.csv", exp_dir);
-        int fresh = access(path, F_OK) != 0;
-        FILE *f = fopen(path, "a");
-        if (!f) s = zp_fail(ZP_ERR_IO, "%s: cannot append", path);
-        else {
-            for (int i = 0; fresh && CSV_HEADER[i]; i++) csv_field(f, CSV_HEADER[i], !CSV_HEADER[i + 1]);
-            write_row(f, r, git, r->model, &c, &st, p1, lo, hi, (double)out_tokens / c.total, (double)truncated / c.total, wall,
+        char *row = NULL, *head = NULL;
+        size_t row_len = 0, head_len = 0;
+        FILE *rf = open_memstream(&row, &row_len), *hf = open_memstream(&head, &head_len);
+        if (rf && hf) {
+            for (int i = 0; CSV_HEADER[i]; i++) csv_field(hf, CSV_HEADER[i], !CSV_HEADER[i + 1]);
+            write_row(rf, r, git, r->model, &c, &st, p1, lo, hi, (double)out_tokens / c.total, (double)truncated / c.total, wall,
                       zp_engine_block_bytes(c.e));
-            fclose(f);
+        }
+        int bad = !rf || !hf;
+        if (rf) bad |= ferror(rf) | fclose(rf);
+        if (hf) bad |= ferror(hf) | fclose(hf);
+        s = bad ? zp_fail(ZP_ERR_OOM, "run: no memory for the row") : rio_append_lines(path, head, row, row_len);
+        free(row);
+        free(head);
+        if (s == ZP_OK)
             fprintf(stderr, "run %s: %s pass@1 %.4f [%.4f, %.4f], %lld tokens in %.2f s (%.1f tokens/s), %lld compressions\n",
                     r->run_id, r->policy, p1, lo, hi, (long long)st.generated_tokens, wall, wall > 0 ? st.generated_tokens / wall : 0.0,
                     (long long)st.compressions);
-        }
     }
     for (int i = 0; outs && i < c.total; i++) zp_output_free(&outs[i]);
     free(outs);
@@ -358,26 +354,30 @@ static zp_status execute(const exp_run *r, const char *exp_dir, const char *git,
 /* Samples of a run killed between appending them and writing its row would be doubled by the
  * rerun: drop any line of this run id first. */
 static zp_status drop_stale_samples(const char *exp_dir, const char *run_id) {
-    char path[4400], cmd[32768];
+    char path[4400], needle[64];
     snprintf(path, sizeof path, "%s/samples.jsonl", exp_dir);
-    if (access(path, F_OK) != 0) return ZP_OK;
-    snprintf(cmd, sizeof cmd, "grep -q -F '\"run_id\":\"%s\"' '%s' || exit 0; grep -v -F '\"run_id\":\"%s\"' '%s' > '%s.tmp'; mv '%s.tmp' '%s'",
-             run_id, path, run_id, path, path, path, path);
-    if (system(cmd) != 0) return zp_fail(ZP_ERR_IO, "%s: cannot remove the samples of an interrupted run", path);
-    return ZP_OK;
+    snprintf(needle, sizeof needle, "\"run_id\":\"%s\"", run_id);
+    return rio_drop_lines(path, needle);
 }
 
 static zp_status write_meta(const experiment *x, const char *exp_dir, const char *git, const runner_opts *o) {
-    char path[4400];
+    char path[4400], *buf = NULL;
+    size_t len = 0;
     snprintf(path, sizeof path, "%s/meta.json", exp_dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return zp_fail(ZP_ERR_IO, "%s: cannot create", path);
-    fprintf(f, "{\"experiment\": \"%s\", \"git_commit\": \"%s\", \"command\": \"%s\", \"runs\": [\n", x->name, git,
-            o->command_line ? o->command_line : "");
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return zp_fail(ZP_ERR_OOM, "%s: no memory", path);
+    char *name = json_quote(x->name), *cmd = json_quote(o->command_line ? o->command_line : "");
+    fprintf(f, "{\"experiment\": %s, \"git_commit\": \"%s\", \"command\": %s, \"runs\": [\n", name ? name : "\"\"", git,
+            cmd ? cmd : "\"\"");
+    free(name);
+    free(cmd);
     for (int i = 0; i < x->n_runs; i++)
         fprintf(f, "  {\"run_id\": \"%s\", \"config\": %s}%s\n", x->runs[i].run_id, x->runs[i].resolved, i + 1 < x->n_runs ? "," : "");
     fprintf(f, "]}\n");
-    return fclose(f) == 0 ? ZP_OK : zp_fail(ZP_ERR_IO, "%s: write failed", path);
+    int bad = ferror(f) | fclose(f);
+    zp_status s = bad ? zp_fail(ZP_ERR_OOM, "%s: no memory", path) : rio_replace(path, buf, len);
+    free(buf);
+    return s;
 }
 
 zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char *model_dir);
@@ -385,10 +385,8 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
 zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
     char exp_dir[4200], git[64], model_dir[4400];
     snprintf(exp_dir, sizeof exp_dir, "%s/%s", o->results_dir ? o->results_dir : "results", x->name);
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", exp_dir);
-    if (system(cmd) != 0) return zp_fail(ZP_ERR_IO, "%s: cannot create the results folder", exp_dir);
-    git_commit(git, sizeof git);
+    ZP_TRY(rio_mkdir_p(exp_dir));
+    rio_git_commit(git, sizeof git);
     for (int i = 0; i < x->n_runs; i++) { /* checksums per distinct model (usually one) */
         ZP_TRY(resolve_model(x->runs[i].model, model_dir, sizeof model_dir));
         experiment one = {"", &x->runs[i], 1};

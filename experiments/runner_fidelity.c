@@ -11,6 +11,7 @@
 #include "dataset.h"
 #include "fidelity.h"
 #include "prompts.h"
+#include "results_io.h"
 #include "runner.h"
 #include "tokenizer.h"
 
@@ -91,13 +92,12 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     const int n = cache.n ? cache.n : 1;
     char path[4400];
     snprintf(path, sizeof path, "%s/fidelity.csv", exp_dir);
-    int fresh = access(path, F_OK) != 0;
-    FILE *f = fopen(path, "a");
-    if (!f) return zp_fail(ZP_ERR_IO, "%s: cannot append", path);
-    if (fresh) fprintf(f, "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,first_disagreement,retained_share\n");
-    fprintf(f, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f\n", r->run_id, r->policy, r->nmax, r->window, r->block_size, r->dataset,
-            cache.n, r->gen, sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, sum[4] / n);
-    fclose(f);
+    char row[2048];
+    int k = snprintf(row, sizeof row, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f\n", r->run_id, r->policy, r->nmax, r->window,
+                     r->block_size, r->dataset, cache.n, r->gen, sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, sum[4] / n);
+    if (k < 0 || k >= (int)sizeof row) return zp_fail(ZP_ERR_INVALID, "%s: row of run %s too long", path, r->run_id);
+    ZP_TRY(rio_append_lines(path, "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
+                                  "first_disagreement,retained_share\n", row, (size_t)k));
     fprintf(stderr, "run %s: %s N=%d: mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id, r->policy, r->nmax,
             sum[0] / n, sum[2] / n, sum[4] / n);
     return ZP_OK;

@@ -50,5 +50,29 @@ check '[ $rc -ne 0 ] && grep -q "unknown key \"nmaxx\"" "$T/log4"' "unknown key 
 printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm9k"}' > "$T/bad2.json"
 "$Z" run "$T/bad2.json" --results "$T" > "$T/log5" 2>&1; rc=$?
 check '[ $rc -ne 0 ] && grep -q "gsm9k.jsonl: cannot open" "$T/log5"' "missing dataset named"
+# no shell: quotes and shell syntax in the experiment's name and the results path are plain text
+mkdir -p "$T/inj" && cp "$E" "$T/inj/a';touch PWNED;'.json" && cp "$E" "$T/inj/bob's.json"
+(cd "$T/inj" && "$Z" run "a';touch PWNED;'.json" --results "q'dir" > "$T/log11" 2>&1 && "$Z" run "bob's.json" --results "q'dir" >> "$T/log11" 2>&1); rc=$?
+check '[ $rc -eq 0 ] && [ ! -e "$T/inj/PWNED" ] && [ ! -e PWNED ] && [ "$(wc -l < "$T/inj/q'"'"'dir/bob'"'"'s/runs.csv")" -eq 4 ]' "names with quotes run, inject nothing"
+"$Z" run "$E" --results /dev/full/x > "$T/log12" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "/dev/full: exists and is not a directory" "$T/log12"' "results folder that cannot be made is named"
+# a full disk at every fill level: either the sweep completes, or it stops with the file named,
+# non-zero, and every row written has all its samples (rows are written after their samples)
+if unshare -m true 2>/dev/null; then
+  for kb in 4 8 12 16 20 24 28 32 48; do
+    F="$T/full$kb"; mkdir -p "$F"
+    unshare -m bash -c "mount -t tmpfs -o size=${kb}k tmpfs '$F' && '$Z' run '$E' --results '$F' > '$T/logfull$kb' 2>&1; echo \$? > '$T/rcfull$kb'; \
+      cp -r '$F/tiny_sweep' '$T/copy$kb' 2>/dev/null; true"
+    rc=$(cat "$T/rcfull$kb"); C="$T/copy$kb"
+    rows=$( [ -f "$C/runs.csv" ] && tail -n +2 "$C/runs.csv" | cut -d, -f1 | tr -d '"' || true)
+    ok=1
+    for id in $rows; do [ "$(grep -c "\"run_id\":\"$id\"" "$C/samples.jsonl" 2>/dev/null)" -eq 4 ] || ok=0; done
+    if [ "$rc" -eq 0 ]; then [ "$(echo $rows | wc -w)" -eq 3 ] || ok=0
+    else grep -q "No space left on device" "$T/logfull$kb" || ok=0; fi
+    check '[ $ok -eq 1 ]' "disk full at ${kb} KB: rc $rc, $(echo $rows | wc -w) rows, each with its samples"
+  done
+else
+  echo "test_experiment: disk-full checks skipped (no mount namespace here: needs root or user namespaces)"
+fi
 if [ $fails -eq 0 ]; then echo "test_experiment: all checks passed"; exit 0; fi
 cat "$T"/log*; echo "test_experiment: $fails failure(s)"; exit 1

@@ -1,0 +1,107 @@
+/* test_results_io.c - the results folder's file operations: mkdir -p (and a file in the way),
+ * appends that write the header into a file left empty by a kill, cut an unterminated last
+ * line back before appending, and fail with the file's name on a full device (/dev/full);
+ * line dropping and replacement by rename; the git commit read from .git equals git's own.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "results_io.h"
+#include "test_util.h"
+
+static char *slurp(const char *path) {
+    char *t = NULL;
+    if (zp_read_file(path, &t, NULL) != ZP_OK) return NULL;
+    return t;
+}
+
+static void put(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) fputs(text, f), fclose(f);
+}
+
+static int file_equals(const char *path, const char *want) {
+    char *t = slurp(path);
+    int ok = t && !strcmp(t, want);
+    if (!ok) fprintf(stderr, "%s: got \"%s\", want \"%s\"\n", path, t ? t : "(unreadable)", want);
+    free(t);
+    return ok;
+}
+
+int main(void) {
+    char dir[600], path[700], tmp[800];
+    snprintf(dir, sizeof dir, "%s/rio/a/b/c", ZP_TEST_TMP);
+    CHECK_OK(rio_mkdir_p(dir));
+    CHECK_OK(rio_mkdir_p(dir)); /* exists already */
+    struct stat sb;
+    CHECK(stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode));
+    snprintf(path, sizeof path, "%s/file", dir);
+    put(path, "x");
+    snprintf(tmp, sizeof tmp, "%s/sub", path);
+    CHECK_FAILS(rio_mkdir_p(tmp), ZP_ERR_IO, "not a directory");
+
+    /* appends: header into a new or empty file, whole lines, partial tails cut */
+    snprintf(path, sizeof path, "%s/runs.csv", dir);
+    remove(path);
+    CHECK_OK(rio_append_lines(path, "h1,h2\n", "a,1\n", 4));
+    CHECK_OK(rio_append_lines(path, "h1,h2\n", "b,2\n", 4));
+    CHECK(file_equals(path, "h1,h2\na,1\nb,2\n"));
+    put(path, ""); /* a kill between creating the file and its first write */
+    CHECK_OK(rio_append_lines(path, "h1,h2\n", "c,3\n", 4));
+    CHECK(file_equals(path, "h1,h2\nc,3\n"));
+    put(path, "h1,h2\nc,3\nd,"); /* a kill in the middle of an append */
+    CHECK_OK(rio_append_lines(path, "h1,h2\n", "e,5\n", 4));
+    CHECK(file_equals(path, "h1,h2\nc,3\ne,5\n"));
+    put(path, "h1,h"); /* even the header cut: the file restarts */
+    CHECK_OK(rio_append_lines(path, "h1,h2\n", "f,6\n", 4));
+    CHECK(file_equals(path, "h1,h2\nf,6\n"));
+    CHECK_FAILS(rio_append_lines("/dev/full", NULL, "x\n", 2), ZP_ERR_IO, "/dev/full");
+    snprintf(tmp, sizeof tmp, "%s/missing/runs.csv", dir);
+    CHECK_FAILS(rio_append_lines(tmp, NULL, "x\n", 2), ZP_ERR_IO, "missing/runs.csv");
+
+    /* dropping the lines of a run, and the unterminated tail of a killed append */
+    snprintf(path, sizeof path, "%s/samples.jsonl", dir);
+    put(path, "{\"run_id\":\"A\",\"s\":0}\n{\"run_id\":\"B\",\"s\":0}\n{\"run_id\":\"A\",\"s\":1}\n{\"run_id\":\"B\",\"s");
+    CHECK_OK(rio_drop_lines(path, "\"run_id\":\"A\""));
+    CHECK(file_equals(path, "{\"run_id\":\"B\",\"s\":0}\n"));
+    CHECK_OK(rio_drop_lines(path, "\"run_id\":\"Z\"")); /* nothing to drop */
+    CHECK(file_equals(path, "{\"run_id\":\"B\",\"s\":0}\n"));
+    snprintf(tmp, sizeof tmp, "%s/none.jsonl", dir);
+    CHECK_OK(rio_drop_lines(tmp, "x")); /* no file */
+    CHECK(access(tmp, F_OK) != 0);
+
+    /* replacement by rename, no temporary left */
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    put(path, "old");
+    CHECK_OK(rio_replace(path, "{\"new\": 1}\n", 11));
+    CHECK(file_equals(path, "{\"new\": 1}\n"));
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CHECK(access(tmp, F_OK) != 0);
+
+    /* the commit, from .git, against git itself (run in the source tree) */
+    char here[4096], mine[64], theirs[64] = "";
+    CHECK(getcwd(here, sizeof here) != NULL);
+    CHECK(chdir(ZP_TEST_DATA) == 0);
+    rio_git_commit(mine, sizeof mine);
+    FILE *p = popen("git rev-parse --short=12 HEAD 2>/dev/null", "r");
+    if (p) {
+        if (!fgets(theirs, sizeof theirs, p)) theirs[0] = 0;
+        pclose(p);
+    }
+    theirs[strcspn(theirs, "\n")] = 0;
+    if (theirs[0]) {
+        if (strcmp(mine, theirs)) fprintf(stderr, "commit: ours %s, git's %s\n", mine, theirs);
+        CHECK(!strcmp(mine, theirs));
+    } else {
+        printf("test_results_io: git not available here, commit read as %s\n", mine);
+    }
+    CHECK(chdir("/") == 0);
+    rio_git_commit(mine, sizeof mine);
+    CHECK(!strcmp(mine, "unknown"));
+    CHECK(chdir(here) == 0);
+    return zp_test_finish("test_results_io");
+}

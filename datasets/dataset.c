@@ -20,8 +20,8 @@ static char *str_field(const cJSON *o, const char *key) {
 static int read_text(const char *path, char **out, char *err) {
     FILE *f = fopen(path, "rb");
     if (!f) { snprintf(err, ZP_DS_ERR, "%.300s: cannot open (dataset files live in datasets/data/)", path); return -1; }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n < 0) { fclose(f); snprintf(err, ZP_DS_ERR, "%.300s: not a regular file (cannot seek)", path); return -1; }
     rewind(f);
     char *buf = malloc((size_t)n + 1);
     if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) { fclose(f); free(buf); snprintf(err, ZP_DS_ERR, "%.300s: read failed", path); return -1; }
@@ -38,6 +38,10 @@ static int parse_item(const cJSON *o, int is_code, ds_item *it, const char *path
     it->problem = str_field(o, is_code ? "question" : "problem");
     if (!it->id || !it->problem) {
         snprintf(err, ZP_DS_ERR, "%.300s: line %d has no string \"id\" and \"%s\"", path, line, is_code ? "question" : "problem");
+        return -1;
+    }
+    if (!it->id[0] || strchr(it->id, ',')) { /* ids filters are comma-separated */
+        snprintf(err, ZP_DS_ERR, "%.300s: line %d: \"id\" must be non-empty and without commas (got \"%.100s\")", path, line, it->id);
         return -1;
     }
     if (!is_code) {
@@ -75,9 +79,17 @@ int ds_open(const char *name, const char *dir, ds_dataset *d, char *err) {
         if (nl) *nl = 0;
         line++;
         if (!*p) continue;
-        cJSON *o = cJSON_Parse(p);
+        const char *end = NULL;
+        cJSON *o = cJSON_ParseWithOpts(p, &end, 0);
+        if (end) end += strspn(end, " \t\r");
         if (!cJSON_IsObject(o)) {
             snprintf(err, ZP_DS_ERR, "%.300s: line %d is not a JSON object (truncated file?)", path, line);
+            rc = -1;
+        } else if (end && *end) {
+            snprintf(err, ZP_DS_ERR, "%.300s: line %d has text after its JSON object", path, line);
+            rc = -1;
+        } else if (strstr(p, "\\u0000")) {
+            snprintf(err, ZP_DS_ERR, "%.300s: line %d contains a NUL character (\\u0000)", path, line);
             rc = -1;
         } else {
             if (d->n == cap) d->items = realloc(d->items, sizeof *d->items * (size_t)(cap *= 2));
@@ -88,6 +100,12 @@ int ds_open(const char *name, const char *dir, ds_dataset *d, char *err) {
     }
     free(txt);
     if (rc == 0 && d->n == 0) { snprintf(err, ZP_DS_ERR, "%.300s: no items", path); rc = -1; }
+    for (int i = 0; rc == 0 && i < d->n; i++) /* ids select problems and key the samples: unique */
+        for (int j = i + 1; rc == 0 && j < d->n; j++)
+            if (!strcmp(d->items[i].id, d->items[j].id)) {
+                snprintf(err, ZP_DS_ERR, "%.300s: lines %d and %d have the same id \"%.100s\"", path, d->items[i].line, d->items[j].line, d->items[i].id);
+                rc = -1;
+            }
     if (rc) ds_free(d);
     return rc;
 }

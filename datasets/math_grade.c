@@ -182,9 +182,11 @@ char *math_normalize(const char *answer) {
 
 /* ---------------------------------------------------------------- value of numeric LaTeX */
 
+#define MATH_MAX_DEPTH 256 /* nested groups an answer may have: deeper is not a number (no stack overflow) */
+
 typedef struct {
     const char *p;
-    int ok;
+    int ok, depth;
 } parser;
 
 static double parse_expr(parser *ps);
@@ -259,6 +261,10 @@ static double parse_term(parser *ps) {
 }
 
 static double parse_expr(parser *ps) {
+    if (++ps->depth > MATH_MAX_DEPTH) {
+        ps->ok = 0;
+        return 0;
+    }
     double sign = 1;
     if (eat(ps, "-")) sign = -1;
     else eat(ps, "+");
@@ -268,13 +274,14 @@ static double parse_expr(parser *ps) {
         else if (eat(ps, "-")) v -= parse_term(ps);
         else break;
     }
+    ps->depth--;
     return v;
 }
 
 /* Value of a normalised answer when it is purely numeric, else NAN. */
 static double value_of(const char *s) {
     if (!*s) return NAN;
-    parser ps = {s, 1};
+    parser ps = {s, 1, 0};
     double v = parse_expr(&ps);
     return (ps.ok && *ps.p == 0 && isfinite(v)) ? v : NAN;
 }

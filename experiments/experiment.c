@@ -34,6 +34,13 @@ static zp_status get_num(const cJSON *root, const char *key, const char *src, do
     return ZP_OK;
 }
 
+/* A count: a whole number in [lo, hi] (0.5 or 2.7 are refused, not truncated). */
+static zp_status get_int(const cJSON *root, const char *key, const char *src, double lo, double hi, double *v) {
+    ZP_TRY(get_num(root, key, src, lo, hi, v));
+    if (*v != (double)(int64_t)*v) return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" must be a whole number (got %g)", src, key, *v);
+    return ZP_OK;
+}
+
 static zp_status get_str(const cJSON *root, const char *key, const char *src, char *dst, size_t n) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!it || cJSON_IsNull(it)) return ZP_OK;
@@ -63,24 +70,24 @@ static zp_status parse_base(const cJSON *r, const char *src, exp_run *b) {
     ZP_TRY(get_str(r, "ids", src, b->ids, sizeof b->ids));
     ZP_TRY(get_str(r, "scheduler", src, b->scheduler, sizeof b->scheduler));
     if (!b->model[0] || !b->dataset[0]) return zp_fail(ZP_ERR_INVALID, "%s: \"model\" and \"dataset\" are required", src);
-    v = 0; ZP_TRY(get_num(r, "limit", src, 0, 1e7, &v)); b->limit = (int)v;
-    v = 1; ZP_TRY(get_num(r, "samples", src, 1, 1e5, &v)); b->samples = (int)v;
+    v = 0; ZP_TRY(get_int(r, "limit", src, 1, 1e7, &v)); b->limit = (int)v; /* absent: every problem */
+    v = 1; ZP_TRY(get_int(r, "samples", src, 1, 1e5, &v)); b->samples = (int)v;
     v = 0.6; ZP_TRY(get_num(r, "temperature", src, 0, 10, &v)); b->temperature = (float)v;
     v = 1.0; ZP_TRY(get_num(r, "top_p", src, 1e-6, 1, &v)); b->top_p = (float)v;
-    v = 0; ZP_TRY(get_num(r, "top_k", src, 0, 1e7, &v)); b->top_k = (int)v;
-    v = 32768; ZP_TRY(get_num(r, "max_tokens", src, 1, 1e7, &v)); b->max_tokens = (int)v;
-    v = 0; ZP_TRY(get_num(r, "seed", src, 0, 1e15, &v)); b->seed = (uint64_t)v;
-    v = 256; ZP_TRY(get_num(r, "block_size", src, 1, 65536, &v)); b->block_size = (int)v;
-    v = 256; ZP_TRY(get_num(r, "max_num_seqs", src, 1, 1e6, &v)); b->max_num_seqs = (int)v;
-    v = 8192; ZP_TRY(get_num(r, "max_num_batched_tokens", src, 1, 1e8, &v)); b->max_num_batched_tokens = (int)v;
+    v = 0; ZP_TRY(get_int(r, "top_k", src, 0, 1e7, &v)); b->top_k = (int)v;
+    v = 32768; ZP_TRY(get_int(r, "max_tokens", src, 1, 1e7, &v)); b->max_tokens = (int)v;
+    v = 0; ZP_TRY(get_int(r, "seed", src, 0, 1e15, &v)); b->seed = (uint64_t)v;
+    v = 256; ZP_TRY(get_int(r, "block_size", src, 1, 65536, &v)); b->block_size = (int)v;
+    v = 256; ZP_TRY(get_int(r, "max_num_seqs", src, 1, 1e6, &v)); b->max_num_seqs = (int)v;
+    v = 8192; ZP_TRY(get_int(r, "max_num_batched_tokens", src, 1, 1e8, &v)); b->max_num_batched_tokens = (int)v;
     v = 0.9; ZP_TRY(get_num(r, "gpu_memory_utilization", src, 0.01, 1, &v)); b->gpu_memory_utilization = (float)v;
     char kind[32] = "generate";
     ZP_TRY(get_str(r, "kind", src, kind, sizeof kind));
     if (strcmp(kind, "generate") && strcmp(kind, "fidelity"))
         return zp_fail(ZP_ERR_INVALID, "%s: \"kind\" must be \"generate\" or \"fidelity\"", src);
     b->fidelity = !strcmp(kind, "fidelity");
-    v = 512; ZP_TRY(get_num(r, "gen", src, 1, 1e6, &v)); b->gen = (int)v;
-    v = 64; ZP_TRY(get_num(r, "kl_window", src, 1, 1e6, &v)); b->kl_window = (int)v;
+    v = 512; ZP_TRY(get_int(r, "gen", src, 1, 1e6, &v)); b->gen = (int)v;
+    v = 64; ZP_TRY(get_int(r, "kl_window", src, 1, 1e6, &v)); b->kl_window = (int)v;
     b->prefix_cache = get_bool(r, "prefix_cache", 1);
     b->async = get_bool(r, "async", 0);
     b->thinking = get_bool(r, "thinking", 1);
@@ -151,6 +158,15 @@ static zp_status expand(const cJSON *r, const exp_run *base0, const char *src, e
     const cJSON *kv = cJSON_GetObjectItemCaseSensitive(r, "kv_pool_tokens"), *pp = cJSON_GetObjectItemCaseSensitive(r, "policy_params");
     if (pp && !cJSON_IsObject(pp)) return zp_fail(ZP_ERR_INVALID, "%s: \"policy_params\" must be an object", src);
     const int baseline = get_bool(r, "baseline", 0);
+    const cJSON *axes[6] = {pol, nm, win, mc, kv, cJSON_GetObjectItemCaseSensitive(r, "dataset")};
+    const char *axis_names[6] = {"policy", "nmax", "window", "max_concurrency", "kv_pool_tokens", "dataset"};
+    for (int i = 0; i < 6; i++)
+        if (cJSON_IsArray(axes[i]) && cJSON_GetArraySize(axes[i]) == 0)
+            return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" is an empty list (no runs)", src, axis_names[i]);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, pp)
+        if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 0)
+            return zp_fail(ZP_ERR_INVALID, "%s: policy_params \"%s\" is an empty list (no runs)", src, e->string);
     const cJSON *dsa = cJSON_GetObjectItemCaseSensitive(r, "dataset");
     for (int di = 0; di < axis_len(dsa); di++) {
     const cJSON *dv = axis_at(dsa, di);
@@ -168,9 +184,11 @@ static zp_status expand(const cJSON *r, const exp_run *base0, const char *src, e
                         const cJSON *p = pol ? axis_at(pol, a) : NULL;
                         const cJSON *vals[4] = {nm ? axis_at(nm, b) : NULL, win ? axis_at(win, c) : NULL, mc ? axis_at(mc, d) : NULL, kv ? axis_at(kv, k) : NULL};
                         const char *names[4] = {"nmax", "window", "max_concurrency", "kv_pool_tokens"};
+                        const double lo[4] = {1, 1, 0, 0}, hi[4] = {1e6, 1e6, 1e6, 1e12};
                         for (int i = 0; i < 4; i++)
-                            if (vals[i] && (!cJSON_IsNumber(vals[i]) || vals[i]->valuedouble < 0))
-                                return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" values must be non-negative numbers", src, names[i]);
+                            if (vals[i] && (!cJSON_IsNumber(vals[i]) || !(vals[i]->valuedouble >= lo[i] && vals[i]->valuedouble <= hi[i]) ||
+                                            vals[i]->valuedouble != (double)(int64_t)vals[i]->valuedouble))
+                                return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" values must be whole numbers in [%g, %g]", src, names[i], lo[i], hi[i]);
                         if (p && !cJSON_IsString(p)) return zp_fail(ZP_ERR_INVALID, "%s: \"policy\" values must be strings", src);
                         snprintf(run.policy, sizeof run.policy, "%s", p ? p->valuestring : "full");
                         run.nmax = vals[0] ? vals[0]->valueint : 8;

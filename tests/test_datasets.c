@@ -2,6 +2,7 @@
  * selection (--ids, --limit, stratified by LiveCodeBench difficulty), and malformed files
  * (bad JSON line, missing field, truncated file, missing file) named with file and line. */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "dataset.h"
 #include "prompts.h"
@@ -63,8 +64,14 @@ static void test_malformed(void) {
     char err[ZP_DS_ERR], path[512];
     const char *cases[][2] = {{"{\"id\":\"a\",\"problem\":\"p\",\"answer\":\"1\"}\n{\"id\":\"b\",\"problem\":", "line 2 is not a JSON object"},
                               {"{\"id\":\"a\",\"problem\":\"p\"}\n", "line 1 (a) has no \"answer\""},
-                              {"\n\n", "no items"}};
-    for (int i = 0; i < 3; i++) {
+                              {"\n\n", "no items"},
+                              {"{\"id\":\"\",\"problem\":\"p\",\"answer\":\"1\"}\n", "line 1: \"id\" must be non-empty"},
+                              {"{\"id\":\"a,b\",\"problem\":\"p\",\"answer\":\"1\"}\n", "line 1: \"id\" must be non-empty and without commas"},
+                              {"{\"id\":\"a\",\"problem\":\"p\",\"answer\":\"1\"}\n{\"id\":\"a\",\"problem\":\"q\",\"answer\":\"2\"}\n",
+                               "lines 1 and 2 have the same id \"a\""},
+                              {"{\"id\":\"a\",\"problem\":\"p\",\"answer\":\"1\"} trailing\n", "line 1 has text after its JSON object"},
+                              {"{\"id\":\"a\",\"problem\":\"p\\u0000hidden\",\"answer\":\"1\"}\n", "line 1 contains a NUL character"}};
+    for (int i = 0; i < (int)(sizeof cases / sizeof *cases); i++) {
         snprintf(path, sizeof path, "%s/bad%d.jsonl", ZP_TEST_TMP, i);
         FILE *f = fopen(path, "w");
         fputs(cases[i][0], f);
@@ -76,6 +83,9 @@ static void test_malformed(void) {
     }
     ds_dataset d;
     CHECK(ds_open("aime26", ZIPAGE_DATASETS_DIR, &d, err) == -1 && strstr(err, "aime26.jsonl: cannot open"));
+    snprintf(path, sizeof path, "%s/dir.jsonl", ZP_TEST_TMP); /* a directory (or a FIFO) is not a file */
+    mkdir(path, 0755);
+    CHECK(ds_open(path, NULL, &d, err) == -1 && strstr(err, "dir.jsonl"));
 }
 
 static void test_prompts(void) {

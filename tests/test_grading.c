@@ -147,7 +147,26 @@ static void test_metrics(void) {
     CHECK(lo <= d && d <= hi);
 }
 
+/* 200,000 nested brackets inside \boxed{}: graded (wrong), not a stack overflow. */
+static void test_deep_nesting(void) {
+    const char *opens = "({";
+    for (int k = 0; k < 2; k++) {
+        size_t n = 200000;
+        char *t = malloc(n + 32);
+        CHECK(t != NULL);
+        if (!t) return;
+        memcpy(t, "\\boxed{", 7);
+        memset(t + 7, opens[k], n);
+        memcpy(t + 7 + n, "1}", 3);
+        math_grade_result g = math_grade(t, "1", 0);
+        CHECK(!g.correct);
+        math_grade_result_free(&g);
+        free(t);
+    }
+}
+
 int main(void) {
+    test_deep_nesting();
     test_math500_forms();
     test_equivalences();
     test_extraction_traps();

@@ -40,6 +40,7 @@ static int pair_rank(const zp_tokenizer *t, int a, int b, int *result) {
         *result = id;
         return t->rank[id];
     }
+    if (!t->pairs) return -1; /* no merges at all */
     uint64_t key = ((uint64_t)(uint32_t)(a + 1) << 32) | (uint32_t)(b + 1);
     for (uint32_t h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 32) & t->pairs_mask;; h = (h + 1) & t->pairs_mask) {
         if (t->pairs[h].key == 0) return -1;

@@ -29,6 +29,8 @@ typedef struct {
 } zp_pair_slot;
 
 #define ZP_CACHE_SLOTS 65536
+#define ZP_TOK_MAX_ID ((1 << 20) - 1) /* largest token id a file may claim (real vocabularies: < 300k) */
+#define ZP_TOK_MAX_MERGES (1 << 22)   /* merges a file may list */
 #define ZP_CACHE_MAX_PIECE 48
 
 typedef struct {
@@ -48,8 +50,9 @@ struct zp_tokenizer {
     int *bytes_map;           /* open addressing: token id or -1, keyed by token bytes */
     uint32_t bytes_mask;
     int byte_id[256];         /* token of each single byte */
-    zp_pair_slot *pairs;      /* merge table (ZP_BPE_MERGES) */
+    zp_pair_slot *pairs;      /* merge table (ZP_BPE_MERGES), at most half full (grown by doubling) */
     uint32_t pairs_mask;
+    int n_pairs;
     int whole_piece_first;    /* use a piece's own token when it exists (Llama-3, ignore_merges) */
     int nfc;                  /* NFC-normalise input (Qwen2) */
     zp_pretok_step steps[4];

@@ -34,7 +34,7 @@ int tok_lookup(const zp_tokenizer *t, const unsigned char *s, int n) {
 }
 
 zp_status tok_add(zp_tokenizer *t, int id, const unsigned char *s, int n) {
-    if (id < 0 || id > (1 << 24)) return zp_fail(ZP_ERR_FORMAT, "tokenizer: token id %d out of range", id);
+    if (id < 0 || id > ZP_TOK_MAX_ID) return zp_fail(ZP_ERR_FORMAT, "tokenizer: token id %d out of range [0, %d]", id, ZP_TOK_MAX_ID);
     if (id >= t->cap_vocab) { /* geometric growth: ids arrive in order */
         int cap = t->cap_vocab ? 2 * t->cap_vocab : 1024;
         while (cap <= id) cap *= 2;
@@ -82,19 +82,34 @@ zp_status tok_build_index(zp_tokenizer *t) {
     return ZP_OK;
 }
 
+static void pairs_insert(zp_pair_slot *tab, uint32_t mask, zp_pair_slot e) {
+    uint32_t h = (uint32_t)(e.key * 0x9E3779B97F4A7C15ull >> 32) & mask;
+    while (tab[h].key) h = (h + 1) & mask;
+    tab[h] = e;
+}
+
+/* Doubles the merge table (or makes its first one), rehashing every pair. */
+static zp_status pairs_grow(zp_tokenizer *t) {
+    uint32_t cap = t->pairs ? 2 * (t->pairs_mask + 1) : 1024;
+    zp_pair_slot *tab = calloc(cap, sizeof *tab);
+    ZP_CHECK_ALLOC(tab);
+    for (uint32_t i = 0; t->pairs && i <= t->pairs_mask; i++)
+        if (t->pairs[i].key) pairs_insert(tab, cap - 1, t->pairs[i]);
+    free(t->pairs);
+    t->pairs = tab;
+    t->pairs_mask = cap - 1;
+    return ZP_OK;
+}
+
 zp_status tok_add_merge(zp_tokenizer *t, int left, int right, int rank, int result) {
-    if (!t->pairs) {
-        uint32_t cap = 1;
-        while (cap < 4u * (uint32_t)t->n_vocab) cap <<= 1;
-        t->pairs = calloc(cap, sizeof *t->pairs);
-        ZP_CHECK_ALLOC(t->pairs);
-        t->pairs_mask = cap - 1;
-    }
+    if (rank >= ZP_TOK_MAX_MERGES) return zp_fail(ZP_ERR_FORMAT, "tokenizer: more than %d merges", ZP_TOK_MAX_MERGES);
+    if (!t->pairs || 2u * (uint32_t)(t->n_pairs + 1) > t->pairs_mask + 1) ZP_TRY(pairs_grow(t));
     uint64_t key = ((uint64_t)(uint32_t)(left + 1) << 32) | (uint32_t)(right + 1);
     uint32_t h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 32) & t->pairs_mask;
     while (t->pairs[h].key && t->pairs[h].key != key) h = (h + 1) & t->pairs_mask;
     if (t->pairs[h].key == key) return ZP_OK; /* keep the first (lowest) rank */
     t->pairs[h] = (zp_pair_slot){key, rank, result};
+    t->n_pairs++;
     return ZP_OK;
 }
 
@@ -123,6 +138,7 @@ zp_status tok_set_pretok(zp_tokenizer *t, const char *name) {
 }
 
 zp_status tok_add_added(zp_tokenizer *t, const char *text, int id, int special) {
+    if (!text[0]) return zp_fail(ZP_ERR_FORMAT, "tokenizer: added token %d has empty content", id);
     zp_added_token *a = realloc(t->added, sizeof *a * (size_t)(t->n_added + 1));
     ZP_CHECK_ALLOC(a);
     t->added = a;
@@ -231,6 +247,10 @@ static zp_status load_added_from_config(zp_tokenizer *t, const char *dir) {
     cJSON_ArrayForEach(e, dec) {
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "content");
         if (!cJSON_IsString(c)) { s = zp_fail(ZP_ERR_FORMAT, "%s: added token %s has no content", path, e->string); break; }
+        if (!e->string[0] || strspn(e->string, "0123456789") != strlen(e->string) || strlen(e->string) > 9) {
+            s = zp_fail(ZP_ERR_FORMAT, "%s: added token key \"%.40s\" is not a token id", path, e->string);
+            break;
+        }
         if ((s = tok_add_added(t, c->valuestring, atoi(e->string), cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "special")))) != ZP_OK) break;
     }
     cJSON_Delete(root);
@@ -341,7 +361,8 @@ static zp_status load_tokenizer_json_root(zp_tokenizer *t, const cJSON *root, co
             zp_status s = sp ? (*sp = 0, add_merge_strings(t, dup, sp + 1, rank, path)) : zp_fail(ZP_ERR_FORMAT, "%s: merge %d is malformed", path, rank);
             free(dup);
             ZP_TRY(s);
-        } else if (cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2) {
+        } else if (cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2 && cJSON_IsString(cJSON_GetArrayItem(m, 0)) &&
+                   cJSON_IsString(cJSON_GetArrayItem(m, 1))) {
             ZP_TRY(add_merge_strings(t, cJSON_GetArrayItem(m, 0)->valuestring, cJSON_GetArrayItem(m, 1)->valuestring, rank, path));
         } else {
             return zp_fail(ZP_ERR_FORMAT, "%s: merge %d is malformed", path, rank);

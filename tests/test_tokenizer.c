@@ -4,6 +4,7 @@
  * tiktoken file; round trips for every family (incl. SmolLM2's tokenizer.json), special
  * tokens, streaming decode of split UTF-8, malformed files, and speed of a 100 KB text. */
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -161,7 +162,69 @@ static void test_goldens(void) {
     }
 }
 
+/* Writes DIR/tokenizer.json: letters a-z (ids 0-25), "a"*k for k = 2..60 (ids 26..), a
+ * ByteLevel pre-tokenizer, the given merges and added tokens. Loads it; returns the status. */
+static zp_status load_crafted(const char *name, const char *merges, const char *added, zp_tokenizer **t) {
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/tok_%s", ZP_TEST_TMP, name);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return zp_fail(ZP_ERR_IO, "%s", path);
+    fprintf(f, "{\"model\":{\"type\":\"BPE\",\"vocab\":{");
+    for (int c = 0; c < 26; c++) fprintf(f, "%s\"%c\":%d", c ? "," : "", 'a' + c, c);
+    for (int k = 2; k <= 60; k++) {
+        fprintf(f, ",\"");
+        for (int i = 0; i < k; i++) fputc('a', f);
+        fprintf(f, "\":%d", 24 + k);
+    }
+    fprintf(f, "},\"merges\":%s},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"added_tokens\":%s}", merges, added);
+    fclose(f);
+    *t = NULL;
+    return zp_tokenizer_load(dir, t);
+}
+
+/* Crafted files that crashed or hung the loader: each loads or fails with one error, quickly. */
+static void test_crafted(void) {
+    zp_tokenizer *t;
+    CHECK_FAILS(load_crafted("nonstring", "[[1,2]]", "[]", &t), ZP_ERR_FORMAT, "merge 0 is malformed");
+    CHECK_OK(load_crafted("nomerges", "[]", "[]", &t)); /* no merges: every byte its own token */
+    int *ids, n;
+    if (t) {
+        CHECK_OK(zp_tokenizer_encode(t, "abc", 3, 1, &ids, &n));
+        CHECK(n == 3 && ids[0] == 0 && ids[1] == 1 && ids[2] == 2);
+        free(ids);
+        zp_tokenizer_free(t);
+    }
+    /* 1,770 distinct merges ("a"*i + "a"*j) over an 85-token vocabulary: the merge table grows */
+    size_t cap = 1 << 18, len = 0;
+    char *m = malloc(cap);
+    CHECK(m != NULL);
+    if (!m) return;
+    len += (size_t)snprintf(m + len, cap - len, "[");
+    int count = 0;
+    for (int i = 1; i < 60; i++)
+        for (int j = 1; i + j <= 60; j++) {
+            len += (size_t)snprintf(m + len, cap - len, "%s\"%.*s %.*s\"", count++ ? "," : "", i, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                                    j, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+        }
+    snprintf(m + len, cap - len, "]");
+    CHECK_OK(load_crafted("manymerges", m, "[]", &t));
+    free(m);
+    if (t) {
+        CHECK_OK(zp_tokenizer_encode(t, "aaaaaaa", 7, 1, &ids, &n));
+        CHECK(n == 1 && ids[0] == 24 + 7);
+        free(ids);
+        zp_tokenizer_free(t);
+    }
+    CHECK_FAILS(load_crafted("emptyadded", "[]", "[{\"id\":90,\"content\":\"\",\"special\":true}]", &t), ZP_ERR_FORMAT,
+                "added token 90 has empty content");
+    CHECK_FAILS(load_crafted("hugeid", "[]", "[{\"id\":16777216,\"content\":\"<x>\",\"special\":true}]", &t), ZP_ERR_FORMAT,
+                "token id 16777216 out of range");
+}
+
 int main(void) {
+    test_crafted();
     test_goldens();
     test_vectors();
     test_families();

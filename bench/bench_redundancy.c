@@ -61,7 +61,7 @@ static zp_status fill(zp_backend *be, const zp_attn_dims *d, int nr, void *k, vo
     ZP_TRY(be->alloc(be, (size_t)T * row, &qkv));
     ZP_TRY(be->alloc(be, (size_t)T * HQ * D, &qo));
     ZP_TRY(be->from_host(be, qkv, x, 0, (size_t)T * row));
-    ZP_TRY(be->rope_init(be, inv, D / 2));
+    ZP_TRY(be->rope_init(be, inv, D / 2, 1.0f));
     zp_batch b = {.n_tokens = T, .positions = pos, .token_ids = pos, .slot_mapping = slots, .n_qstore = nr * W, .qstore_rows = qrows,
                   .qstore_slots = qslots};
     ZP_TRY(be->set_batch(be, &b));

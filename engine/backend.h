@@ -99,7 +99,7 @@ struct zp_backend {
     /* copy n host fp32 elements into an activation buffer at element off */
     zp_status (*from_host)(zp_backend *be, void *dst, const float *src, size_t off, size_t n);
     /* rotary inverse frequencies [D/2] (scaling already applied) */
-    zp_status (*rope_init)(zp_backend *be, const float *inv_freq, int half_dim);
+    zp_status (*rope_init)(zp_backend *be, const float *inv_freq, int half_dim, float attention_factor);
     /* the step's batch; valid until the next set_batch */
     zp_status (*set_batch)(zp_backend *be, const zp_batch *b);
 

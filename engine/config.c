@@ -77,6 +77,8 @@ static zp_status get_eos(const cJSON *o, const char *src, zp_model_config *c) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, "eos_token_id");
     if (!it || cJSON_IsNull(it)) return ZP_OK;
     if (cJSON_IsNumber(it)) {
+        if (it->valuedouble != (double)(int)it->valuedouble || it->valuedouble < 0)
+            return zp_fail(ZP_ERR_FORMAT, "%s: \"eos_token_id\" must be a non-negative integer (got %g)", src, it->valuedouble);
         c->eos_ids[0] = it->valueint;
         c->n_eos = 1;
         return ZP_OK;
@@ -85,7 +87,8 @@ static zp_status get_eos(const cJSON *o, const char *src, zp_model_config *c) {
     int n = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, it) {
-        if (!cJSON_IsNumber(e)) return zp_fail(ZP_ERR_FORMAT, "%s: \"eos_token_id\" has a non-integer entry", src);
+        if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int)e->valuedouble || e->valuedouble < 0)
+            return zp_fail(ZP_ERR_FORMAT, "%s: \"eos_token_id\" has an entry that is not a non-negative integer", src);
         if (n == ZP_MAX_EOS) return zp_fail(ZP_ERR_UNSUPPORTED, "%s: more than %d eos ids", src, ZP_MAX_EOS);
         c->eos_ids[n++] = e->valueint;
     }
@@ -93,26 +96,81 @@ static zp_status get_eos(const cJSON *o, const char *src, zp_model_config *c) {
     return ZP_OK;
 }
 
-static zp_status parse_rope_scaling(const cJSON *root, const char *src, zp_model_config *c) {
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
-    c->rope_type = ZP_ROPE_DEFAULT;
-    if (!rs || cJSON_IsNull(rs)) return ZP_OK;
-    if (!cJSON_IsObject(rs)) return zp_fail(ZP_ERR_FORMAT, "%s: \"rope_scaling\" must be an object or null", src);
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
-    if (!cJSON_IsString(t)) t = cJSON_GetObjectItemCaseSensitive(rs, "type");
-    if (!cJSON_IsString(t)) return zp_fail(ZP_ERR_FORMAT, "%s: rope_scaling has no \"rope_type\"", src);
-    if (strcmp(t->valuestring, "default") == 0) return ZP_OK;
-    if (strcmp(t->valuestring, "llama3") != 0)
-        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: rope_scaling type \"%s\" is not supported (supported: default, llama3)",
-                       src, t->valuestring);
-    c->rope_type = ZP_ROPE_LLAMA3;
-    ZP_TRY(get_float(rs, "factor", src, 1, &c->rope_factor));
-    ZP_TRY(get_float(rs, "low_freq_factor", src, 1, &c->rope_low_freq));
-    ZP_TRY(get_float(rs, "high_freq_factor", src, 1, &c->rope_high_freq));
-    ZP_TRY(get_int(rs, "original_max_position_embeddings", src, 1, &c->rope_orig_max_pos));
-    if (c->rope_factor <= 0 || c->rope_high_freq <= c->rope_low_freq || c->rope_orig_max_pos <= 0)
-        return zp_fail(ZP_ERR_FORMAT, "%s: rope_scaling llama3 values are inconsistent (factor %g, low %g, high %g)",
-                       src, c->rope_factor, c->rope_low_freq, c->rope_high_freq);
+/* config.json keys by what they do to the computation. Read: used as described in config.h.
+ * Checked: accepted only at the value that leaves the math as implemented (refused otherwise).
+ * Ignored: no effect on the logits at inference (ids, bookkeeping, training-only settings).
+ * Anything else is refused: a key we do not know may change the computation. */
+static const char *const KEYS_READ[] = {"architectures", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                                        "num_key_value_heads", "intermediate_size", "vocab_size", "max_position_embeddings",
+                                        "head_dim", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters",
+                                        "partial_rotary_factor", "original_max_position_embeddings", "tie_word_embeddings",
+                                        "attention_bias", "mlp_bias", "hidden_act", "bos_token_id", "eos_token_id",
+                                        "torch_dtype", "dtype", "use_sliding_window", "sliding_window", "max_window_layers",
+                                        "layer_types", "rope_interleaved", "use_mrope", "final_logit_softcapping",
+                                        "attn_logit_softcapping", "quantization_config", "auto_map", NULL};
+static const char *const KEYS_IGNORED[] = {"model_type", "transformers_version", "use_cache", "initializer_range",
+                                           "pad_token_id", "attention_dropout", "_name_or_path", "is_llama_config",
+                                           "transformers.js_config", "pretraining_tp", "output_attentions",
+                                           "output_hidden_states", "return_dict", "torchscript", "use_bfloat16",
+                                           "tie_encoder_decoder", "is_encoder_decoder", "is_decoder", "add_cross_attention",
+                                           "chunk_size_feed_forward", "pruned_heads", "id2label", "label2id",
+                                           "problem_type", "tokenizer_class", "task_specific_params", "finetuning_task",
+                                           "sep_token_id", "decoder_start_token_id", "prefix", "tf_legacy_loss",
+                                           "cross_attention_hidden_size", "bad_words_ids", "begin_suppress_tokens",
+                                           "forced_bos_token_id", "forced_eos_token_id", "suppress_tokens",
+                                           "max_length", "min_length", "do_sample", "early_stopping", "num_beams",
+                                           "num_beam_groups", "diversity_penalty", "temperature", "top_k", "top_p",
+                                           "typical_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
+                                           "encoder_no_repeat_ngram_size", "num_return_sequences", "output_scores",
+                                           "return_dict_in_generate", "remove_invalid_values",
+                                           "exponential_decay_length_penalty", "architectures_version", NULL};
+
+static int listed(const char *const *list, const char *key) {
+    for (int i = 0; list[i]; i++)
+        if (!strcmp(list[i], key)) return 1;
+    return 0;
+}
+
+/* Every key known, none duplicated (transformers keeps the last value, cJSON would see the first). */
+static zp_status check_keys(const cJSON *root, const char *src) {
+    for (const cJSON *e = root->child; e; e = e->next) {
+        if (!listed(KEYS_READ, e->string) && !listed(KEYS_IGNORED, e->string))
+            return zp_fail(ZP_ERR_UNSUPPORTED, "%s: unknown key \"%s\" (it may change the computation; refused)", src, e->string);
+        for (const cJSON *f = e->next; f; f = f->next)
+            if (!strcmp(e->string, f->string)) return zp_fail(ZP_ERR_FORMAT, "%s: key \"%s\" appears twice", src, e->string);
+    }
+    return ZP_OK;
+}
+
+/* Keys whose other values change the math in a way not implemented: refused by name. */
+static zp_status check_math_keys(const cJSON *root, const char *src, const zp_model_config *c) {
+    static const char *const must_be_false[] = {"use_sliding_window", "rope_interleaved", "use_mrope", NULL};
+    for (int i = 0; must_be_false[i]; i++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, must_be_false[i]);
+        if (it && !cJSON_IsNull(it) && !cJSON_IsFalse(it))
+            return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"%s\": %s is not supported", src, must_be_false[i], cJSON_IsTrue(it) ? "true" : "(not false)");
+    }
+    static const char *const must_be_null[] = {"final_logit_softcapping", "attn_logit_softcapping", "quantization_config", "auto_map", NULL};
+    for (int i = 0; must_be_null[i]; i++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, must_be_null[i]);
+        if (it && !cJSON_IsNull(it)) return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"%s\" is not supported (must be absent or null)", src, must_be_null[i]);
+    }
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types"), *e;
+    if (lt && !cJSON_IsNull(lt)) {
+        if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->n_layers)
+            return zp_fail(ZP_ERR_FORMAT, "%s: \"layer_types\" must list %d layers", src, c->n_layers);
+        cJSON_ArrayForEach(e, lt) if (!cJSON_IsString(e) || strcmp(e->valuestring, "full_attention"))
+            return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"layer_types\" has \"%s\" (only full_attention is supported)", src,
+                           cJSON_IsString(e) ? e->valuestring : "?");
+    }
+    if (c->arch != ZP_ARCH_QWEN2 && get_bool(root, "attention_bias", 0)) /* Qwen2 ignores it (q/k/v always biased) */
+        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"attention_bias\": true (biases on q, k, v and o_proj) is not supported for %s", src,
+                       arch_names[c->arch]);
+    if (get_bool(root, "mlp_bias", 0) && c->arch == ZP_ARCH_LLAMA)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"mlp_bias\": true is not supported", src);
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
+    if (act && !(cJSON_IsString(act) && (!strcmp(act->valuestring, "silu") || !strcmp(act->valuestring, "swish"))))
+        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: hidden_act \"%s\" is not supported (only silu)", src, cJSON_IsString(act) ? act->valuestring : "?");
     return ZP_OK;
 }
 
@@ -139,47 +197,43 @@ static zp_status validate(const zp_model_config *c, const char *src) {
                        c->n_heads, c->n_kv_heads);
     if (c->head_dim % 2 != 0) return zp_fail(ZP_ERR_FORMAT, "%s: head_dim %d must be even for RoPE", src, c->head_dim);
     if (!(c->rms_eps > 0)) return zp_fail(ZP_ERR_FORMAT, "%s: rms_norm_eps must be > 0", src);
-    if (!(c->rope_theta > 0)) return zp_fail(ZP_ERR_FORMAT, "%s: rope_theta must be > 0", src);
     return ZP_OK;
 }
 
 static zp_status parse_root(const cJSON *root, const char *src, zp_model_config *c) {
+    ZP_TRY(check_keys(root, src));
     ZP_TRY(parse_arch(root, src, c));
+    const int qwen = c->arch != ZP_ARCH_LLAMA;
     ZP_TRY(get_int(root, "hidden_size", src, 1, &c->hidden));
     ZP_TRY(get_int(root, "num_hidden_layers", src, 1, &c->n_layers));
     ZP_TRY(get_int(root, "num_attention_heads", src, 1, &c->n_heads));
-    c->n_kv_heads = c->n_heads;
+    c->n_kv_heads = qwen ? 32 : c->n_heads; /* transformers' class defaults */
     ZP_TRY(get_int(root, "num_key_value_heads", src, 0, &c->n_kv_heads));
     ZP_TRY(get_int(root, "intermediate_size", src, 1, &c->intermediate));
     ZP_TRY(get_int(root, "vocab_size", src, 1, &c->vocab));
-    c->max_pos = 4096;
+    c->max_pos = qwen ? 32768 : 2048;
     ZP_TRY(get_int(root, "max_position_embeddings", src, 0, &c->max_pos));
-    c->head_dim = c->n_heads > 0 ? c->hidden / c->n_heads : 0;
+    c->head_dim = c->arch == ZP_ARCH_QWEN3 ? 128 : c->n_heads > 0 ? c->hidden / c->n_heads : 0; /* Qwen3Config: 128 */
     ZP_TRY(get_int(root, "head_dim", src, 0, &c->head_dim));
     c->rms_eps = 1e-6f;
     ZP_TRY(get_float(root, "rms_norm_eps", src, 0, &c->rms_eps));
-    c->rope_theta = 10000.0f;
-    ZP_TRY(get_float(root, "rope_theta", src, 0, &c->rope_theta));
-    ZP_TRY(parse_rope_scaling(root, src, c));
-    c->tie_embeddings = get_bool(root, "tie_word_embeddings", c->arch == ZP_ARCH_QWEN2 ? 0 : 0);
-    c->qkv_bias = c->arch == ZP_ARCH_QWEN2 ? 1 : get_bool(root, "attention_bias", 0);
+    ZP_TRY(zp_rope_parse(root, src, c->max_pos, &c->rope));
+    c->tie_embeddings = get_bool(root, "tie_word_embeddings", 0);
+    c->qkv_bias = c->arch == ZP_ARCH_QWEN2;
     c->qk_norm = c->arch == ZP_ARCH_QWEN3;
-    if (c->arch == ZP_ARCH_LLAMA && get_bool(root, "mlp_bias", 0))
-        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"mlp_bias\": true is not supported", src);
-    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
-    if (cJSON_IsString(act) && strcmp(act->valuestring, "silu") != 0)
-        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: hidden_act \"%s\" is not supported (only silu)", src, act->valuestring);
+    ZP_TRY(check_math_keys(root, src, c));
     c->bos_id = -1;
     ZP_TRY(get_int(root, "bos_token_id", src, 0, &c->bos_id));
     ZP_TRY(get_eos(root, src, c));
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
+    if (!cJSON_IsString(dt)) dt = cJSON_GetObjectItemCaseSensitive(root, "dtype");
     snprintf(c->torch_dtype, sizeof c->torch_dtype, "%s", cJSON_IsString(dt) ? dt->valuestring : "bfloat16");
     return validate(c, src);
 }
 
 zp_status zp_config_parse(const char *json, const char *src, zp_model_config *c) {
     memset(c, 0, sizeof *c);
-    cJSON *root = cJSON_Parse(json);
+    cJSON *root = cJSON_ParseWithOpts(json, NULL, 1); /* nothing after the object */
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return zp_fail(ZP_ERR_FORMAT, "%s: not a valid JSON object", src);

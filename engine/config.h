@@ -1,16 +1,21 @@
 /* config.h - model configuration read from a Hugging Face checkpoint folder.
  *
  * Reads config.json (and generation_config.json when present) of the architectures we run:
- * Qwen3ForCausalLM, Qwen2ForCausalLM (q/k/v biases) and LlamaForCausalLM (llama3 rope
- * scaling). Anything else is refused by name. It does not read weights (see safetensors.h).
+ * Qwen3ForCausalLM, Qwen2ForCausalLM (q/k/v biases) and LlamaForCausalLM, with transformers'
+ * class defaults for absent keys (Qwen3 head_dim 128, Qwen key-value heads 32, max positions
+ * 32768 / 2048). Every key is known: read, accepted only at the value that keeps the math
+ * implemented (sliding windows, layer types, biases, softcapping, interleaved or multimodal
+ * RoPE, quantization, remote code: refused otherwise), or ignored because it does not change
+ * the logits (ids, bookkeeping, training and generation settings); an unknown or duplicated
+ * key is refused, naming it and the file. RoPE fields: rope.h. It does not read weights.
  */
 #ifndef ZP_CONFIG_H
 #define ZP_CONFIG_H
 
+#include "rope.h"
 #include "status.h"
 
 typedef enum { ZP_ARCH_QWEN3, ZP_ARCH_QWEN2, ZP_ARCH_LLAMA, ZP_ARCH_COUNT } zp_arch;
-typedef enum { ZP_ROPE_DEFAULT, ZP_ROPE_LLAMA3, ZP_ROPE_COUNT } zp_rope_type;
 
 #define ZP_MAX_EOS 8
 
@@ -26,10 +31,7 @@ typedef struct {
     int vocab;              /* vocab_size */
     int max_pos;            /* max_position_embeddings */
     float rms_eps;          /* rms_norm_eps */
-    float rope_theta;       /* rope_theta */
-    zp_rope_type rope_type; /* rope_scaling.rope_type */
-    float rope_factor, rope_low_freq, rope_high_freq; /* llama3 scaling */
-    int rope_orig_max_pos;  /* rope_scaling.original_max_position_embeddings */
+    zp_rope_config rope;    /* rope_parameters (transformers >= 5) or rope_theta + rope_scaling (rope.h) */
     int tie_embeddings;     /* tie_word_embeddings */
     int qkv_bias;           /* q/k/v projections have biases (Qwen2, or attention_bias) */
     int qk_norm;            /* per-head RMSNorm on q and k (Qwen3) */

@@ -13,27 +13,6 @@
 #include "mkmodel.h"     /* zp_mkmodel_tensor, zp_preset_dir */
 #include "safetensors.h" /* zp_st_open_dir, zp_st_find, zp_st_close */
 
-/* ---------------------------------------------------------------- rope */
-
-void zp_rope_inv_freq(const zp_model_config *c, float *inv_freq) {
-    const int D = c->head_dim;
-    for (int i = 0; i < D / 2; i++) {
-        float f = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)D);
-        if (c->rope_type == ZP_ROPE_LLAMA3) {
-            const float old_len = (float)c->rope_orig_max_pos, pi = 3.14159265358979323846f;
-            const float low_wavelen = old_len / c->rope_low_freq, high_wavelen = old_len / c->rope_high_freq;
-            float wavelen = 2.0f * pi / f;
-            if (wavelen > low_wavelen) {
-                f = f / c->rope_factor;
-            } else if (wavelen >= high_wavelen) { /* medium band: interpolate */
-                float smooth = (old_len / wavelen - c->rope_low_freq) / (c->rope_high_freq - c->rope_low_freq);
-                f = (1.0f - smooth) * f / c->rope_factor + smooth * f;
-            }
-        }
-        inv_freq[i] = f;
-    }
-}
-
 /* ---------------------------------------------------------------- loading */
 
 typedef struct {
@@ -266,8 +245,9 @@ static zp_status model_finish_load(zp_model *m, const char *dir, int random, uin
     }
     float *inv = malloc(sizeof(float) * (size_t)(m->cfg.head_dim / 2));
     ZP_CHECK_ALLOC(inv);
-    zp_rope_inv_freq(&m->cfg, inv);
-    zp_status s = m->be->rope_init(m->be, inv, m->cfg.head_dim / 2);
+    float attention_factor;
+    zp_rope_frequencies(&m->cfg.rope, m->cfg.head_dim, inv, &attention_factor);
+    zp_status s = m->be->rope_init(m->be, inv, m->cfg.head_dim / 2, attention_factor);
     free(inv);
     return s;
 }

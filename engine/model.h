@@ -50,9 +50,6 @@ zp_status zp_model_load(const char *dir, zp_backend *be, zp_model **out);
 zp_status zp_model_load_random(const char *preset_or_config, uint64_t seed, zp_backend *be, zp_model **out);
 void zp_model_free(zp_model *m);
 
-/* RoPE inverse frequencies [D/2] of a config, llama3 scaling applied (fp32, as HF computes). */
-void zp_rope_inv_freq(const zp_model_config *c, float *inv_freq);
-
 zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv);
 /* Adds the compression state: a query cache of n_qslots x window rows, and a score cache. */
 zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, int window, int n_qslots, int with_scores);

@@ -28,7 +28,7 @@ static void test_presets(void) {
         CHECK(c.n_layers == want[i].layers && c.n_heads == want[i].heads && c.n_kv_heads == want[i].kv);
         CHECK(c.head_dim == want[i].head_dim);
         CHECK(c.qkv_bias == want[i].qkv_bias && c.qk_norm == want[i].qk_norm && c.tie_embeddings == want[i].tie);
-        CHECK(c.rope_type == want[i].rope);
+        CHECK(c.rope.type == want[i].rope);
     }
     zp_model_config c;
     char dir[512];
@@ -38,8 +38,8 @@ static void test_presets(void) {
     CHECK(zp_config_is_eos(&c, 151643) && !zp_config_is_eos(&c, 151644));
     snprintf(dir, sizeof dir, "%s/DeepSeek-R1-Distill-Llama-8B", ZIPAGE_MODELS_DIR);
     CHECK_OK(zp_config_load(dir, &c));
-    CHECK_NEAR(c.rope_factor, 8.0, 0);
-    CHECK(c.rope_orig_max_pos == 8192 && c.vocab == 128256);
+    CHECK_NEAR(c.rope.factor, 8.0, 0);
+    CHECK(c.rope.orig_max_pos == 8192 && c.vocab == 128256 && c.rope.theta == 500000.0);
 }
 
 static const char *GOOD =
@@ -65,7 +65,7 @@ static void test_malformed(void) {
                                 "\"num_attention_heads\":4,\"num_key_value_heads\":3,\"intermediate_size\":128,\"vocab_size\":100}",
                                 "kv.json", &c),
                 ZP_ERR_FORMAT, "kv.json: num_attention_heads 4 is not a multiple of num_key_value_heads 3");
-    CHECK_FAILS(parse_with(",\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4}"), ZP_ERR_UNSUPPORTED, "yarn");
+    CHECK_OK(parse_with(",\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4}"));
     CHECK_FAILS(parse_with(",\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8}"), ZP_ERR_FORMAT, "low_freq_factor");
     CHECK_FAILS(parse_with(",\"hidden_act\":\"gelu\""), ZP_ERR_UNSUPPORTED, "gelu");
     CHECK_FAILS(parse_with(",\"head_dim\":-4"), ZP_ERR_FORMAT, "head_dim");
@@ -75,6 +75,67 @@ static void test_malformed(void) {
     CHECK_OK(zp_config_parse_generation("{\"eos_token_id\":[5,6,7]}", "g.json", &c));
     CHECK(c.n_eos == 3 && c.eos_ids[2] == 7);
     CHECK_FAILS(zp_config_parse_generation("{\"eos_token_id\":\"x\"}", "g.json", &c), ZP_ERR_FORMAT, "eos_token_id");
+}
+
+/* Each config key that would change the math is refused by name (one case per key); keys
+ * that do not are accepted; the transformers-5 style is read. */
+static void test_refusals(void) {
+    const char *cases[][2] = {
+        {",\"use_sliding_window\":true", "\"use_sliding_window\": true is not supported"},
+        {",\"layer_types\":[\"full_attention\",\"sliding_attention\"]", "\"layer_types\" has \"sliding_attention\""},
+        {",\"layer_types\":[\"full_attention\"]", "\"layer_types\" must list 2 layers"},
+        {",\"attention_bias\":true", "\"attention_bias\": true (biases on q, k, v and o_proj) is not supported"},
+        {",\"mlp_bias\":true", "\"mlp_bias\": true is not supported"},
+        {",\"final_logit_softcapping\":30.0", "\"final_logit_softcapping\" is not supported"},
+        {",\"attn_logit_softcapping\":50.0", "\"attn_logit_softcapping\" is not supported"},
+        {",\"rope_interleaved\":true", "\"rope_interleaved\": true is not supported"},
+        {",\"use_mrope\":true", "\"use_mrope\": true is not supported"},
+        {",\"quantization_config\":{\"quant_method\":\"awq\"}", "\"quantization_config\" is not supported"},
+        {",\"auto_map\":{\"AutoModel\":\"x.Y\"}", "\"auto_map\" is not supported"},
+        {",\"partial_rotary_factor\":0.5", "\"partial_rotary_factor\" 0.5 is not supported"},
+        {",\"rope_parameters\":{\"rope_type\":\"default\",\"partial_rotary_factor\":0.25}", "\"partial_rotary_factor\" 0.25"},
+        {",\"rope_parameters\":{\"rope_type\":\"longrope\",\"short_factor\":[1],\"long_factor\":[1]}", "rope_type \"longrope\" is not supported"},
+        {",\"rope_parameters\":{\"rope_type\":\"su\"}", "rope_type \"su\" is not supported"},
+        {",\"rope_scaling\":{\"type\":\"linear\",\"rope_type\":\"yarn\",\"factor\":4}", "has \"rope_type\": \"yarn\" and \"type\": \"linear\""},
+        {",\"rope_parameters\":{\"rope_type\":\"yarn\"}", "rope_type \"yarn\" needs \"factor\""},
+        {",\"rope_parameters\":{\"rope_type\":\"linear\",\"factor\":0}", "\"factor\" must be > 0"},
+        {",\"rope_parameters\":{\"rope_type\":\"default\",\"mrope_section\":[1]}", "key \"mrope_section\" is not a RoPE parameter"},
+        {",\"rope_parameters\":7", "\"rope_parameters\" must be an object or null"},
+        {",\"hidden_act\":\"gelu_pytorch_tanh\"", "hidden_act \"gelu_pytorch_tanh\" is not supported"},
+        {",\"sliding_windw\":4096", "unknown key \"sliding_windw\""},
+        {",\"vocab_size\":200", "key \"vocab_size\" appears twice"},
+        {",\"eos_token_id\":-5", "\"eos_token_id\" must be a non-negative integer"},
+        {",\"eos_token_id\":1e30", "\"eos_token_id\" must be a non-negative integer"},
+        {"} trailing", "not a valid JSON object"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        zp_status s = parse_with(cases[i][0]);
+        if (s == ZP_OK || !strstr(zp_last_error(), cases[i][1]))
+            fprintf(stderr, "refusal case %zu (%s): got \"%s\"\n", i, cases[i][0], s == ZP_OK ? "accepted" : zp_last_error());
+        CHECK(s != ZP_OK && strstr(zp_last_error(), cases[i][1]));
+    }
+    const char *accepted[] = {",\"use_sliding_window\":false,\"sliding_window\":4096,\"max_window_layers\":28",
+                              ",\"layer_types\":[\"full_attention\",\"full_attention\"]", ",\"attention_bias\":false",
+                              ",\"pretraining_tp\":1,\"use_cache\":true,\"transformers_version\":\"5.17.0\",\"dtype\":\"float32\"",
+                              ",\"final_logit_softcapping\":null,\"partial_rotary_factor\":1.0", ",\"hidden_act\":\"swish\""};
+    for (size_t i = 0; i < sizeof accepted / sizeof *accepted; i++) {
+        zp_status s = parse_with(accepted[i]);
+        if (s != ZP_OK) fprintf(stderr, "accept case %zu (%s): %s\n", i, accepted[i], zp_last_error());
+        CHECK(s == ZP_OK);
+    }
+    /* transformers 5 style: theta and type inside rope_parameters; the v4 top-level key loses */
+    zp_model_config c;
+    char buf[1024];
+    snprintf(buf, sizeof buf, GOOD, ",\"rope_theta\":10000,\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1000000.0}");
+    CHECK_OK(zp_config_parse(buf, "v5.json", &c));
+    CHECK(c.rope.theta == 1e6 && c.rope.type == ZP_ROPE_DEFAULT);
+    snprintf(buf, sizeof buf, GOOD, ",\"max_position_embeddings\":40960,\"rope_parameters\":{\"rope_type\":\"yarn\",\"factor\":4.0,\"rope_theta\":1e6}");
+    CHECK_OK(zp_config_parse(buf, "v5.json", &c));
+    CHECK(c.rope.type == ZP_ROPE_YARN && c.rope.orig_max_pos == 40960 && c.rope.factor == 4.0 && c.rope.truncate);
+    /* a non-empty v4 rope_scaling replaces rope_parameters; an empty one does not */
+    snprintf(buf, sizeof buf, GOOD, ",\"rope_scaling\":{},\"rope_parameters\":{\"rope_type\":\"linear\",\"factor\":2}");
+    CHECK_OK(zp_config_parse(buf, "v5.json", &c));
+    CHECK(c.rope.type == ZP_ROPE_LINEAR && c.rope.factor == 2 && c.rope.theta == 10000);
 }
 
 /* Defaults when unset or empty; each accepted value; a mistyped one fails naming the variable. */
@@ -117,6 +178,7 @@ static void test_cuda_knobs(void) {
 int main(void) {
     test_presets();
     test_malformed();
+    test_refusals();
     test_cuda_knobs();
     return zp_test_finish("test_config");
 }

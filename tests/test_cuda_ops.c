@@ -196,7 +196,7 @@ static void test_attention_path(pair *p) {
         CHECK_OK(be[k]->alloc_cache(be[k], cache_n, &KC[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], cache_n, &VC[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * 2 * W * Hq * D, &QC[k]));
-        CHECK_OK(be[k]->rope_init(be[k], inv, D / 2));
+        CHECK_OK(be[k]->rope_init(be[k], inv, D / 2, 1.0f));
         CHECK_OK(be[k]->set_batch(be[k], &b));
         CHECK_OK(be[k]->qkv_rope_store(be[k], &d, QKV[k], Q[k], QN[k], KN[k], KC[k], VC[k], LAYER));
         CHECK_OK(be[k]->query_store(be[k], &d, Q[k], QC[k], LAYER));
@@ -285,7 +285,7 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
         CHECK_OK(be[k]->alloc(be[k], nq, &O[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * NB * BS * Hkv * D, &KC[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * NB * BS * Hkv * D, &VC[k]));
-        CHECK_OK(be[k]->rope_init(be[k], inv, D / 2));
+        CHECK_OK(be[k]->rope_init(be[k], inv, D / 2, 1.0f));
         CHECK_OK(be[k]->set_batch(be[k], &fill));
         CHECK_OK(be[k]->qkv_rope_store(be[k], &d, QKV[k], QF[k], NULL, NULL, KC[k], VC[k], 0));
         CHECK_OK(be[k]->set_batch(be[k], &att));

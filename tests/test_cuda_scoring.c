@@ -163,7 +163,7 @@ int main(void) {
         }
         float inv[D / 2];
         for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
-        CHECK_OK(be->rope_init(be, inv, D / 2));
+        CHECK_OK(be->rope_init(be, inv, D / 2, 1.0f));
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(be, fp32, cases[i][0], cases[i][1]);
         be->destroy(be);
     }

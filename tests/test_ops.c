@@ -77,17 +77,17 @@ static void test_dense_ops(zp_backend *be) {
 }
 
 static void test_llama3_freqs(void) {
-    zp_model_config c;
+    zp_rope_config c;
     memset(&c, 0, sizeof c);
-    c.head_dim = 128;
-    c.rope_theta = 500000.f;
-    c.rope_type = ZP_ROPE_LLAMA3;
-    c.rope_factor = 8;
-    c.rope_low_freq = 1;
-    c.rope_high_freq = 4;
-    c.rope_orig_max_pos = 8192;
-    float f[64];
-    zp_rope_inv_freq(&c, f);
+    c.theta = 500000.0;
+    c.type = ZP_ROPE_LLAMA3;
+    c.factor = 8;
+    c.low_freq = 1;
+    c.high_freq = 4;
+    c.orig_max_pos = 8192;
+    float f[64], att;
+    zp_rope_frequencies(&c, 128, f, &att);
+    CHECK(att == 1.0f);
     int n_low = 0, n_mid = 0, n_high = 0;
     for (int i = 0; i < 64; i++) {
         double base = 1.0 / pow(500000.0, 2.0 * i / 128.0), wl = 2 * M_PI / base, want;
@@ -112,7 +112,7 @@ static void test_paged_attention(zp_backend *be) {
     zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / sqrtf(D), 1e-6f, 0, 0};
     float inv[D / 2];
     for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
-    CHECK_OK(be->rope_init(be, inv, D / 2));
+    CHECK_OK(be->rope_init(be, inv, D / 2, 1.0f));
     const int W = (Hq + 2 * Hkv) * D;
     float *qkv = malloc(sizeof(float) * T * W), *q = malloc(sizeof(float) * T * Hq * D), *out = malloc(sizeof(float) * T * Hq * D);
     float *kc = calloc((size_t)L * NB * BS * Hkv * D, sizeof(float)), *vc = calloc((size_t)L * NB * BS * Hkv * D, sizeof(float));

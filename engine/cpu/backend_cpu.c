@@ -21,6 +21,7 @@ typedef struct {
     zp_batch b;           /* shallow copy; arrays owned by the caller for the step */
     float *inv_freq;      /* [D/2] */
     int half_dim;
+    float rope_scale;     /* the rope's attention factor: multiplies cos and sin */
     float *cos_sin;       /* [T][2][D/2] RoPE table of the step's positions */
     size_t cos_sin_cap;
     int n_threads;
@@ -57,8 +58,9 @@ static zp_status cpu_to_host(zp_backend *be, float *dst, const void *src, size_t
     return ZP_OK;
 }
 
-static zp_status cpu_rope_init(zp_backend *be, const float *inv_freq, int half_dim) {
+static zp_status cpu_rope_init(zp_backend *be, const float *inv_freq, int half_dim, float attention_factor) {
     cpu_ctx *c = CTX(be);
+    c->rope_scale = attention_factor;
     free(c->inv_freq);
     c->inv_freq = malloc(sizeof(float) * (size_t)half_dim);
     ZP_CHECK_ALLOC(c->inv_freq);
@@ -67,7 +69,8 @@ static zp_status cpu_rope_init(zp_backend *be, const float *inv_freq, int half_d
     return ZP_OK;
 }
 
-/* Stores the batch and precomputes cos/sin of each row's position (fp32, as HF: pos * inv_freq). */
+/* Stores the batch and precomputes cos/sin of each row's position (fp32, as HF: pos * inv_freq),
+ * times the rope's attention factor (yarn). */
 static zp_status cpu_set_batch(zp_backend *be, const zp_batch *b) {
     cpu_ctx *c = CTX(be);
     c->b = *b;
@@ -82,9 +85,9 @@ static zp_status cpu_set_batch(zp_backend *be, const zp_batch *b) {
     for (int t = 0; t < b->n_tokens; t++) {
         float *cs = c->cos_sin + (size_t)t * 2 * (size_t)c->half_dim;
         for (int i = 0; i < c->half_dim; i++) {
-            float ang = (float)b->positions[t] * c->inv_freq[i];
-            cs[i] = cosf(ang);
-            cs[c->half_dim + i] = sinf(ang);
+            float ang = (float)b->positions[t] * c->inv_freq[i]; /* fp32 angle, its cos/sin rounded once (as torch) */
+            cs[i] = (float)cos((double)ang) * c->rope_scale;
+            cs[c->half_dim + i] = (float)sin((double)ang) * c->rope_scale;
         }
     }
     return ZP_OK;

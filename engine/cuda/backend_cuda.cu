@@ -105,12 +105,17 @@ __global__ static void gather_rows_kernel(float *out, const float *x, const int 
 template <typename T, typename Y> /* Y: qkv's type, fp32 or bf16 (a GEMM's output handed over) */
 __global__ static void __launch_bounds__(QKV_WARPS * 32)
 qkv_rope_kernel(const Y *qkv, float *q_out, const T *q_norm, const T *k_norm, T *kc, T *vc, const int *positions, const int *slots,
-                const float *inv_freq, int Hq, int Hkv, int D, float eps) {
+                const float *inv_freq, float rope_scale, int Hq, int Hkv, int D, float eps) {
     __shared__ float cs[QKV_MAX_D / 2], sn[QKV_MAX_D / 2], xs[QKV_WARPS][QKV_MAX_D];
     const int t = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, half = D / 2;
     const int h = blockIdx.y * QKV_WARPS + warp, slot = slots[t];
     const float pos = (float)positions[t];
-    for (int i = threadIdx.x; i < half; i += blockDim.x) sincosf(pos * inv_freq[i], &sn[i], &cs[i]);
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        float s, co;
+        sincosf(pos * inv_freq[i], &s, &co);
+        sn[i] = s * rope_scale; /* the rope's attention factor (yarn) scales cos and sin */
+        cs[i] = co * rope_scale;
+    }
     __syncthreads(); /* no barrier below: warps leave independently */
     if (h >= Hq + 2 * Hkv) return;
     const Y *src = qkv + (size_t)t * (Hq + 2 * Hkv) * D + (size_t)h * D;
@@ -211,8 +216,9 @@ static zp_status cu_from_host(zp_backend *be, void *dst, const float *src, size_
     return ZP_OK;
 }
 
-static zp_status cu_rope_init(zp_backend *be, const float *inv_freq, int half_dim) {
+static zp_status cu_rope_init(zp_backend *be, const float *inv_freq, int half_dim, float attention_factor) {
     cuda_ctx *c = CUDA_CTX(be);
+    c->rope_scale = attention_factor;
     if (half_dim * 2 > 512) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda backend: head_dim %d > 512 is not supported", half_dim * 2);
     cudaFree(c->inv_freq);
     ZP_CUDA_CHECK(cudaMalloc(&c->inv_freq, sizeof(float) * half_dim));
@@ -368,7 +374,7 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
 #define QKV_ROPE(Y, src)                                                                                                      \
     qkv_rope_kernel<T, Y><<<grid, QKV_WARPS * 32, 0, c->stream>>>(src, (float *)q_out, (const T *)q_norm, (const T *)k_norm,         \
                                                                   (T *)k_cache + layer_off, (T *)v_cache + layer_off, c->d.positions, \
-                                                                  c->d.slots, c->inv_freq, d->n_heads, d->n_kv_heads, d->head_dim,    \
+                                                                  c->d.slots, c->inv_freq, c->rope_scale, d->n_heads, d->n_kv_heads, d->head_dim,    \
                                                                   d->qk_norm_eps)
     if (qbf) ZP_DISPATCH_STORAGE(c->fp32, QKV_ROPE(bf16, qbf));
     else ZP_DISPATCH_STORAGE(c->fp32, QKV_ROPE(float, (const float *)qkv));

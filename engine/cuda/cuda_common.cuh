@@ -155,6 +155,7 @@ typedef struct {
     int n_ptiles;               /* prefill query tiles of this step (CUDA_PREFILL_TILE rows each) */
     float *inv_freq;            /* [D/2] device */
     int half_dim;
+    float rope_scale;           /* the rope's attention factor: multiplies cos and sin */
     bf16 *xbf;                  /* GEMM operand conversion scratch */
     size_t xbf_cap;             /* values */
     const void *xbf_src;        /* xbf holds bf16(xbf_src[0, xbf_n)) written by op number xbf_seq */

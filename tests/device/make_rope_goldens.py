@@ -29,8 +29,8 @@ KINDS = {
 def golden(name, config):
     rec = {"name": name, "config": config}
     cfg_cls, rope_cls = KINDS[config["architectures"][0]]
-    try:
-        cfg = cfg_cls.from_dict({k: v for k, v in config.items() if k != "architectures"})
+    try:  # a deep copy: transformers standardises the rope dict it is given in place
+        cfg = cfg_cls.from_dict(json.loads(json.dumps({k: v for k, v in config.items() if k != "architectures"})))
         rope = rope_cls(cfg)
         rec["inv_freq_f32le"] = rope.inv_freq.detach().cpu().float().numpy().astype("<f4").tobytes().hex()
         rec["attention_scaling"] = float(rope.attention_scaling)

@@ -39,7 +39,11 @@ static char *take_string(cursor *c) {
 
 static const int type_size[13] = {1, 1, 2, 2, 4, 4, 4, 1, -1, -1, 8, 8, 8}; /* by GGUF value type; 8 string, 9 array */
 
-static zp_status skip_value(cursor *c, uint32_t type, zp_gguf_kv *kv, const char *key) {
+#define GGUF_MAX_NESTING 4          /* arrays of arrays: deeper is refused (no stack overflow) */
+#define GGUF_MAX_NUMEL (1ll << 40) /* values of one tensor */
+
+static zp_status skip_value(cursor *c, uint32_t type, zp_gguf_kv *kv, const char *key, int depth) {
+    if (depth > GGUF_MAX_NESTING) return zp_fail(ZP_ERR_FORMAT, "%s: key %s nests arrays deeper than %d", c->path, key, GGUF_MAX_NESTING);
     if (type > 12) return zp_fail(ZP_ERR_FORMAT, "%s: key %s has unknown value type %u", c->path, key, type);
     if (type == 8) {
         char *s = take_string(c);
@@ -52,7 +56,7 @@ static zp_status skip_value(cursor *c, uint32_t type, zp_gguf_kv *kv, const char
         uint64_t n;
         if (!take(c, &at, 4) || !take(c, &n, 8)) return zp_fail(ZP_ERR_FORMAT, "%s: key %s: truncated array header", c->path, key);
         if (kv) kv->n_arr = n;
-        for (uint64_t i = 0; i < n; i++) ZP_TRY(skip_value(c, at, NULL, key));
+        for (uint64_t i = 0; i < n; i++) ZP_TRY(skip_value(c, at, NULL, key, depth + 1));
         return ZP_OK;
     }
     uint8_t buf[8] = {0};
@@ -100,15 +104,16 @@ static zp_status read_tensor_infos(cursor *c, zp_gguf *g, uint64_t n, uint64_t *
     for (uint64_t k = 0; k < n; k++) {
         zp_gguf_tensor *t = &g->tensors[g->n_tensors];
         uint32_t nd;
-        if (!(t->name = take_string(c)) || !take(c, &nd, 4) || nd == 0 || nd > 4)
+        if ((t->name = take_string(c)) != NULL) g->n_tensors++; /* owned by g from here */
+        if (!t->name || !take(c, &nd, 4) || nd == 0 || nd > 4)
             return zp_fail(ZP_ERR_FORMAT, "%s: tensor info %llu is truncated or has a bad rank", g->path, (unsigned long long)k);
-        g->n_tensors++;
         t->ndim = (int)nd;
         int64_t numel = 1;
         for (uint32_t d = 0; d < 4; d++) t->ne[d] = 1;
         for (uint32_t d = 0; d < nd; d++) {
             uint64_t v;
-            if (!take(c, &v, 8) || v > (1ull << 40)) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: bad dimension", g->path, t->name);
+            if (!take(c, &v, 8) || v == 0 || v > (uint64_t)GGUF_MAX_NUMEL || numel > GGUF_MAX_NUMEL / (int64_t)v)
+                return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: bad dimension (zero, or more than 2^40 values)", g->path, t->name);
             t->ne[d] = (int64_t)v;
             numel *= (int64_t)v;
         }
@@ -117,11 +122,34 @@ static zp_status read_tensor_infos(cursor *c, zp_gguf *g, uint64_t n, uint64_t *
         int64_t nb = type_bytes(t->type, numel);
         if (nb == -2) return zp_fail(ZP_ERR_UNSUPPORTED, "%s: tensor %s: type %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1)", g->path, t->name, zp_ggml_type_name(t->type));
         if (nb < 0) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: %lld values is not a whole number of blocks", g->path, t->name, (long long)numel);
+        if (off > g->size || (uint64_t)nb > g->size - off) /* no wrap-around: both are bounded by the file */
+            return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: offset %llu + %lld bytes lies outside the file", g->path, t->name,
+                           (unsigned long long)off, (long long)nb);
         t->nbytes = (size_t)nb;
         t->data = (const uint8_t *)(uintptr_t)off; /* relative until the data section is known */
         if (off + (uint64_t)nb > *max_end) *max_end = off + (uint64_t)nb;
     }
     return ZP_OK;
+}
+
+static int by_data(const void *a, const void *b) {
+    const zp_gguf_tensor *x = *(const zp_gguf_tensor *const *)a, *y = *(const zp_gguf_tensor *const *)b;
+    return x->data < y->data ? -1 : x->data > y->data;
+}
+
+/* No two tensors share bytes (as the safetensors reader requires). */
+static zp_status check_overlaps(const zp_gguf *g) {
+    if (g->n_tensors < 2) return ZP_OK;
+    const zp_gguf_tensor **v = malloc(sizeof *v * (size_t)g->n_tensors);
+    ZP_CHECK_ALLOC(v);
+    for (int i = 0; i < g->n_tensors; i++) v[i] = &g->tensors[i];
+    qsort(v, (size_t)g->n_tensors, sizeof *v, by_data);
+    zp_status s = ZP_OK;
+    for (int i = 0; i + 1 < g->n_tensors && s == ZP_OK; i++)
+        if (v[i]->data + v[i]->nbytes > v[i + 1]->data)
+            s = zp_fail(ZP_ERR_FORMAT, "%s: tensors %s and %s overlap", g->path, v[i]->name, v[i + 1]->name);
+    free(v);
+    return s;
 }
 
 static zp_status parse(zp_gguf *g) {
@@ -137,18 +165,19 @@ static zp_status parse(zp_gguf *g) {
     ZP_CHECK_ALLOC(g->kv);
     for (uint64_t k = 0; k < n_kv; k++) {
         zp_gguf_kv *kv = &g->kv[g->n_kv];
-        if (!(kv->key = take_string(&c)) || !take(&c, &kv->type, 4))
+        if ((kv->key = take_string(&c)) != NULL) g->n_kv++; /* owned by g from here: freed on any error */
+        if (!kv->key || !take(&c, &kv->type, 4))
             return zp_fail(ZP_ERR_FORMAT, "%s: metadata entry %llu is truncated", g->path, (unsigned long long)k);
-        g->n_kv++;
-        ZP_TRY(skip_value(&c, kv->type, kv, kv->key));
+        ZP_TRY(skip_value(&c, kv->type, kv, kv->key, 0));
     }
     uint64_t max_end = 0;
     ZP_TRY(read_tensor_infos(&c, g, n_t, &max_end));
     const zp_gguf_kv *al = zp_gguf_get(g, "general.alignment");
     uint64_t align = al ? (uint64_t)al->i : 32, pos = (uint64_t)(c.p - (const uint8_t *)g->map);
     if (align == 0 || (align & (align - 1))) return zp_fail(ZP_ERR_FORMAT, "%s: general.alignment %llu is not a power of two", g->path, (unsigned long long)align);
+    if (align > (1u << 20)) return zp_fail(ZP_ERR_FORMAT, "%s: general.alignment %llu is implausible", g->path, (unsigned long long)align);
     uint64_t data = (pos + align - 1) / align * align;
-    if (data + max_end > g->size)
+    if (data > g->size || max_end > g->size - data)
         return zp_fail(ZP_ERR_FORMAT, "%s: tensor data needs %llu bytes, the file has %zu (truncated?)", g->path,
                        (unsigned long long)(data + max_end), g->size);
     for (int k = 0; k < g->n_tensors; k++) {
@@ -156,7 +185,7 @@ static zp_status parse(zp_gguf *g) {
         if (off % align) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: offset %llu is not aligned", g->path, g->tensors[k].name, (unsigned long long)off);
         g->tensors[k].data = (const uint8_t *)g->map + data + off;
     }
-    return ZP_OK;
+    return check_overlaps(g);
 }
 
 zp_status zp_gguf_open(const char *path, zp_gguf *g) {

@@ -1,7 +1,8 @@
 /* test_gguf.c - the GGUF reader on files written here: metadata of every value type, tensor
  * infos, alignment, dequantisation of F32 / F16 / BF16 / Q8_0 / Q4_0 / Q4_1 blocks against
  * hand-computed values, and malformed files (bad magic, truncated data, unsupported K-quant,
- * misaligned offset) named with file and tensor. Then, when `make models` has fetched it, the
+ * misaligned offset; offsets that wrap, 2^80 values, overlapping tensors, nested arrays, a cut
+ * metadata entry) named with file and tensor. Then, when `make models` has fetched it, the
  * real SmolLM2-135M-Instruct Q4_1 checkpoint: its golden greedy answer (skipped otherwise). */
 #include <string.h>
 
@@ -103,6 +104,44 @@ static void test_synthetic(void) {
     CHECK_FAILS(zp_gguf_open("/nonexistent.gguf", &g), ZP_ERR_IO, "/nonexistent.gguf");
 }
 
+/* A file with `nest` levels of arrays in one key, then tensors "a" and "b" (F32, 32 values
+ * each) at the given data offsets with a's dimensions ne0 x ne1. */
+static buf crafted(int nest, uint64_t off_a, uint64_t off_b, uint64_t ne0, uint64_t ne1) {
+    buf w = {0};
+    put(&w, "GGUF", 4);
+    put_u32(&w, 3);
+    put_u64(&w, 2);
+    put_u64(&w, 1);
+    put_str(&w, "deep");
+    put_u32(&w, 9);
+    for (int i = 0; i < nest; i++) { put_u32(&w, 9); put_u64(&w, 1); }
+    put_u32(&w, 4); put_u64(&w, 0);
+    put_str(&w, "a"); put_u32(&w, 2); put_u64(&w, ne0); put_u64(&w, ne1); put_u32(&w, 0); put_u64(&w, off_a);
+    put_str(&w, "b"); put_u32(&w, 1); put_u64(&w, 32); put_u32(&w, 0); put_u64(&w, off_b);
+    while (w.n % 32) { uint8_t z = 0; put(&w, &z, 1); }
+    for (int i = 0; i < 64; i++) { float f = (float)i; put(&w, &f, 4); }
+    return w;
+}
+
+/* Crafted files that read memory outside the file, overflowed the stack or were accepted. */
+static void test_crafted(void) {
+    zp_gguf g;
+    buf w = crafted(0, 0, 128, 16, 2);
+    CHECK_OK(zp_gguf_open(write_tmp("c_ok.gguf", &w), &g));
+    zp_gguf_close(&g);
+    w = crafted(0, (uint64_t)-(16ll << 20), 128, 16, 2); /* offset wraps the address space */
+    CHECK_FAILS(zp_gguf_open(write_tmp("c_wrap.gguf", &w), &g), ZP_ERR_FORMAT, "tensor a: offset 18446744073692774400 + 128 bytes lies outside the file");
+    w = crafted(0, 0, 128, 1ull << 40, 1ull << 40); /* 2^80 values: int64 overflow */
+    CHECK_FAILS(zp_gguf_open(write_tmp("c_numel.gguf", &w), &g), ZP_ERR_FORMAT, "tensor a: bad dimension");
+    w = crafted(0, 0, 64, 16, 2); /* b starts inside a */
+    CHECK_FAILS(zp_gguf_open(write_tmp("c_overlap.gguf", &w), &g), ZP_ERR_FORMAT, "tensors a and b overlap");
+    w = crafted(100000, 0, 128, 16, 2); /* 100,000 nested arrays */
+    CHECK_FAILS(zp_gguf_open(write_tmp("c_nest.gguf", &w), &g), ZP_ERR_FORMAT, "key deep nests arrays deeper than 4");
+    w = crafted(0, 0, 128, 16, 2);
+    w.n = 4 + 4 + 8 + 8 + 8 + 4; /* cut inside the first metadata entry, after its key */
+    CHECK_FAILS(zp_gguf_open(write_tmp("c_cut.gguf", &w), &g), ZP_ERR_FORMAT, "c_cut.gguf");
+}
+
 /* The real model: a greedy answer pinned when this test was written (CPU engine). */
 static int test_smollm2(void) {
     const char *dir = ZIPAGE_MODELS_DIR "/cache/SmolLM2-135M-Instruct-Q4_1";
@@ -143,5 +182,6 @@ int main(int argc, char **argv) {
         return zp_test_finish("test_gguf real");
     }
     test_synthetic();
+    test_crafted();
     return zp_test_finish("test_gguf");
 }

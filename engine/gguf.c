@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dtype.h" /* zp_f16_to_f32, zp_bf16_to_f32 */
+#include "dtype.h"       /* zp_f16_to_f32, zp_bf16_to_f32 */
+#include "gguf_quants.h" /* the block types */
 
 typedef struct {
     const uint8_t *p, *end;
@@ -78,16 +79,17 @@ static zp_status skip_value(cursor *c, uint32_t type, zp_gguf_kv *kv, const char
     return ZP_OK;
 }
 
-/* Bytes of n elements of a tensor type (block types: n must be a multiple of 32). */
+/* Bytes of n elements of a tensor type: -1 when n is not a whole number of blocks, -2 for a
+ * type we cannot read. */
 static int64_t type_bytes(uint32_t type, int64_t n) {
     switch (type) {
     case ZP_GGML_F32: return n * 4;
     case ZP_GGML_F16: case ZP_GGML_BF16: return n * 2;
-    case ZP_GGML_Q4_0: return n % 32 ? -1 : n / 32 * 18;
-    case ZP_GGML_Q4_1: return n % 32 ? -1 : n / 32 * 20;
-    case ZP_GGML_Q8_0: return n % 32 ? -1 : n / 32 * 34;
-    default: return -2;
+    default: break;
     }
+    const zp_gguf_quant *q = zp_gguf_quant_find(type);
+    if (!q) return -2;
+    return n % q->block_values ? -1 : n / q->block_values * q->block_bytes;
 }
 
 const char *zp_ggml_type_name(uint32_t t) {
@@ -120,7 +122,9 @@ static zp_status read_tensor_infos(cursor *c, zp_gguf *g, uint64_t n, uint64_t *
         uint64_t off;
         if (!take(c, &t->type, 4) || !take(c, &off, 8)) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: truncated info", g->path, t->name);
         int64_t nb = type_bytes(t->type, numel);
-        if (nb == -2) return zp_fail(ZP_ERR_UNSUPPORTED, "%s: tensor %s: type %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1)", g->path, t->name, zp_ggml_type_name(t->type));
+        if (nb == -2)
+            return zp_fail(ZP_ERR_UNSUPPORTED, "%s: tensor %s: type %s is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K)",
+                           g->path, t->name, zp_ggml_type_name(t->type));
         if (nb < 0) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: %lld values is not a whole number of blocks", g->path, t->name, (long long)numel);
         if (off > g->size || (uint64_t)nb > g->size - off) /* no wrap-around: both are bounded by the file */
             return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: offset %llu + %lld bytes lies outside the file", g->path, t->name,
@@ -177,7 +181,7 @@ static zp_status parse(zp_gguf *g) {
     if (align == 0 || (align & (align - 1))) return zp_fail(ZP_ERR_FORMAT, "%s: general.alignment %llu is not a power of two", g->path, (unsigned long long)align);
     if (align > (1u << 20)) return zp_fail(ZP_ERR_FORMAT, "%s: general.alignment %llu is implausible", g->path, (unsigned long long)align);
     uint64_t data = (pos + align - 1) / align * align;
-    if (data > g->size || max_end > g->size - data)
+    if (max_end > 0 && (data > g->size || max_end > g->size - data)) /* no tensor bytes: no data section needed */
         return zp_fail(ZP_ERR_FORMAT, "%s: tensor data needs %llu bytes, the file has %zu (truncated?)", g->path,
                        (unsigned long long)(data + max_end), g->size);
     for (int k = 0; k < g->n_tensors; k++) {
@@ -239,35 +243,11 @@ zp_status zp_gguf_dequantize(const zp_gguf *g, const zp_gguf_tensor *t, float *d
     case ZP_GGML_F32: memcpy(dst, p, (size_t)n * 4); break;
     case ZP_GGML_F16: for (int64_t i = 0; i < n; i++) dst[i] = f16(p + 2 * i); break;
     case ZP_GGML_BF16: for (int64_t i = 0; i < n; i++) { uint16_t h; memcpy(&h, p + 2 * i, 2); dst[i] = zp_bf16_to_f32(h); } break;
-    case ZP_GGML_Q8_0: /* block: f16 d, int8 q[32]; x = d * q */
-        for (int64_t b = 0; b < n / 32; b++) {
-            const uint8_t *blk = p + b * 34;
-            float d = f16(blk);
-            for (int j = 0; j < 32; j++) dst[b * 32 + j] = d * (float)(int8_t)blk[2 + j];
-        }
-        break;
-    case ZP_GGML_Q4_0: /* block: f16 d, u8 qs[16]; element j low nibble, j+16 high nibble; x = d * (q - 8) */
-        for (int64_t b = 0; b < n / 32; b++) {
-            const uint8_t *blk = p + b * 18;
-            float d = f16(blk);
-            for (int j = 0; j < 16; j++) {
-                dst[b * 32 + j] = d * (float)((blk[2 + j] & 0x0F) - 8);
-                dst[b * 32 + j + 16] = d * (float)((blk[2 + j] >> 4) - 8);
-            }
-        }
-        break;
-    case ZP_GGML_Q4_1: /* block: f16 d, f16 m, u8 qs[16]; x = d * q + m */
-        for (int64_t b = 0; b < n / 32; b++) {
-            const uint8_t *blk = p + b * 20;
-            float d = f16(blk), m = f16(blk + 2);
-            for (int j = 0; j < 16; j++) {
-                dst[b * 32 + j] = d * (float)(blk[4 + j] & 0x0F) + m;
-                dst[b * 32 + j + 16] = d * (float)(blk[4 + j] >> 4) + m;
-            }
-        }
-        break;
-    default:
-        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: tensor %s: type %s cannot be dequantised", g->path, t->name, zp_ggml_type_name(t->type));
+    default: {
+        const zp_gguf_quant *q = zp_gguf_quant_find(t->type);
+        if (!q) return zp_fail(ZP_ERR_UNSUPPORTED, "%s: tensor %s: type %s cannot be dequantised", g->path, t->name, zp_ggml_type_name(t->type));
+        for (int64_t b = 0; b < n / q->block_values; b++) q->dequant(p + b * q->block_bytes, dst + b * q->block_values);
+    }
     }
     return ZP_OK;
 }

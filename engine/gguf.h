@@ -1,8 +1,10 @@
 /* gguf.h - GGUF (llama.cpp) checkpoint reader: header, metadata key/values, tensor infos,
  * alignment, all validated against the file size (truncated or malformed files give one error
- * naming the file and the tensor or key); dequantisation of F32, F16, BF16, Q8_0, Q4_0 and Q4_1
- * to fp32. The model loader maps GGUF tensor names to Hugging Face ones (model.c). K-quants
- * (Q6_K ...) are refused by name for now. */
+ * naming the file and the tensor or key; offsets and sizes checked without wrap-around,
+ * overlapping tensors refused, at most 2^40 values a tensor and 4 levels of nested arrays);
+ * dequantisation of F32, F16, BF16 and the block types of gguf_quants.h (Q4_0 ... Q8_0, Q2_K ...
+ * Q6_K) to fp32. The model loader maps GGUF tensor names to Hugging Face ones and refuses an
+ * architecture it does not run (model.c). */
 #ifndef ZP_GGUF_H
 #define ZP_GGUF_H
 

@@ -180,6 +180,19 @@ static int find_gguf(const char *dir, char *out, size_t n) {
 static zp_status check_gguf_config(const zp_gguf *g, const zp_model_config *c) {
     const zp_gguf_kv *arch = zp_gguf_get(g, "general.architecture");
     if (!arch || !arch->s) return zp_fail(ZP_ERR_FORMAT, "%s: no general.architecture", g->path);
+    static const char *const gguf_arch[ZP_ARCH_COUNT] = {"qwen3", "qwen2", "llama"}; /* by zp_arch */
+    int known = -1;
+    for (int a = 0; a < ZP_ARCH_COUNT; a++)
+        if (!strcmp(arch->s, gguf_arch[a])) known = a;
+    if (known < 0)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: general.architecture \"%s\" is not supported (qwen3, qwen2, llama)", g->path, arch->s);
+    if (known != (int)c->arch)
+        return zp_fail(ZP_ERR_FORMAT, "%s: general.architecture \"%s\" but config.json says %s", g->path, arch->s, zp_arch_name(c->arch));
+    char rkey[128];
+    snprintf(rkey, sizeof rkey, "%s.rope.freq_base", arch->s);
+    const zp_gguf_kv *fb = zp_gguf_get(g, rkey);
+    if (fb && fabs(fb->f - c->rope.theta) > 1e-6 * c->rope.theta)
+        return zp_fail(ZP_ERR_FORMAT, "%s: %s is %g but config.json's rope_theta is %g", g->path, rkey, fb->f, c->rope.theta);
     const char *keys[3] = {"block_count", "embedding_length", "attention.head_count"};
     const int want[3] = {c->n_layers, c->hidden, c->n_heads};
     for (int i = 0; i < 3; i++) {

@@ -1,14 +1,20 @@
 /* test_gguf.c - the GGUF reader on files written here: metadata of every value type, tensor
  * infos, alignment, dequantisation of F32 / F16 / BF16 / Q8_0 / Q4_0 / Q4_1 blocks against
- * hand-computed values, and malformed files (bad magic, truncated data, unsupported K-quant,
+ * hand-computed values, every block type (K-quants included) against the PyPI gguf package on
+ * real Gemma 3 blocks and synthetic ones (tests/data/gguf/quants.gguf), an architecture the
+ * engine does not run refused at load, and malformed files (bad magic, truncated data, unsupported K-quant,
  * misaligned offset; offsets that wrap, 2^80 values, overlapping tensors, nested arrays, a cut
  * metadata entry) named with file and tensor. Then, when `make models` has fetched it, the
  * real SmolLM2-135M-Instruct Q4_1 checkpoint: its golden greedy answer (skipped otherwise). */
+#include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "dtype.h"
 #include "engine.h"
 #include "gguf.h"
+#include "model.h"
+#include "backend.h"
 #include "test_util.h"
 
 typedef struct {
@@ -93,8 +99,8 @@ static void test_synthetic(void) {
         CHECK(ok);
     }
     zp_gguf_close(&g);
-    w = make_file(14, 0); /* Q6_K */
-    CHECK_FAILS(zp_gguf_open(write_tmp("k.gguf", &w), &g), ZP_ERR_UNSUPPORTED, "tensor q4_1: type Q6_K is not supported");
+    w = make_file(16, 0); /* IQ2_XXS */
+    CHECK_FAILS(zp_gguf_open(write_tmp("k.gguf", &w), &g), ZP_ERR_UNSUPPORTED, "tensor q4_1: type unknown is not supported");
     w = make_file(0, 1);
     CHECK_FAILS(zp_gguf_open(write_tmp("trunc.gguf", &w), &g), ZP_ERR_FORMAT, "truncated");
     buf bad = {0};
@@ -142,6 +148,70 @@ static void test_crafted(void) {
     CHECK_FAILS(zp_gguf_open(write_tmp("c_cut.gguf", &w), &g), ZP_ERR_FORMAT, "c_cut.gguf");
 }
 
+/* Every block type against the PyPI gguf package's dequantisation (tests/data/gguf/quants.gguf:
+ * real blocks of Gemma 3 270M Q4_K_M for Q4_K, Q6_K, Q5_0, Q8_0, seeded synthetic blocks for
+ * Q2_K, Q3_K, Q5_K, Q4_0, Q4_1, Q5_1; make_quant_fixture.py). */
+static void test_quants_oracle(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/gguf/quants.gguf", ZP_TEST_DATA);
+    zp_gguf g;
+    CHECK_OK(zp_gguf_open(path, &g));
+    int types = 0;
+    for (int i = 0; i < g.n_tensors; i++) {
+        const zp_gguf_tensor *t = &g.tensors[i];
+        if (strstr(t->name, ".expect")) continue;
+        char ename[128];
+        snprintf(ename, sizeof ename, "%s.expect", t->name);
+        const zp_gguf_tensor *e = zp_gguf_find(&g, ename);
+        CHECK(e && e->ne[0] == t->ne[0] && t->ne[0] == 4096);
+        if (!e || e->ne[0] != 4096) continue;
+        float got[4096], want[4096];
+        CHECK_OK(zp_gguf_dequantize(&g, t, got));
+        CHECK_OK(zp_gguf_dequantize(&g, e, want));
+        int exact = 0;
+        double worst = 0, scale = 0;
+        for (int k = 0; k < 4096; k++) {
+            exact += got[k] == want[k];
+            worst = fmax(worst, fabs((double)got[k] - want[k]));
+            scale = fmax(scale, fabs((double)want[k]));
+        }
+        printf("gguf %-9s %-5s: %d/4096 values equal to gguf-py's, max abs diff %.3g (max |x| %.3g)\n", t->name,
+               zp_ggml_type_name(t->type), exact, worst, scale);
+        CHECK(exact == 4096 && scale > 0);
+        types++;
+    }
+    CHECK(types == 10);
+    zp_gguf_close(&g);
+}
+
+/* A GGUF of an architecture the engine does not run is refused by name at model load. */
+static void test_arch_refused(void) {
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/gguf_gemma", ZP_TEST_TMP);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("{\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+          "\"num_key_value_heads\":2,\"intermediate_size\":128,\"vocab_size\":100}", f);
+    fclose(f);
+    buf w = {0};
+    put(&w, "GGUF", 4);
+    put_u32(&w, 3); put_u64(&w, 0); put_u64(&w, 1);
+    put_str(&w, "general.architecture"); put_u32(&w, 8); put_str(&w, "gemma3");
+    snprintf(path, sizeof path, "%s/model.gguf", dir);
+    f = fopen(path, "wb");
+    fwrite(w.b, 1, w.n, f);
+    fclose(f);
+    free(w.b);
+    zp_backend *be;
+    CHECK_OK(zp_backend_cpu_create(1, &be));
+    zp_model *m = NULL;
+    CHECK_FAILS(zp_model_load(dir, be, &m), ZP_ERR_UNSUPPORTED, "general.architecture \"gemma3\" is not supported (qwen3, qwen2, llama)");
+    be->destroy(be);
+}
+
 /* The real model: a greedy answer pinned when this test was written (CPU engine). */
 static int test_smollm2(void) {
     const char *dir = ZIPAGE_MODELS_DIR "/cache/SmolLM2-135M-Instruct-Q4_1";
@@ -183,5 +253,7 @@ int main(int argc, char **argv) {
     }
     test_synthetic();
     test_crafted();
+    test_quants_oracle();
+    test_arch_refused();
     return zp_test_finish("test_gguf");
 }

@@ -65,38 +65,26 @@ static void k_scale_min(const uint8_t *s, int j, int *sc, int *mn) {
 }
 
 /* Q4_K: f16 d, f16 dmin, scales[12], qs[128]; 8 sub-blocks of 32: x = d sc q - dmin mn, values
- * 64 i .. 64 i + 31 the low nibbles of qs[32 i ..], the next 32 the high nibbles. */
-static void dq_q4_k(const uint8_t *b, float *y) {
+ * 64 i .. 64 i + 31 the low nibbles of qs[32 i ..], the next 32 the high nibbles.
+ * Q5_K: f16 d, f16 dmin, scales[12], qh[32], qs[128]: the same with a fifth bit, bit 2 i of
+ * qh[l] for value 64 i + l and bit 2 i + 1 for value 64 i + 32 + l. qh NULL: Q4_K. */
+static void dq_k4(const uint8_t *b, const uint8_t *qh, const uint8_t *q, float *y) {
     const float d = f16_at(b), dmin = f16_at(b + 2);
-    const uint8_t *s = b + 4, *q = b + 16;
+    const uint8_t *s = b + 4;
     for (int i = 0; i < 4; i++, q += 32, y += 64) {
         int sc0, m0, sc1, m1;
         k_scale_min(s, 2 * i, &sc0, &m0);
         k_scale_min(s, 2 * i + 1, &sc1, &m1);
         const float d0 = d * (float)sc0, dm0 = dmin * (float)m0, d1 = d * (float)sc1, dm1 = dmin * (float)m1;
         for (int l = 0; l < 32; l++) {
-            y[l] = d0 * (float)(q[l] & 0x0F) - dm0;
-            y[l + 32] = d1 * (float)(q[l] >> 4) - dm1;
+            const int h0 = qh ? ((qh[l] >> (2 * i)) & 1) << 4 : 0, h1 = qh ? ((qh[l] >> (2 * i + 1)) & 1) << 4 : 0;
+            y[l] = d0 * (float)((q[l] & 0x0F) + h0) - dm0;
+            y[l + 32] = d1 * (float)((q[l] >> 4) + h1) - dm1;
         }
     }
 }
-
-/* Q5_K: f16 d, f16 dmin, scales[12], qh[32], qs[128]; Q4_K with a fifth bit: bit 2 i of qh[l]
- * for value 64 i + l, bit 2 i + 1 for value 64 i + 32 + l. */
-static void dq_q5_k(const uint8_t *b, float *y) {
-    const float d = f16_at(b), dmin = f16_at(b + 2);
-    const uint8_t *s = b + 4, *qh = b + 16, *q = b + 48;
-    for (int i = 0; i < 4; i++, q += 32, y += 64) {
-        int sc0, m0, sc1, m1;
-        k_scale_min(s, 2 * i, &sc0, &m0);
-        k_scale_min(s, 2 * i + 1, &sc1, &m1);
-        const float d0 = d * (float)sc0, dm0 = dmin * (float)m0, d1 = d * (float)sc1, dm1 = dmin * (float)m1;
-        for (int l = 0; l < 32; l++) {
-            y[l] = d0 * (float)((q[l] & 0x0F) + (((qh[l] >> (2 * i)) & 1) << 4)) - dm0;
-            y[l + 32] = d1 * (float)((q[l] >> 4) + (((qh[l] >> (2 * i + 1)) & 1) << 4)) - dm1;
-        }
-    }
-}
+static void dq_q4_k(const uint8_t *b, float *y) { dq_k4(b, NULL, b + 16, y); }
+static void dq_q5_k(const uint8_t *b, float *y) { dq_k4(b, b + 16, b + 48, y); }
 
 /* Q6_K: ql[128], qh[64], int8 scales[16], f16 d; 16 sub-blocks of 16: x = d sc (q - 32), q six
  * bits: four nibbles of ql and two bits of qh per value, in two halves of 128. */

@@ -50,6 +50,15 @@ check '[ $rc -ne 0 ] && grep -q "unknown key \"nmaxx\"" "$T/log4"' "unknown key 
 printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm9k"}' > "$T/bad2.json"
 "$Z" run "$T/bad2.json" --results "$T" > "$T/log5" 2>&1; rc=$?
 check '[ $rc -ne 0 ] && grep -q "gsm9k.jsonl: cannot open" "$T/log5"' "missing dataset named"
+# merge: a source without its final newline, a headerless one, --help
+head -c -1 "$T/s1/tiny_sweep/runs.csv" > "$T/nonl.csv"
+"$Z" merge "$T/merged2.csv" "$T/s0/tiny_sweep/runs.csv" "$T/nonl.csv" > "$T/log13" 2>&1; rc=$?
+check '[ $rc -eq 0 ] && [ "$(wc -l < "$T/merged2.csv")" -eq 4 ] && [ "$(awk -F, "{print NF}" "$T/merged2.csv" | sort -u | wc -l)" -eq 1 ]' "merge: a last line without newline is not glued"
+tail -n +2 "$T/s1/tiny_sweep/runs.csv" > "$T/headerless.csv"
+"$Z" merge "$T/merged3.csv" "$T/s0/tiny_sweep/runs.csv" "$T/headerless.csv" > "$T/log14" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "headerless.csv: first line is not the runs.csv header" "$T/log14"' "merge: a headerless source is refused, named"
+"$Z" merge --help > "$T/log15" 2>&1; rc1=$?; "$Z" prompts --help > "$T/log16" 2>&1; rc2=$?
+check '[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && grep -q "usage: zipage merge" "$T/log15" && grep -q "usage: zipage prompts" "$T/log16"' "merge and prompts answer --help"
 # no shell: quotes and shell syntax in the experiment's name and the results path are plain text
 mkdir -p "$T/inj" && cp "$E" "$T/inj/a';touch PWNED;'.json" && cp "$E" "$T/inj/bob's.json"
 (cd "$T/inj" && "$Z" run "a';touch PWNED;'.json" --results "q'dir" > "$T/log11" 2>&1 && "$Z" run "bob's.json" --results "q'dir" >> "$T/log11" 2>&1); rc=$?

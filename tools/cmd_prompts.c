@@ -73,6 +73,11 @@ static zp_status render_item(zp_tokenizer *t, const prompts_args *a, const ds_da
 }
 
 int cmd_prompts(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "--help")) {
+        printf("usage: zipage prompts --model DIR --dataset NAME|FILE.jsonl [--system TEXT|--math-system] [--no-thinking] [--raw]\n"
+               "                      [--chat qwen3|r1|llama3|smollm2] [--limit N] [--ids A,B] [--out F.jsonl]\n");
+        return 0;
+    }
     prompts_args a;
     zp_status s = parse(argc, argv, &a);
     if (s != ZP_OK) return cli_report("prompts", s);

@@ -488,7 +488,10 @@ static zp_status idle_step(zp_engine *e) {
 }
 
 static zp_status engine_step(zp_engine *e) {
-    ZP_TRY(collect_worker(e, 0));
+    /* A compression started in step s overlaps step s's forward and is joined at the start of
+     * step s + 1, done or not: the schedule never depends on how fast the worker was, so async
+     * runs repeat token for token (joining whenever it happened to be done did not). */
+    ZP_TRY(collect_worker(e, 1));
     ZP_TRY(sched_schedule(&e->sched, &e->batch));
     int n_run = e->batch.n;
     if (e->compressing_enabled && !e->batch.is_prefill) ZP_TRY(route_compressions(e, &n_run));

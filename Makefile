@@ -16,6 +16,15 @@ deps:
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	else echo "deps: all Debian packages present"; fi
+	@$(MAKE) --no-print-directory .venv-grade/.stamp || echo "deps: the Math-Verify grader's environment could not be made (offline?); --grader math-verify will be unavailable"
+
+# The Math-Verify grader's Python environment (pinned in tools/grading/requirements.txt)
+GRADE_PYTHON ?= python3
+.venv-grade/.stamp: tools/grading/requirements.txt
+	rm -rf .venv-grade
+	$(GRADE_PYTHON) -m venv .venv-grade
+	.venv-grade/bin/pip install -q --disable-pip-version-check -r tools/grading/requirements.txt
+	touch $@
 
 # first configure: make sure the Debian packages are there (fresh machine), then CMake
 $(BUILD)/CMakeCache.txt:

@@ -13,7 +13,7 @@ static const char *const KNOWN[] = {"model", "device", "precision", "dataset", "
                                     "top_k", "max_tokens", "thinking", "system", "seed", "block_size", "max_num_seqs",
                                     "max_num_batched_tokens", "prefix_cache", "async", "kv_pool_tokens", "gpu_memory_utilization", "scheduler", "policy",
                                     "policy_params", "nmax", "window", "max_concurrency", "baseline", "description", "kind", "gen",
-                                    "kl_window", NULL};
+                                    "kl_window", "grader", NULL};
 
 static zp_status check_keys(const cJSON *root, const char *src) {
     const cJSON *e;
@@ -69,6 +69,10 @@ static zp_status parse_base(const cJSON *r, const char *src, exp_run *b) {
     else ZP_TRY(get_str(r, "dataset", src, b->dataset, sizeof b->dataset));
     ZP_TRY(get_str(r, "ids", src, b->ids, sizeof b->ids));
     ZP_TRY(get_str(r, "scheduler", src, b->scheduler, sizeof b->scheduler));
+    snprintf(b->grader, sizeof b->grader, "builtin");
+    ZP_TRY(get_str(r, "grader", src, b->grader, sizeof b->grader));
+    if (strcmp(b->grader, "builtin") && strcmp(b->grader, "math-verify"))
+        return zp_fail(ZP_ERR_INVALID, "%s: \"grader\" must be \"builtin\" or \"math-verify\"", src);
     if (!b->model[0] || !b->dataset[0]) return zp_fail(ZP_ERR_INVALID, "%s: \"model\" and \"dataset\" are required", src);
     v = 0; ZP_TRY(get_int(r, "limit", src, 1, 1e7, &v)); b->limit = (int)v; /* absent: every problem */
     v = 1; ZP_TRY(get_int(r, "samples", src, 1, 1e5, &v)); b->samples = (int)v;
@@ -128,6 +132,10 @@ static void resolve_json(exp_run *r) {
     if (r->gpu_memory_utilization != 0.9f) { /* only when set: older run ids stay valid */
         size_t n = strlen(r->resolved);
         snprintf(r->resolved + n - 1, sizeof r->resolved - (n - 1), ",\"gpu_memory_utilization\":%g}", r->gpu_memory_utilization);
+    }
+    if (strcmp(r->grader, "builtin")) { /* likewise */
+        size_t n = strlen(r->resolved);
+        snprintf(r->resolved + n - 1, sizeof r->resolved - (n - 1), ",\"grader\":\"%s\"}", r->grader);
     }
 }
 

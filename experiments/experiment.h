@@ -25,6 +25,7 @@ typedef struct {
     int64_t kv_pool_tokens;
     float gpu_memory_utilization; /* CUDA pool sizing when kv_pool_tokens is 0 (default 0.9) */
     char scheduler[16], policy[32], policy_params[1024];
+    char grader[16];           /* math datasets: "builtin" (default) or "math-verify" (grader.h) */
     int nmax, window, max_concurrency;
     int fidelity, gen, kl_window; /* kind "fidelity": teacher-forced comparison with full KV */
     char run_id[17];

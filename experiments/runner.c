@@ -14,6 +14,7 @@
 #include "code_grade.h"   /* code_grade */
 #include "config.h"       /* zp_read_file */
 #include "dataset.h"      /* ds_open, ds_select */
+#include "grader.h"       /* the math graders */
 #include "engine.h"       /* zp_engine_* */
 #include "math_grade.h"   /* math_grade */
 #include "metrics.h"      /* metrics_pass_at_k, metrics_bootstrap_ci */
@@ -27,7 +28,7 @@ static const char *CSV_HEADER[] = {"run_id", "time", "git_commit", "model", "dat
                                    "scheduler", "async", "prefix_cache", "temperature", "top_p", "max_tokens", "seed",
                                    "pass_at_1", "ci_low", "ci_high", "mean_output_tokens", "truncated_share",
                                    "generated_tokens", "wall_seconds", "tps", "requests_per_s", "peak_running",
-                                   "mean_running", "peak_kv_bytes", "compressions", "compression_seconds", "device", NULL};
+                                   "mean_running", "peak_kv_bytes", "compressions", "compression_seconds", "device", "grader", NULL};
 
 static double now_s(void) {
     struct timespec ts;
@@ -145,7 +146,7 @@ static char *json_quote(const char *s) {
 
 /* One JSON line of samples.jsonl. */
 static void write_sample(FILE *f, const exp_run *r, const ds_item *it, const zp_output *o, const char *text, const char *extracted,
-                         int correct) {
+                         int correct, const char *grader_label) {
     fprintf(f, "{\"run_id\":\"%s\",\"problem_id\":", r->run_id);
     char *q = json_quote(it->id);
     fprintf(f, "%s,\"sample\":%d,\"output\":", q, o->sample_index);
@@ -155,8 +156,8 @@ static void write_sample(FILE *f, const exp_run *r, const ds_item *it, const zp_
     free(q);
     if (extracted) { q = json_quote(extracted); fprintf(f, "%s", q); free(q); }
     else fprintf(f, "null");
-    fprintf(f, ",\"correct\":%s,\"tokens\":%d,\"finish\":\"%s\",\"compressions\":%d}\n", correct ? "true" : "false", o->n_tokens,
-            zp_finish_name(o->finish), o->n_compressions);
+    fprintf(f, ",\"correct\":%s,\"tokens\":%d,\"finish\":\"%s\",\"compressions\":%d,\"grader\":\"%s\"}\n", correct ? "true" : "false",
+            o->n_tokens, zp_finish_name(o->finish), o->n_compressions, grader_label);
 }
 
 /* Prints a run's first sample (up to 600 bytes, cut at a UTF-8 boundary) so that a run shows
@@ -174,6 +175,12 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
     code_opts copts = code_opts_default();
     copts.unsafe_no_sandbox = o->unsafe_no_sandbox;
     const int gsm = strstr(c->ds.name, "gsm8k") != NULL;
+    grader g;
+    grader_kind gk = GRADER_BUILTIN;
+    char gerr[GRADER_ERR];
+    grader_parse(r->grader, &gk);
+    if (!c->ds.is_code && grader_open(&g, gk, NULL, NULL, gerr) != 0) return zp_fail(ZP_ERR_INVALID, "%s", gerr);
+    zp_status s = ZP_OK;
     for (int i = 0; i < c->total; i++) {
         const zp_output *out = &outs[i];
         const ds_item *it = &c->ds.items[c->sel[out->request_id]];
@@ -181,20 +188,20 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
         size_t len;
         /* the text leaves out the token that ended the sample (EOS or a stop id); tokens counts it */
         int n_text = out->n_tokens - ((out->finish == ZP_FINISH_EOS || out->finish == ZP_FINISH_STOP) && out->n_tokens > 0);
-        ZP_TRY(zp_tokenizer_decode(c->tok, out->tokens, n_text, &text, &len));
+        if ((s = zp_tokenizer_decode(c->tok, out->tokens, n_text, &text, &len)) != ZP_OK) break;
         int correct = 0;
         char *extracted = NULL;
         if (c->ds.is_code) {
             code_result cr;
             char err[ZP_DS_ERR];
-            if (code_grade(text, it, &copts, &cr, err)) { free(text); return zp_fail(ZP_ERR_INVALID, "%s", err); }
+            if (code_grade(text, it, &copts, &cr, err)) { free(text); s = zp_fail(ZP_ERR_INVALID, "%s", err); break; }
             correct = cr.status == CODE_PASS;
-        } else {
-            math_grade_result g = math_grade(text, it->answer, gsm);
-            correct = g.correct;
-            extracted = g.extracted;
+        } else if (grader_math(&g, text, it->answer, gsm, &correct, &extracted, gerr) != 0) {
+            free(text);
+            s = zp_fail(ZP_ERR_BACKEND, "%s", gerr);
+            break;
         }
-        write_sample(samples, r, it, out, text, extracted, correct);
+        write_sample(samples, r, it, out, text, extracted, correct, c->ds.is_code ? "lcb-public" : r->grader);
         if (i == 0) show_sample(it->id, text, extracted, correct);
         n_correct[out->request_id] += correct;
         *truncated += out->finish == ZP_FINISH_LENGTH;
@@ -202,7 +209,8 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
         free(extracted);
         free(text);
     }
-    return ZP_OK;
+    if (!c->ds.is_code) grader_close(&g);
+    return s;
 }
 
 static void csv_field(FILE *f, const char *s, int last) {
@@ -251,6 +259,7 @@ static void write_row(FILE *f, const exp_run *r, const char *git, const char *mo
     snprintf(v[k++], 1100, "%lld", (long long)st->compressions);
     snprintf(v[k++], 1100, "%.3f", st->compress_gather_seconds + st->compress_score_seconds + st->compress_compact_seconds);
     snprintf(v[k++], 1100, "%s", r->device);
+    snprintf(v[k++], 1100, "%s", c->ds.is_code ? "lcb-public" : r->grader); /* code: the public tests, in the sandbox */
     for (int i = 0; i < k; i++) csv_field(f, v[i], i == k - 1);
     fflush(f);
 }
@@ -382,6 +391,27 @@ static zp_status write_meta(const experiment *x, const char *exp_dir, const char
 
 zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char *model_dir);
 
+/* An existing runs.csv must have this version's columns: rows are never appended under
+ * another header (zipage grade DIR upgrades an older file). */
+static zp_status check_csv_header(const char *csv) {
+    FILE *f = fopen(csv, "r");
+    if (!f) return ZP_OK;
+    char *line = NULL, *want = NULL;
+    size_t cap = 0, wn = 0;
+    ssize_t n = getline(&line, &cap, f);
+    fclose(f);
+    FILE *m = open_memstream(&want, &wn);
+    for (int i = 0; m && CSV_HEADER[i]; i++) csv_field(m, CSV_HEADER[i], !CSV_HEADER[i + 1]);
+    if (m) fclose(m);
+    zp_status s = ZP_OK;
+    if (n > 0 && want && strcmp(line, want))
+        s = zp_fail(ZP_ERR_FORMAT, "%s: written with other columns (an older version?); `zipage grade %.*s` upgrades it, or use another --results folder",
+                    csv, (int)(strrchr(csv, '/') ? strrchr(csv, '/') - csv : 1), strrchr(csv, '/') ? csv : ".");
+    free(line);
+    free(want);
+    return s;
+}
+
 zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
     char exp_dir[4200], git[64], model_dir[4400];
     snprintf(exp_dir, sizeof exp_dir, "%s/%s", o->results_dir ? o->results_dir : "results", x->name);
@@ -395,6 +425,7 @@ zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
     ZP_TRY(write_meta(x, exp_dir, git, o));
     char csv[4400];
     snprintf(csv, sizeof csv, "%s/runs.csv", exp_dir);
+    ZP_TRY(check_csv_header(csv));
     int n_done = 0, n_skip = 0;
     for (int i = 0; i < x->n_runs; i++) {
         if (o->shard_count > 1 && i % o->shard_count != o->shard_index) continue;

@@ -31,14 +31,51 @@ zp_status zp_read_file(const char *path, char **out, size_t *len) {
     return ZP_OK;
 }
 
+static int by_key(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* The first key that appears twice in an object of the tree (Python's json keeps the last
+ * value, cJSON would find the first: such a file means two things), or NULL. */
+static const char *duplicate_key(const cJSON *o, int depth) {
+    if (depth > 64) return NULL; /* cJSON itself refuses deeper nesting */
+    int n = 0;
+    for (const cJSON *e = o->child; e; e = e->next) {
+        n++;
+        if (e->child) {
+            const char *d = duplicate_key(e, depth + 1);
+            if (d) return d;
+        }
+    }
+    if (!cJSON_IsObject(o) || n < 2) return NULL;
+    const char **keys = malloc(sizeof *keys * (size_t)n), *dup = NULL;
+    if (!keys) return NULL;
+    int k = 0;
+    for (const cJSON *e = o->child; e; e = e->next) keys[k++] = e->string;
+    qsort(keys, (size_t)n, sizeof *keys, by_key);
+    for (int i = 0; i + 1 < n && !dup; i++)
+        if (!strcmp(keys[i], keys[i + 1])) dup = keys[i];
+    free(keys);
+    return dup;
+}
+
+zp_status zp_json_parse_strict(const char *txt, const char *src, cJSON **out) {
+    cJSON *root = cJSON_ParseWithOpts(txt, NULL, 1); /* nothing may follow the value */
+    if (!cJSON_IsObject(root)) { cJSON_Delete(root); return zp_fail(ZP_ERR_FORMAT, "%s: not a JSON object (or text after it)", src); }
+    const char *dup = duplicate_key(root, 0);
+    if (dup) {
+        zp_status s = zp_fail(ZP_ERR_FORMAT, "%s: key \"%.200s\" appears twice in one object", src, dup);
+        cJSON_Delete(root);
+        return s;
+    }
+    *out = root;
+    return ZP_OK;
+}
+
 zp_status zp_read_json_object(const char *path, cJSON **out) {
     char *txt;
     ZP_TRY(zp_read_file(path, &txt, NULL));
-    cJSON *root = cJSON_Parse(txt);
+    zp_status s = zp_json_parse_strict(txt, path, out);
     free(txt);
-    if (!cJSON_IsObject(root)) { cJSON_Delete(root); return zp_fail(ZP_ERR_FORMAT, "%s: not a JSON object", path); }
-    *out = root;
-    return ZP_OK;
+    return s;
 }
 
 /* Integer field: required unless def_ok; must be a whole positive-or-zero number. */
@@ -233,11 +270,8 @@ static zp_status parse_root(const cJSON *root, const char *src, zp_model_config 
 
 zp_status zp_config_parse(const char *json, const char *src, zp_model_config *c) {
     memset(c, 0, sizeof *c);
-    cJSON *root = cJSON_ParseWithOpts(json, NULL, 1); /* nothing after the object */
-    if (!root || !cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return zp_fail(ZP_ERR_FORMAT, "%s: not a valid JSON object", src);
-    }
+    cJSON *root;
+    ZP_TRY(zp_json_parse_strict(json, src, &root));
     zp_status s = parse_root(root, src, c);
     cJSON_Delete(root);
     return s;

@@ -49,8 +49,11 @@ zp_status zp_config_parse_generation(const char *json, const char *src, zp_model
 zp_status zp_config_load(const char *dir, zp_model_config *c);
 /* Reads a whole file into a NUL-terminated malloc'ed buffer. */
 zp_status zp_read_file(const char *path, char **out, size_t *len);
-/* Reads and parses a JSON file whose top level must be an object; error names the file. */
 struct cJSON;
+/* Parses JSON text whose top level must be an object, with nothing after it and no key twice
+ * in any object (error names src). */
+zp_status zp_json_parse_strict(const char *txt, const char *src, struct cJSON **out);
+/* Reads and parses a JSON file the same way; error names the file. */
 zp_status zp_read_json_object(const char *path, struct cJSON **out);
 int zp_config_is_eos(const zp_model_config *c, int token);
 const char *zp_arch_name(zp_arch a);

@@ -106,7 +106,7 @@ static void test_refusals(void) {
         {",\"vocab_size\":200", "key \"vocab_size\" appears twice"},
         {",\"eos_token_id\":-5", "\"eos_token_id\" must be a non-negative integer"},
         {",\"eos_token_id\":1e30", "\"eos_token_id\" must be a non-negative integer"},
-        {"} trailing", "not a valid JSON object"},
+        {"} trailing", "not a JSON object (or text after it)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         zp_status s = parse_with(cases[i][0]);

@@ -65,7 +65,10 @@ int main(void) {
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"system\":\"pirate\"}", "\"system\" must be \"math\" or null"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"kind\":\"bench\"}", "\"kind\" must be"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"gpu_memory_utilization\":1.5}", "\"gpu_memory_utilization\" must be a number in"},
-                            {"[1,2]", "not a JSON object"}};
+                            {"[1,2]", "not a JSON object"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"nmax\":1,\"nmax\":2}", "key \"nmax\" appears twice"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":{\"a\":1,\"a\":2}}", "key \"a\" appears twice"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\"} {\"x\":1}", "text after it"}};
     char path[512];
     snprintf(path, sizeof path, "%s/bad_experiment.json", ZP_TEST_TMP);
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

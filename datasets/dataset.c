@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char *str_field(const cJSON *o, const char *key) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -20,8 +21,14 @@ static char *str_field(const cJSON *o, const char *key) {
 static int read_text(const char *path, char **out, char *err) {
     FILE *f = fopen(path, "rb");
     if (!f) { snprintf(err, ZP_DS_ERR, "%.300s: cannot open (dataset files live in datasets/data/)", path); return -1; }
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) { /* a directory or a FIFO has no usable size */
+        fclose(f);
+        snprintf(err, ZP_DS_ERR, "%.300s: not a regular file", path);
+        return -1;
+    }
     long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n < 0) { fclose(f); snprintf(err, ZP_DS_ERR, "%.300s: not a regular file (cannot seek)", path); return -1; }
+    if (n < 0) { fclose(f); snprintf(err, ZP_DS_ERR, "%.300s: cannot seek", path); return -1; }
     rewind(f);
     char *buf = malloc((size_t)n + 1);
     if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) { fclose(f); free(buf); snprintf(err, ZP_DS_ERR, "%.300s: read failed", path); return -1; }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *arch_names[ZP_ARCH_COUNT] = {"Qwen3ForCausalLM", "Qwen2ForCausalLM",
                                                 "LlamaForCausalLM"};
@@ -17,6 +18,8 @@ const char *zp_arch_name(zp_arch a) { return (a >= 0 && a < ZP_ARCH_COUNT) ? arc
 zp_status zp_read_file(const char *path, char **out, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return zp_fail(ZP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) { fclose(f); return zp_fail(ZP_ERR_IO, "%s: not a regular file", path); }
     if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return zp_fail(ZP_ERR_IO, "%s: cannot seek", path); }
     long n = ftell(f);
     rewind(f);
@@ -85,8 +88,8 @@ static zp_status get_int(const cJSON *o, const char *key, const char *src, int r
         if (required) return zp_fail(ZP_ERR_FORMAT, "%s: missing required key \"%s\"", src, key);
         return ZP_OK;
     }
-    if (!cJSON_IsNumber(it) || it->valuedouble != (double)(long long)it->valuedouble ||
-        it->valuedouble < 0 || it->valuedouble > 2147483647.0)
+    if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0 && it->valuedouble <= 2147483647.0) || /* range first: then the cast is defined */
+        it->valuedouble != (double)(long long)it->valuedouble)
         return zp_fail(ZP_ERR_FORMAT, "%s: key \"%s\" must be a non-negative integer", src, key);
     *v = (int)it->valuedouble;
     return ZP_OK;
@@ -109,12 +112,17 @@ static int get_bool(const cJSON *o, const char *key, int def) {
     return def;
 }
 
+/* A token id: a whole number in [0, 2^31) (checked before any conversion). */
+static int is_token_id(const cJSON *e) {
+    return cJSON_IsNumber(e) && e->valuedouble >= 0 && e->valuedouble < 2147483648.0 && e->valuedouble == (double)(long long)e->valuedouble;
+}
+
 /* eos_token_id may be an int or a list of ints. */
 static zp_status get_eos(const cJSON *o, const char *src, zp_model_config *c) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, "eos_token_id");
     if (!it || cJSON_IsNull(it)) return ZP_OK;
     if (cJSON_IsNumber(it)) {
-        if (it->valuedouble != (double)(int)it->valuedouble || it->valuedouble < 0)
+        if (!is_token_id(it))
             return zp_fail(ZP_ERR_FORMAT, "%s: \"eos_token_id\" must be a non-negative integer (got %g)", src, it->valuedouble);
         c->eos_ids[0] = it->valueint;
         c->n_eos = 1;
@@ -124,7 +132,7 @@ static zp_status get_eos(const cJSON *o, const char *src, zp_model_config *c) {
     int n = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, it) {
-        if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int)e->valuedouble || e->valuedouble < 0)
+        if (!is_token_id(e))
             return zp_fail(ZP_ERR_FORMAT, "%s: \"eos_token_id\" has an entry that is not a non-negative integer", src);
         if (n == ZP_MAX_EOS) return zp_fail(ZP_ERR_UNSUPPORTED, "%s: more than %d eos ids", src, ZP_MAX_EOS);
         c->eos_ids[n++] = e->valueint;

@@ -139,6 +139,8 @@ zp_status zp_st_open_file(zp_safetensors *st, const char *path) {
     int fi = st->n_files++;
     uint64_t hlen;
     memcpy(&hlen, f->map, 8);
+    if (hlen > (100u << 20)) /* the format's own cap on the header */
+        return zp_fail(ZP_ERR_FORMAT, "%s: header length %llu is over 100 MiB", path, (unsigned long long)hlen);
     if (hlen > f->size - 8)
         return zp_fail(ZP_ERR_FORMAT, "%s: header length %llu exceeds the file size %zu (truncated or not safetensors)",
                        path, (unsigned long long)hlen, f->size);

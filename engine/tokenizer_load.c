@@ -172,7 +172,8 @@ int tok_unicode_to_byte(uint32_t cp) {
 /* Byte-level token string (UTF-8 of mapped code points) -> raw bytes. */
 static int unmap_bytes(const char *s, unsigned char *out, int cap) {
     int n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p && n < cap;) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p && n < cap) {
         uint32_t cp;
         int l = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : 4;
         cp = l == 1 ? *p : l == 2 ? (*p & 0x1Fu) : l == 3 ? (*p & 0x0Fu) : (*p & 0x07u);
@@ -185,7 +186,7 @@ static int unmap_bytes(const char *s, unsigned char *out, int cap) {
         out[n++] = (unsigned char)b;
         p += l;
     }
-    return n;
+    return *p ? -1 : n; /* longer than cap: refused, not cut */
 }
 
 /* ---------------------------------------------------------------- formats */
@@ -194,9 +195,10 @@ static zp_status load_vocab_object(zp_tokenizer *t, const cJSON *vocab, const ch
     const cJSON *e;
     unsigned char buf[1024];
     cJSON_ArrayForEach(e, vocab) {
-        if (!cJSON_IsNumber(e)) return zp_fail(ZP_ERR_FORMAT, "%s: vocab entry \"%s\" has no integer id", src, e->string);
+        if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble <= ZP_TOK_MAX_ID) || e->valuedouble != (double)(int)e->valuedouble)
+            return zp_fail(ZP_ERR_FORMAT, "%s: vocab entry \"%.100s\" has no integer id in [0, %d]", src, e->string, ZP_TOK_MAX_ID);
         int n = unmap_bytes(e->string, buf, sizeof buf);
-        if (n < 0) return zp_fail(ZP_ERR_FORMAT, "%s: token \"%s\" is not in the byte-level alphabet", src, e->string);
+        if (n < 0) return zp_fail(ZP_ERR_FORMAT, "%s: token \"%.100s\" is not in the byte-level alphabet (or longer than 1024 bytes)", src, e->string);
         ZP_TRY(tok_add(t, e->valueint, buf, n));
     }
     return tok_build_index(t);

@@ -85,7 +85,7 @@ zp_status policy_param_float(const cJSON *params, const char *policy, const char
 zp_status policy_param_int(const cJSON *params, const char *policy, const char *key, int lo, int hi, int *v) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, key);
     if (!it) return ZP_OK;
-    if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int)it->valuedouble || it->valuedouble < lo || it->valuedouble > hi)
+    if (!cJSON_IsNumber(it) || !(it->valuedouble >= lo && it->valuedouble <= hi) || it->valuedouble != (double)(int)it->valuedouble)
         return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"%s\" must be an integer in [%d, %d]", policy, key, lo, hi);
     *v = (int)it->valuedouble;
     return ZP_OK;

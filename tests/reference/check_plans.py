@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""check_plans.py - the harness's host plans against the reference oracles written from the
+authors' code (ref_<policy>.py, each citing the files and lines it follows; NOTES.md lists every
+known difference). For each synthetic case of make_inputs.all_cases (D 64 and 128; GQA 1, 3 and
+4; block 64 and 256; first and later compressions, the later with a history from earlier
+queries) the case is written for plan_dump (the C policy_select), and the kept sets of every KV
+head must be identical to the oracle's, in fp32.
+
+Asserted: zipage (lightning and raw redundancy) and streaming, and one compression of SnapKV-D
+and R-KV at their authors' window of 8 (the harness runs them at 16 by default, and their
+authors gather survivors in score order, which changes later compressions of a request: neither
+shows in one call; NOTES.md). Reported, not asserted: H2O and MorphKV, still known to differ from
+their authors' code (issue 19), with the share of identical kept sets, so that each fix shows here.
+
+    python3 tests/reference/check_plans.py build/tests/plan_dump
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_inputs as mi  # noqa: E402
+import ref_h2o  # noqa: E402
+import ref_morphkv  # noqa: E402
+import ref_rkv  # noqa: E402
+import ref_snapkv_d  # noqa: E402
+import ref_streaming  # noqa: E402
+import ref_zipage  # noqa: E402
+
+# (label, oracle, oracle params, harness policy, harness params JSON, window, history scaling, asserted)
+ROWS = [
+    ("zipage (lightning)", ref_zipage.keep, {}, "zipage", "{}", 16, "mean", True),
+    ("zipage (raw)", ref_zipage.keep, {"lightning": False}, "zipage", '{"lightning": false}', 16, "mean", True),
+    ("streaming", ref_streaming.keep_sorted, {}, "streaming", "{}", 16, None, True),
+    ("snapkv-d, w 8 (R-KV's)", ref_snapkv_d.keep_sorted, {}, "snapkv", "{}", 8, None, True),
+    ("rkv, w 8 (R-KV's)", ref_rkv.keep_sorted, {}, "rkv", "{}", 8, None, True),
+    ("h2o (block-granular)", ref_h2o.keep_sorted, {"window": 16}, "h2o", "{}", 16, "cum", False),
+    ("morphkv (max_prob)", ref_morphkv.keep_sorted, {"window": 16}, "morphkv", "{}", 16, None, False),
+]
+
+
+def write_case(path, case, hist):
+    K, Q = case["keys"], case["queries"]
+    H, n, D = K.shape
+    w, G = Q.shape[1], Q.shape[2]
+    n_hist = case["n_hist"] if hist is not None else 0
+    hdr = np.array([H, n, D, G, w, n_hist, case["block_size"], case["budget"], int(hist is not None)], dtype="<i4")
+    with open(path, "wb") as f:
+        f.write(hdr.tobytes())
+        f.write(np.ascontiguousarray(K, dtype="<f4").tobytes())
+        f.write(np.ascontiguousarray(Q, dtype="<f4").tobytes())
+        if hist is not None:
+            f.write(np.ascontiguousarray(hist, dtype="<f4").tobytes())
+
+
+def harness(dump, path, policy, params, window):
+    out = subprocess.run([dump, path, policy, params, str(window)], check=True, capture_output=True, text=True).stdout
+    return [np.array([int(x) for x in line.split()], dtype=np.int64) for line in out.strip().split("\n")]
+
+
+def main(dump):
+    failures = 0
+    tmp = tempfile.mkdtemp(prefix="zipage-ref-")
+    cases = list(mi.all_cases())
+    for label, oracle, oparams, policy, hparams, window, hist_kind, asserted in ROWS:
+        same = heads = 0
+        for i, c in enumerate(cases):
+            hist = c["histories"][hist_kind] if (hist_kind and c["compression"] == "later") else None
+            path = os.path.join(tmp, f"case{i}.bin")
+            write_case(path, c, hist)
+            want = np.sort(oracle(c["keys"], c["queries"][:, -window:], hist, c["n_hist"] if hist is not None else 0,
+                                  c["block_size"], c["budget"], dict(oparams, window=window) if "window" in oparams else oparams), axis=-1)
+            got = harness(dump, path, policy, hparams, window)
+            for h in range(len(got)):
+                heads += 1
+                same += np.array_equal(got[h], want[h])
+        share = same / heads
+        verdict = "" if not asserted else ("  PASS" if same == heads else "  FAIL")
+        print(f"{label:28s} identical kept sets: {same}/{heads} heads ({100 * share:.1f}%){verdict}"
+              + ("" if asserted else "  (known to differ: reported)"))
+        failures += asserted and same != heads
+    print(f"check_plans: {len(cases)} cases; {'all asserted policies identical' if not failures else f'{failures} asserted policy differs'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,56 @@
+/* plan_dump.c - runs a policy's host plan (policy_select) on one request's keys, window queries
+ * and history as tests/reference/check_plans.py writes them, and prints the kept indices of each
+ * KV head: the C side of the reference-oracle comparison. Not a test by itself.
+ * Input (little-endian): int32 H_kv, n, D, G, w, n_hist, block_size, budget, has_history; then
+ * float32 keys [H_kv][n][D], queries [H_kv][w][G][D], and history [H_kv][n] when has_history.
+ * Output: one line a head, the kept token indices in ascending order.
+ * Usage: plan_dump CASE.bin POLICY PARAMS_JSON WINDOW */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+static int read_all(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
+
+int main(int argc, char **argv) {
+    if (argc != 5) { fprintf(stderr, "usage: plan_dump CASE.bin POLICY PARAMS_JSON WINDOW\n"); return 2; }
+    FILE *f = fopen(argv[1], "rb");
+    int32_t h[9];
+    if (!f || !read_all(f, h, sizeof h)) { fprintf(stderr, "plan_dump: cannot read %s\n", argv[1]); return 1; }
+    const int H = h[0], n = h[1], D = h[2], G = h[3], w = h[4], n_hist = h[5], bs = h[6], budget = h[7], has_hist = h[8];
+    const int window = atoi(argv[4]);
+    if (H <= 0 || n <= 0 || D <= 0 || G <= 0 || w <= 0 || window <= 0 || window > w || budget <= 0 || budget > n) {
+        fprintf(stderr, "plan_dump: bad header or window\n");
+        return 1;
+    }
+    float *keys = malloc(sizeof(float) * (size_t)H * n * D), *q = malloc(sizeof(float) * (size_t)H * w * G * D);
+    float *hist = has_hist ? malloc(sizeof(float) * (size_t)H * n) : NULL;
+    float *scratch = malloc(sizeof(float) * ((size_t)6 * n + (size_t)n * D)), *newh = malloc(sizeof(float) * (size_t)n);
+    uint8_t *keep = malloc((size_t)n);
+    if (!keys || !q || (has_hist && !hist) || !scratch || !newh || !keep || !read_all(f, keys, sizeof(float) * (size_t)H * n * D) ||
+        !read_all(f, q, sizeof(float) * (size_t)H * w * G * D) || (has_hist && !read_all(f, hist, sizeof(float) * (size_t)H * n))) {
+        fprintf(stderr, "plan_dump: %s is truncated\n", argv[1]);
+        return 1;
+    }
+    fclose(f);
+    zp_policy p;
+    if (policy_create(argv[2], argv[3], &p) != ZP_OK) { fprintf(stderr, "plan_dump: %s\n", zp_last_error()); return 1; }
+    for (int k = 0; k < H; k++) {
+        /* the last `window` of the w stored queries */
+        zp_select_input in = {{n, D, G, window, 1.0f / sqrtf((float)D), keys + (size_t)k * n * D,
+                               q + ((size_t)k * w + (size_t)(w - window)) * G * D},
+                              hist ? hist + (size_t)k * n : NULL, hist ? n_hist : 0, bs, budget, scratch};
+        if (policy_select(&p, &in, keep, p.ops->needs_history ? newh : NULL) != ZP_OK) {
+            fprintf(stderr, "plan_dump: %s\n", zp_last_error());
+            return 1;
+        }
+        for (int t = 0, first = 1; t < n; t++)
+            if (keep[t]) printf(first ? "%d" : " %d", t), first = 0;
+        printf("\n");
+    }
+    policy_destroy(&p);
+    free(keys), free(q), free(hist), free(scratch), free(newh), free(keep);
+    return 0;
+}

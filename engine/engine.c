@@ -30,7 +30,7 @@ zp_engine_config zp_engine_config_default(void) {
     c.enable_prefix_cache = 1;
     c.policy = "full";
     c.nmax = 8;
-    c.window = 16;
+    c.window = 0; /* the policy's default (policy.h) */
     c.layer_stride = 8;
     c.max_compress_blocks = 600;
     c.gpu_memory_utilization = 0.9;
@@ -51,7 +51,8 @@ static int default_num_blocks(const zp_model_config *mc, const zp_engine_config 
 static zp_status init_compression(zp_engine *e, int num_blocks) {
     const zp_engine_config *c = &e->cfg;
     const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
-    if (!ops) return zp_fail(ZP_ERR_INVALID, "unknown policy \"%s\" (known: full, streaming, h2o, snapkv, rkv, morphkv, zipage)", c->policy);
+    if (!ops) return policy_create(c->policy, NULL, &e->comp.policy); /* its error names the known ones */
+    if (e->cfg.window == 0) e->cfg.window = ops->default_window; /* the policy's authors' window */
     zp_sched_kind kind = ops->evicts ? ZP_SCHED_HYBRID : ZP_SCHED_FULL;
     if (c->scheduler && !sched_kind_parse(c->scheduler, &kind))
         return zp_fail(ZP_ERR_INVALID, "unknown scheduler \"%s\" (known: full, strict, hybrid)", c->scheduler);
@@ -60,7 +61,8 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
         return policy_create("full", c->policy_params, &e->comp.policy);
     }
     if (c->nmax <= 0 || c->window <= 0 || c->window > c->block_size)
-        return zp_fail(ZP_ERR_INVALID, "nmax %d must be positive and window %d in [1, block_size %d]", c->nmax, c->window, c->block_size);
+        return zp_fail(ZP_ERR_INVALID, "nmax %d must be positive and window %d in [1, block_size %d]%s", c->nmax, c->window, c->block_size,
+                       c->window > c->block_size ? " (a policy's default window needs a block at least that large: set the window)" : "");
     const int m = engine_query_slots(e, num_blocks);
     ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, c->nmax, c->block_size, c->window, c->layer_stride));
     e->comp.device = !c->host_only;

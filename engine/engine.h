@@ -36,10 +36,10 @@ typedef struct {
     int cuda_graphs;           /* replay decode forwards as CUDA graphs, one per batch shape: -1 (default) where the
                                   backend has them, 0 off, 1 on (an error on a backend without them) */
     /* compression */
-    const char *policy;        /* "full" (default), "zipage", "snapkv", ... (policies/) */
+    const char *policy;        /* "full" (default), "zipage", "snapkv-d", ... (policies/) */
     const char *policy_params; /* JSON object of policy parameters, NULL for defaults */
     int nmax;                  /* N_max: blocks kept per request after compression (default 8) */
-    int window;                /* w: window queries kept per request (default 16) */
+    int window;                /* w: window queries kept per request (0: the policy's default, policy.h) */
     int max_concurrency;       /* M query slots; 0: min(max_num_seqs, num_blocks / (nmax + 1)) */
     const char *scheduler;     /* "hybrid" (default with an evicting policy), "strict", "full" */
     int layer_stride;          /* host path: layers scored and compacted together (default 8); the

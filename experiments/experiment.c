@@ -8,6 +8,7 @@
 #include <xxhash.h> /* run ids */
 
 #include "config.h" /* zp_read_file, zp_read_json_object */
+#include "policy.h" /* policy_find: each policy's default window */
 
 static const char *const KNOWN[] = {"model", "device", "precision", "dataset", "ids", "limit", "samples", "temperature", "top_p",
                                     "top_k", "max_tokens", "thinking", "system", "seed", "block_size", "max_num_seqs",
@@ -199,8 +200,14 @@ static zp_status expand(const cJSON *r, const exp_run *base0, const char *src, e
                                 return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" values must be whole numbers in [%g, %g]", src, names[i], lo[i], hi[i]);
                         if (p && !cJSON_IsString(p)) return zp_fail(ZP_ERR_INVALID, "%s: \"policy\" values must be strings", src);
                         snprintf(run.policy, sizeof run.policy, "%s", p ? p->valuestring : "full");
+                        const zp_policy_ops *ops = policy_find(run.policy);
+                        if (!ops) {
+                            char names[256];
+                            policy_names(names, sizeof names);
+                            return zp_fail(ZP_ERR_INVALID, "%s: unknown policy \"%s\" (known: %s)", src, run.policy, names);
+                        }
                         run.nmax = vals[0] ? vals[0]->valueint : 8;
-                        run.window = vals[1] ? vals[1]->valueint : 16;
+                        run.window = vals[1] ? vals[1]->valueint : ops->default_window; /* its authors' window */
                         run.max_concurrency = vals[2] ? vals[2]->valueint : 0;
                         run.kv_pool_tokens = vals[3] ? (int64_t)vals[3]->valuedouble : 0;
                         int full = !strcmp(run.policy, "full"), count = 1;

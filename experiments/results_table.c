@@ -83,9 +83,22 @@ zp_status results_read(const char *path, result_row **rows, int *n) {
     return s;
 }
 
+/* What a table calls a policy: its paper's name, and what it approximates where it does. */
+static const char *policy_label(const char *policy) {
+    static const char *const names[][2] = {{"zipage", "Zipage"},
+                                           {"streaming", "StreamingLLM (no position shift)"},
+                                           {"h2o", "H2O (block-granular)"},
+                                           {"snapkv-d", "SnapKV-D"},
+                                           {"rkv", "R-KV"},
+                                           {"morphkv", "MorphKV (block-granular)"}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(names[i][0], policy)) return names[i][1];
+    return policy;
+}
+
 static void label(const result_row *w, char *out, size_t n) {
     if (!strcmp(w->policy, "full")) snprintf(out, n, "full KV");
-    else snprintf(out, n, "%s N=%d w=%d%s%s", w->policy, w->nmax, w->window, strcmp(w->params, "{}") ? " " : "",
+    else snprintf(out, n, "%s N=%d w=%d%s%s", policy_label(w->policy), w->nmax, w->window, strcmp(w->params, "{}") ? " " : "",
                   strcmp(w->params, "{}") ? w->params : "");
 }
 

@@ -283,7 +283,7 @@ static zp_status open_run(run_ctx *c, const exp_run *r, const char *model_dir, c
     ec.policy = r->policy;
     ec.policy_params = r->policy_params[0] ? r->policy_params : NULL;
     ec.nmax = r->nmax ? r->nmax : 8;
-    ec.window = r->window ? r->window : 16;
+    ec.window = r->window; /* resolved at expansion: the axis, or the policy's default */
     ec.max_concurrency = r->max_concurrency;
     ec.scheduler = r->scheduler;
     ec.async_compress = r->async;

@@ -80,7 +80,7 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     cmp.policy = r->policy;
     cmp.policy_params = r->policy_params[0] ? r->policy_params : NULL;
     cmp.nmax = r->nmax ? r->nmax : 8;
-    cmp.window = r->window ? r->window : 16;
+    cmp.window = r->window; /* resolved at expansion: the axis, or the policy's default */
     cmp.scheduler = r->scheduler;
     double sum[5] = {0};
     for (int i = 0; i < cache.n; i++) {

@@ -3,13 +3,14 @@
 
 #include <cjson/cJSON.h> /* parameter objects */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
-extern const zp_policy_ops policy_full_ops, policy_streaming_ops, policy_h2o_ops, policy_snapkv_ops, policy_rkv_ops,
+extern const zp_policy_ops policy_full_ops, policy_streaming_ops, policy_h2o_ops, policy_snapkv_d_ops, policy_rkv_ops,
     policy_morphkv_ops, policy_zipage_ops;
 
 static const zp_policy_ops *const registry[] = {&policy_full_ops,  &policy_streaming_ops, &policy_h2o_ops,
-                                                &policy_snapkv_ops, &policy_rkv_ops,       &policy_morphkv_ops,
+                                                &policy_snapkv_d_ops, &policy_rkv_ops,       &policy_morphkv_ops,
                                                 &policy_zipage_ops, NULL};
 
 const zp_policy_ops *const *policy_registry(void) { return registry; }
@@ -20,10 +21,21 @@ const zp_policy_ops *policy_find(const char *name) {
     return NULL;
 }
 
+void policy_names(char *buf, size_t len) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; registry[i] && n < len; i++) n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", registry[i]->name);
+}
+
 zp_status policy_create(const char *name, const char *params_json, zp_policy *out) {
     memset(out, 0, sizeof *out);
     const zp_policy_ops *ops = policy_find(name);
-    if (!ops) return zp_fail(ZP_ERR_INVALID, "unknown policy \"%s\" (known: full, streaming, h2o, snapkv, rkv, morphkv, zipage)", name);
+    if (!ops) {
+        char names[256];
+        policy_names(names, sizeof names);
+        return zp_fail(ZP_ERR_INVALID, "unknown policy \"%s\" (known: %s%s)", name, names,
+                       !strcmp(name, "snapkv") ? "; the decode-time SnapKV is snapkv-d, the original prefill-time SnapKV is not implemented" : "");
+    }
     cJSON *params = NULL;
     if (params_json && *params_json) {
         params = cJSON_Parse(params_json);

@@ -44,6 +44,7 @@ typedef struct {
     void (*plan)(const void *state, int budget, int window, zp_score_plan *out);
     /* Resolved parameters as a JSON object text into buf. */
     void (*describe)(const void *state, char *buf, size_t len);
+    int default_window;    /* w when a run sets none: its authors' query window (0 for full) */
 } zp_policy_ops;
 
 typedef struct {
@@ -62,6 +63,8 @@ zp_status policy_plan(const zp_policy *p, int budget, int window, zp_score_plan 
 zp_status policy_create(const char *name, const char *params_json, zp_policy *out);
 void policy_destroy(zp_policy *p);
 const zp_policy_ops *policy_find(const char *name);
+/* The registered names, comma separated, into buf (for error messages). */
+void policy_names(char *buf, size_t len);
 /* NULL-terminated list of every registered policy. */
 const zp_policy_ops *const *policy_registry(void);
 

@@ -10,7 +10,7 @@
 
 #include "policy.h"
 
-void policy_snapkv_plan(int kernel, int window, zp_score_plan *p);
+void policy_snapkv_d_plan(int kernel, int window, zp_score_plan *p);
 
 typedef struct {
     float lambda, theta;
@@ -37,7 +37,7 @@ static zp_status rkv_init(const cJSON *params, void **state) {
 
 static void rkv_plan(const void *state, int budget, int window, zp_score_plan *p) {
     const rkv_state *s = state;
-    policy_snapkv_plan(s->kernel, window, p);
+    policy_snapkv_d_plan(s->kernel, window, p);
     p->redundancy = ZP_RED_RAW;
     p->theta = s->theta;
     p->rkv_quirk = s->parity;
@@ -51,4 +51,4 @@ static void rkv_describe(const void *state, char *buf, size_t len) {
              s->parity ? "true" : "false");
 }
 
-const zp_policy_ops policy_rkv_ops = {"rkv", "importance minus key redundancy (R-KV)", 1, 0, 1, rkv_init, free, rkv_plan, rkv_describe};
+const zp_policy_ops policy_rkv_ops = {"rkv", "importance minus key redundancy (R-KV)", 1, 0, 1, rkv_init, free, rkv_plan, rkv_describe, 8};

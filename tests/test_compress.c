@@ -240,7 +240,7 @@ static void test_long_prompt(void) {
     rs.prompt_len = 100; /* 7 blocks of 16 with nmax 2 */
     rs.prompt_step = 13;
     rs.sp.max_tokens = 60;
-    const char *policies[3] = {"zipage", "snapkv", "streaming"};
+    const char *policies[3] = {"zipage", "snapkv-d", "streaming"};
     for (int i = 0; i < 3; i++) {
         rs.ec.policy = policies[i];
         run_result r;

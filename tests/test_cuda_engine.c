@@ -166,7 +166,7 @@ int main(void) {
     greedy_parity("tiny-qwen3", "full", 0, 1, 1);
     greedy_parity("tiny-qwen3", "zipage", 0, 1, 1);
     greedy_parity("tiny-qwen3", "zipage", 1, 1, 1);
-    greedy_parity("tiny-llama", "snapkv", 0, 1, 1);
+    greedy_parity("tiny-llama", "snapkv-d", 0, 1, 1);
     memory_sizing();
     const float sp[4][3] = {{0.8f, 1.0f, 0}, {0.6f, 0.95f, 20}, {0.7f, 0.9f, 0}, {1.0f, 1.0f, 5}};
     for (int i = 0; i < 4; i++) {

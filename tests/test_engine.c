@@ -134,7 +134,7 @@ static void test_reinit(void) {
     rs.ec.block_size = 16;
     rs.ec.num_blocks = 0; /* the pool from kv_pool_tokens */
     rs.check_invariants = 1;
-    struct { const char *policy; int64_t pool; } sweep[4] = {{"full", 4096}, {"full", 1024}, {"zipage", 2048}, {"snapkv", 2048}};
+    struct { const char *policy; int64_t pool; } sweep[4] = {{"full", 4096}, {"full", 1024}, {"zipage", 2048}, {"snapkv-d", 2048}};
     zp_engine *kept = NULL;
     for (int i = 0; i < 4; i++) {
         rs.ec.policy = sweep[i].policy;

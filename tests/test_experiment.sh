@@ -33,7 +33,7 @@ check '[ "$(tail -n +2 "$R/runs.csv" | cut -d, -f1 | sort | uniq -d | wc -l)" -e
 check '[ "$(wc -l < "$R/samples.jsonl")" -eq 12 ]' "12 samples after the kill, none lost or doubled"
 # table and plot data from the CSV
 "$Z" table tiny_sweep --results "$T" > "$T/table" 2>&1
-check 'grep -q "| full KV |" "$T/table" && grep -q "| zipage N=1 w=4 |" "$T/table" && grep -q "1.00x" "$T/table"' "Markdown table"
+check 'grep -q "| full KV |" "$T/table" && grep -q "| Zipage N=1 w=4 |" "$T/table" && grep -q "1.00x" "$T/table"' "Markdown table"
 "$Z" table tiny_sweep --results "$T" --plot-data "$T/plot.tsv" > "$T/vars" 2>&1
 check '[ "$(grep -vc "^#" "$T/plot.tsv")" -eq 3 ] && grep -q "policies=.zipage." "$T/vars"' "plot data"
 # shards merge by run id; the CSV header is the documented schema

@@ -66,6 +66,7 @@ int main(void) {
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"kind\":\"bench\"}", "\"kind\" must be"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"gpu_memory_utilization\":1.5}", "\"gpu_memory_utilization\" must be a number in"},
                             {"[1,2]", "not a JSON object"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"policy\":\"snapkv\"}", "unknown policy \"snapkv\" (known: full, streaming, h2o, snapkv-d"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"nmax\":1,\"nmax\":2}", "key \"nmax\" appears twice"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":{\"a\":1,\"a\":2}}", "key \"a\" appears twice"},
                             {"{\"model\":\"m\",\"dataset\":\"d\"} {\"x\":1}", "text after it"}};
@@ -80,6 +81,21 @@ int main(void) {
         CHECK(s != ZP_OK);
         if (s == ZP_OK || !strstr(zp_last_error(), bad[i][1])) fprintf(stderr, "case %zu: \"%s\" lacks \"%s\"\n", i, zp_last_error(), bad[i][1]);
         CHECK(strstr(zp_last_error(), bad[i][1]) != NULL);
+    }
+    /* per-policy windows: each run without a window axis gets its policy's authors' value */
+    {
+        experiment pc;
+        CHECK_OK(exp_load("policy_comparison", ZIPAGE_EXPERIMENTS_DIR, &pc));
+        const struct { const char *policy; int window; } want[] = {{"full", 0}, {"zipage", 16}, {"rkv", 8}, {"morphkv", 32}, {"snapkv-d", 8}, {"streaming", 16}};
+        int seen = 0;
+        for (int i = 0; i < pc.n_runs; i++)
+            for (size_t k = 0; k < sizeof want / sizeof *want; k++)
+                if (!strcmp(pc.runs[i].policy, want[k].policy)) {
+                    CHECK(pc.runs[i].window == want[k].window);
+                    seen |= 1 << k;
+                }
+        CHECK(seen == 63);
+        exp_free(&pc);
     }
     /* gpu_memory_utilization reaches the runs and their resolved configuration only when set */
     FILE *f = fopen(path, "w");

@@ -285,7 +285,7 @@ static void test_policy_contracts(void) {
     CHECK_FAILS(policy_create("lru", NULL, &p), ZP_ERR_INVALID, "unknown policy \"lru\"");
     CHECK_FAILS(policy_create("zipage", "{\"lamda\": 0.3}", &p), ZP_ERR_INVALID, "unknown parameter \"lamda\"");
     CHECK_FAILS(policy_create("zipage", "{\"decay\": 1.5}", &p), ZP_ERR_INVALID, "\"decay\" must be a number in [0, 1]");
-    CHECK_FAILS(policy_create("snapkv", "{\"kernel\": 4}", &p), ZP_ERR_INVALID, "must be odd");
+    CHECK_FAILS(policy_create("snapkv-d", "{\"kernel\": 4}", &p), ZP_ERR_INVALID, "must be odd");
     CHECK_FAILS(policy_create("morphkv", "{\"fusion\": \"avg\"}", &p), ZP_ERR_INVALID, "fusion");
     CHECK_FAILS(policy_create("rkv", "[1,2]", &p), ZP_ERR_INVALID, "not a JSON object");
 }

@@ -1,5 +1,5 @@
 /* cmd_fidelity.c - `zipage fidelity --model DIR --dataset NAME [--limit 3] [--gen 512]
- * [--policies zipage,snapkv,...] [--nmax 2,4,8] [--block-size 64] [--window 16]
+ * [--policies zipage,snapkv-d,...] [--nmax 2,4,8] [--block-size 64] [--window 16]
  * [--kl-window 64] [--out F.csv]`: for each problem prompt (chat template, math system
  * prompt), a full-KV greedy trajectory of --gen tokens, then every (policy, N_max)
  * teacher-forced against full KV. Writes one CSV row per (policy, nmax, problem) and one
@@ -23,7 +23,7 @@ typedef struct {
 
 static zp_status parse(int argc, char **argv, fid_args *a) {
     memset(a, 0, sizeof *a);
-    snprintf(a->policies, sizeof a->policies, "streaming,h2o,snapkv,rkv,morphkv,zipage");
+    snprintf(a->policies, sizeof a->policies, "streaming,h2o,snapkv-d,rkv,morphkv,zipage");
     a->limit = 3; a->gen = 512; a->block = 64; a->window = 16; a->kl_window = 64;
     static int def_nmax[3] = {2, 4, 8};
     a->nmax = def_nmax; a->n_nmax = 3;

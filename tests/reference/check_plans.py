@@ -36,7 +36,7 @@ ROWS = [
     ("zipage (lightning)", ref_zipage.keep, {}, "zipage", "{}", 16, "mean", True),
     ("zipage (raw)", ref_zipage.keep, {"lightning": False}, "zipage", '{"lightning": false}', 16, "mean", True),
     ("streaming", ref_streaming.keep_sorted, {}, "streaming", "{}", 16, None, True),
-    ("snapkv-d, w 8 (R-KV's)", ref_snapkv_d.keep_sorted, {}, "snapkv", "{}", 8, None, True),
+    ("snapkv-d, w 8 (R-KV's)", ref_snapkv_d.keep_sorted, {}, "snapkv-d", "{}", 8, None, True),
     ("rkv, w 8 (R-KV's)", ref_rkv.keep_sorted, {}, "rkv", "{}", 8, None, True),
     ("h2o (block-granular)", ref_h2o.keep_sorted, {"window": 16}, "h2o", "{}", 16, "cum", False),
     ("morphkv (max_prob)", ref_morphkv.keep_sorted, {"window": 16}, "morphkv", "{}", 16, None, False),

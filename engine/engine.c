@@ -52,7 +52,6 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     const zp_engine_config *c = &e->cfg;
     const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
     if (!ops) return policy_create(c->policy, NULL, &e->comp.policy); /* its error names the known ones */
-    if (e->cfg.window == 0) e->cfg.window = ops->default_window; /* the policy's authors' window */
     zp_sched_kind kind = ops->evicts ? ZP_SCHED_HYBRID : ZP_SCHED_FULL;
     if (c->scheduler && !sched_kind_parse(c->scheduler, &kind))
         return zp_fail(ZP_ERR_INVALID, "unknown scheduler \"%s\" (known: full, strict, hybrid)", c->scheduler);
@@ -67,7 +66,7 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, c->nmax, c->block_size, c->window, c->layer_stride));
     e->comp.device = !c->host_only;
     ZP_TRY(sched_enable_compression(&e->sched, kind, c->nmax, c->window, m));
-    ZP_TRY(zp_model_kv_alloc_compression(e->model, &e->kv, c->window, m, ops->needs_history));
+    ZP_TRY(zp_model_kv_alloc_compression(e->model, &e->kv, c->window, m, policy_stores_history(&e->comp.policy, c->nmax * c->block_size, c->window)));
     e->ctask = calloc((size_t)c->max_num_seqs, sizeof *e->ctask);
     ZP_CHECK_ALLOC(e->ctask);
     e->compressing_enabled = 1;
@@ -96,6 +95,8 @@ static zp_status engine_setup(zp_engine *e) {
     const zp_engine_config *cfg = &e->cfg;
     int nb = 0;
     zp_status s = ZP_OK;
+    const zp_policy_ops *ops = policy_find(cfg->policy ? cfg->policy : "full");
+    if (ops && e->cfg.window == 0) e->cfg.window = ops->default_window; /* the policy's authors' window, before any sizing */
     if (cfg->kv_pool_bytes > 0 && (cfg->kv_pool_tokens > 0 || cfg->num_blocks > 0))
         return zp_fail(ZP_ERR_INVALID, "kv_pool_bytes excludes kv_pool_tokens and num_blocks");
     if (cfg->num_blocks > 0) nb = cfg->num_blocks;
@@ -457,8 +458,10 @@ static zp_status collect_worker(zp_engine *e, int wait) {
  * wait for a later step. Returns the number of requests left to run in e->batch.seqs. */
 static zp_status route_compressions(zp_engine *e, int *n_run) {
     zp_sched_batch *sb = &e->batch;
-    int n = 0, n_new = 0;
-    const int cap = e->cfg.max_compress_blocks / (e->cfg.nmax + 1) > 0 ? e->cfg.max_compress_blocks / (e->cfg.nmax + 1) : 1;
+    int n = 0, n_new = 0, longest = e->cfg.nmax + 1;
+    for (int i = 0; i < sb->n; i++) /* a first compression of a long prompt has more blocks than nmax + 1 */
+        if (sb->seqs[i]->compressing == 1 && sb->seqs[i]->n_blocks > longest) longest = sb->seqs[i]->n_blocks;
+    const int cap = e->cfg.max_compress_blocks / longest > 0 ? e->cfg.max_compress_blocks / longest : 1; /* as the reference: by the longest table */
     for (int i = 0; i < sb->n; i++) {
         zp_seq *q = sb->seqs[i];
         if (!q->compressing) { sb->seqs[n++] = q; continue; }

@@ -51,7 +51,13 @@ static void kv_state_costs(const zp_engine *e, size_t *per_block, size_t *per_sl
     const zp_engine_config *c = &e->cfg;
     const zp_model_config *mc = &e->model->cfg;
     const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
-    const int evicts = ops && ops->evicts, history = evicts && ops->needs_history;
+    zp_policy pol;
+    int history = 0;
+    const int evicts = ops && ops->evicts;
+    if (evicts && policy_create(c->policy, c->policy_params, &pol) == ZP_OK) { /* parameters decide, e.g. use_global */
+        history = policy_stores_history(&pol, c->nmax * c->block_size, c->window);
+        policy_destroy(&pol);
+    }
     const size_t es = (size_t)e->be->cache_elem_bytes, L = (size_t)mc->n_layers, bs = (size_t)c->block_size;
     *per_block = zp_model_kv_block_bytes(mc, c->block_size, (int)es) + (history ? L * bs * mc->n_kv_heads * es : 0);
     *per_slot = evicts ? L * (size_t)c->window * mc->n_heads * mc->head_dim * es : 0;

@@ -367,7 +367,6 @@ static zp_status decode_one(zp_scheduler *s, int i, int *verdict) {
 }
 
 static zp_status schedule_decode(zp_scheduler *s, zp_sched_batch *out) {
-    if (s->kind == ZP_SCHED_HYBRID) refill_slots(s);
     for (int i = 0; i < s->running.n && out->n < s->max_num_seqs;) {
         int verdict;
         ZP_TRY(decode_one(s, i, &verdict));
@@ -396,6 +395,10 @@ zp_status sched_schedule(zp_scheduler *s, zp_sched_batch *out) {
     out->n = 0;
     out->n_tokens = 0;
     out->is_prefill = 0;
+    /* as the Zipage reference (scheduler.py): freed query slots go to running requests first,
+     * before waiting ones are admitted, so a slot-less request stalled at its window does not
+     * wait while admissions take the slots */
+    if (s->kind == ZP_SCHED_HYBRID) refill_slots(s);
     ZP_TRY(schedule_prefill(s, out));
     if (out->n) return ZP_OK;
     return schedule_decode(s, out);

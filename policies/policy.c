@@ -21,6 +21,11 @@ const zp_policy_ops *policy_find(const char *name) {
     return NULL;
 }
 
+int policy_stores_history(const zp_policy *p, int budget, int window) {
+    zp_score_plan pl;
+    return p->ops->needs_history && policy_plan(p, budget, window, &pl) == ZP_OK && pl.global != ZP_GLOBAL_NONE;
+}
+
 void policy_names(char *buf, size_t len) {
     size_t n = 0;
     buf[0] = 0;

@@ -56,6 +56,9 @@ typedef struct {
  * score to store for each token (only kept tokens' values survive compaction). Runs the
  * policy's plan on the host. */
 zp_status policy_select(const zp_policy *p, const zp_select_input *in, uint8_t *keep, float *new_history);
+/* 1 when p's plan keeps a per-token history (needs_history and a global score configured, e.g.
+ * not Zipage with use_global false): only then is a score cache allocated. */
+int policy_stores_history(const zp_policy *p, int budget, int window);
 /* The plan of p for (budget, window); fails for a policy that never evicts. */
 zp_status policy_plan(const zp_policy *p, int budget, int window, zp_score_plan *out);
 

@@ -214,6 +214,52 @@ static void test_async_reproducible(void) {
     CHECK(checked >= 6);
 }
 
+/* A running request without a query slot that has reached its window positions is stalled. */
+static int stalled(const zp_engine *e, const zp_seq *q) {
+    const int bs = e->cfg.block_size, blocks = (q->n_tokens + bs - 1) / bs, r = (q->n_tokens - 1) % bs + 1;
+    return q->qid < 0 && !(blocks < e->cfg.nmax + 1 || r <= bs - e->cfg.window);
+}
+
+typedef struct {
+    int admissions, violations;
+} refill_watch;
+
+/* After an admission step: no request admitted with a slot while an older running one stalls
+ * without one (the Zipage reference refills running requests before it admits). */
+static void watch_refill(zp_engine *e, void *ctx) {
+    refill_watch *w = ctx;
+    if (!e->batch.is_prefill) return;
+    w->admissions++;
+    int admitted_with_slot = 0, stalled_old = 0;
+    for (int i = 0; i < e->sched.running.n; i++) {
+        const zp_seq *q = e->sched.running.v[i];
+        int in_batch = 0;
+        for (int k = 0; k < e->batch.n; k++) in_batch |= e->batch.seqs[k] == q;
+        if (in_batch && q->qid >= 0) admitted_with_slot = 1;
+        if (!in_batch && stalled(e, q)) stalled_old = 1;
+    }
+    w->violations += admitted_with_slot && stalled_old;
+}
+
+static void test_refill_before_admission(void) {
+    run_spec rs = zipage_spec("tiny-qwen3");
+    rs.ec.scheduler = "hybrid";
+    rs.ec.max_concurrency = 2;
+    rs.ec.nmax = 1;
+    rs.n_req = 10;
+    rs.prompt_len = 5;
+    rs.prompt_step = 3;
+    rs.sp.max_tokens = 90;
+    refill_watch w = {0, 0};
+    rs.on_step = watch_refill;
+    rs.ctx = &w;
+    run_result r;
+    run_requests(&rs, &r);
+    if (w.violations) fprintf(stderr, "refill: %d of %d admissions gave slots past stalled running requests\n", w.violations, w.admissions);
+    CHECK(w.admissions >= 2 && w.violations == 0 && r.st.compressions > 0);
+    run_result_free(&r);
+}
+
 static void test_hybrid_beats_strict(void) {
     run_spec rs = zipage_spec("tiny-qwen3");
     rs.n_req = 12;
@@ -316,6 +362,7 @@ int main(void) {
     test_shared_prefix_untouched();
     test_preemption_and_async();
     test_async_reproducible();
+    test_refill_before_admission();
     test_hybrid_beats_strict();
     test_long_prompt();
     test_pool_global_random();

@@ -285,6 +285,19 @@ static void test_policy_contracts(void) {
     CHECK_FAILS(policy_create("lru", NULL, &p), ZP_ERR_INVALID, "unknown policy \"lru\"");
     CHECK_FAILS(policy_create("zipage", "{\"lamda\": 0.3}", &p), ZP_ERR_INVALID, "unknown parameter \"lamda\"");
     CHECK_FAILS(policy_create("zipage", "{\"decay\": 1.5}", &p), ZP_ERR_INVALID, "\"decay\" must be a number in [0, 1]");
+    CHECK_FAILS(policy_create("morphkv", "{\"gqa\": \"mean\"}", &p), ZP_ERR_INVALID, "gqa");
+    {   /* MorphKV's GQA reduction: max over the group of per-head softmaxes by default */
+        zp_policy mk;
+        zp_score_plan pl;
+        CHECK_OK(policy_create("morphkv", NULL, &mk));
+        CHECK_OK(policy_plan(&mk, 64, 16, &pl));
+        CHECK(pl.attn.gqa == ZP_GQA_MAX_PROB && pl.attn.exclude_window && pl.attn.qred == ZP_QRED_MAX);
+        policy_destroy(&mk);
+        CHECK_OK(policy_create("morphkv", "{\"gqa\": \"sum_logit\", \"fusion\": \"sum\"}", &mk));
+        CHECK_OK(policy_plan(&mk, 64, 16, &pl));
+        CHECK(pl.attn.gqa == ZP_GQA_SUM_LOGIT && pl.attn.qred == ZP_QRED_SUM);
+        policy_destroy(&mk);
+    }
     CHECK_FAILS(policy_create("snapkv-d", "{\"kernel\": 4}", &p), ZP_ERR_INVALID, "must be odd");
     CHECK_FAILS(policy_create("morphkv", "{\"fusion\": \"avg\"}", &p), ZP_ERR_INVALID, "fusion");
     CHECK_FAILS(policy_create("rkv", "[1,2]", &p), ZP_ERR_INVALID, "not a JSON object");

@@ -40,6 +40,7 @@ ROWS = [
     ("rkv, w 8 (R-KV's)", ref_rkv.keep_sorted, {}, "rkv", "{}", 8, None, True),
     ("h2o (block-granular)", ref_h2o.keep_sorted, {"window": 16}, "h2o", "{}", 16, "cum", False),
     ("morphkv (max_prob)", ref_morphkv.keep_sorted, {"window": 16}, "morphkv", "{}", 16, None, False),
+    ("morphkv (sum_logit)", ref_morphkv.keep_sorted, {"window": 16, "gqa": "sum_logit"}, "morphkv", '{"gqa": "sum_logit"}', 16, None, False),
 ]
 
 

@@ -240,6 +240,36 @@ size_t zp_tokenizer_decode_stream(const zp_tokenizer *t, int id, zp_detok_state 
     return n;
 }
 
+/* Bytes of the longest prefix of s[0..n) that starts a well-formed UTF-8 character but is cut
+ * (a lead byte and its continuation bytes before the sequence breaks or ends); at least 1. */
+static size_t invalid_run(const unsigned char *s, size_t n) {
+    const int want = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3 : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 1;
+    size_t k = 1;
+    while ((int)k < want && k < n && (s[k] & 0xC0) == 0x80) k++;
+    return k;
+}
+
+/* s[0..n) with every ill-formed UTF-8 sequence replaced by U+FFFD, as Python's (and so Hugging
+ * Face's) decode with errors="replace": a cut character becomes one replacement character. */
+static char *utf8_replace_invalid(const char *s, size_t n, size_t *out_len) {
+    char *o = malloc(3 * n + 1);
+    if (!o) return NULL;
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t l = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (l > 0) {
+            memcpy(o + m, s + i, (size_t)l), m += (size_t)l, i += (size_t)l;
+        } else {
+            memcpy(o + m, "\xEF\xBF\xBD", 3), m += 3;
+            i += invalid_run((const unsigned char *)s + i, n - i);
+        }
+    }
+    o[m] = 0;
+    *out_len = m;
+    return o;
+}
+
 zp_status zp_tokenizer_decode(const zp_tokenizer *t, const int *ids, int n, char **out, size_t *len) {
     /* (ids outside the tokenizer's vocabulary are skipped, see the loop) */
     size_t cap = 64, used = 0;
@@ -251,6 +281,13 @@ zp_status zp_tokenizer_decode(const zp_tokenizer *t, const int *ids, int n, char
         used += zp_tokenizer_decode_stream(t, ids[i], &st, s + used, cap - used);
     for (int k = 0; k < st.n_pending; k++) s[used++] = (char)st.pending[k]; /* trailing partial character */
     s[used] = 0;
+    if (!utf8_valid((const unsigned char *)s, used)) { /* bytes of cut or stray characters: text, as Hugging Face decodes it */
+        size_t m;
+        char *r = utf8_replace_invalid(s, used, &m);
+        free(s);
+        ZP_CHECK_ALLOC(r);
+        s = r, used = m;
+    }
     *out = s;
     if (len) *len = used;
     return ZP_OK;

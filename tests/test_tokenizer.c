@@ -128,6 +128,21 @@ static void test_families(void) {
     for (int i = 0; i < n; i++) got += zp_tokenizer_decode_stream(q, ids[i], &st, out + got, sizeof out - got);
     CHECK(got == strlen("数") && !memcmp(out, "数", got) && st.n_pending == 0);
     free(ids);
+    /* a character cut after its first token (龘 is two tokens) decodes to U+FFFD, as Hugging
+     * Face's decode does; the whole character decodes to itself */
+    CHECK_OK(zp_tokenizer_encode(q, "龘", strlen("龘"), 0, &ids, &n));
+    CHECK(n == 2);
+    if (n == 2) {
+        char *txt;
+        size_t len;
+        CHECK_OK(zp_tokenizer_decode(q, ids, 1, &txt, &len));
+        CHECK(len == 3 && !memcmp(txt, "\xEF\xBF\xBD", 3));
+        free(txt);
+        CHECK_OK(zp_tokenizer_decode(q, ids, 2, &txt, &len));
+        CHECK(!strcmp(txt, "龘"));
+        free(txt);
+    }
+    free(ids);
     zp_tokenizer_free(q);
 }
 

@@ -118,6 +118,9 @@ static zp_status load_stacked(loader *ld, const char *const *names, const int64_
     int64_t r0 = 0;
     for (int i = 0; i < n; i++) {
         zp_status s = load_into(ld, names[i], rows[i], cols, host + (size_t)r0 * per);
+        const float *v = host + (size_t)r0 * per;
+        for (size_t k = 0; s == ZP_OK && k < (size_t)rows[i] * per; k++) /* a NaN or Inf weight would generate silently */
+            if (!isfinite(v[k])) s = zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: value %zu is %s", ld->dir, names[i], k, isnan(v[k]) ? "NaN" : "infinite");
         if (s != ZP_OK) { free(host); return s; }
         r0 += rows[i];
     }

@@ -275,5 +275,18 @@ bad "truncated" "$Z" generate --model "$T/trunc" --prompt-ids 1
 printf '{"architectures":["GPT2LMHeadModel"]}' > "$T/gpt2.json"
 bad "GPT2LMHeadModel" "$Z" mkmodel --config "$T/gpt2.json" --out "$T/g2"
 
+# a NaN weight is refused at load, naming the tensor (it generated silently before)
+"$Z" mkmodel --preset tiny-llama --out "$T/nan" --seed 1 >/dev/null
+python3 - "$T/nan/model.safetensors" <<'PY'
+import json, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+t = json.loads(b[8:8 + n])["model.norm.weight"]
+o = 8 + n + t["data_offsets"][0]
+b[o:o + (4 if t["dtype"] == "F32" else 2)] = struct.pack("<I", 0x7fc00000) if t["dtype"] == "F32" else struct.pack("<H", 0x7fc0)
+open(sys.argv[1], "wb").write(b)
+PY
+bad "tensor model.norm.weight: value 0 is NaN" "$Z" generate --model "$T/nan" --prompt-ids 1,2,3 --max-tokens 2
+
 if [ $fails -eq 0 ]; then echo "test_cli: all checks passed"; exit 0; fi
 echo "test_cli: $fails failure(s)"; exit 1

@@ -54,14 +54,17 @@ static zp_status parse_entry(const cJSON *e, const char *path, const uint8_t *da
     uint64_t numel = 1;
     for (int d = 0; d < t->ndim; d++) {
         const cJSON *x = cJSON_GetArrayItem(sh, d);
-        if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 1e12)
+        if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0 && x->valuedouble <= 1e12) || x->valuedouble != (double)(int64_t)x->valuedouble)
             return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: shape entry %d is not a valid size", path, nm, d);
         t->shape[d] = (int64_t)x->valuedouble;
+        if (t->shape[d] && numel > (1ull << 50) / (uint64_t)t->shape[d]) /* no wrap-around below */
+            return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: more than 2^50 values", path, nm);
         numel *= (uint64_t)t->shape[d];
     }
     const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
-    if (!cJSON_IsNumber(b) || !cJSON_IsNumber(en) || b->valuedouble < 0 || en->valuedouble < b->valuedouble)
-        return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: data_offsets must be 0 <= begin <= end", path, nm);
+    if (!cJSON_IsNumber(b) || !cJSON_IsNumber(en) || !(b->valuedouble >= 0) || en->valuedouble < b->valuedouble ||
+        en->valuedouble > 9007199254740992.0) /* range before the conversion below */
+        return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: data_offsets must be 0 <= begin <= end < 2^53", path, nm);
     uint64_t begin = (uint64_t)b->valuedouble, end = (uint64_t)en->valuedouble;
     if (end > data_len)
         return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: data_offsets end %llu is past the data section (%zu bytes; file truncated?)",

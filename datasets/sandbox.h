@@ -16,7 +16,7 @@
  * the whole sandbox; output beyond 1 MiB stops it.
  *
  * Deliberately not here: what a test is or how output is compared (code_grade.c). No engine
- * headers, no getenv, no system().
+ * headers; nothing read from the environment, no shell (bwrap is exec'ed with a built argv).
  */
 #ifndef ZP_SANDBOX_H
 #define ZP_SANDBOX_H

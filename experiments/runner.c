@@ -218,6 +218,17 @@ static void csv_field(FILE *f, const char *s, int last) {
     fputc(last ? '\n' : ',', f);
 }
 
+/* The runs.csv header line as the rows are written (malloc'ed), or NULL without memory. */
+static char *csv_header_line(void) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) return NULL;
+    for (int i = 0; CSV_HEADER[i]; i++) csv_field(m, CSV_HEADER[i], !CSV_HEADER[i + 1]);
+    if (ferror(m) | fclose(m)) { free(buf); return NULL; }
+    return buf;
+}
+
 static void write_row(FILE *f, const exp_run *r, const char *git, const char *model, const run_ctx *c, const zp_engine_stats *st,
                       double pass1, double lo, double hi, double mean_out, double trunc, double wall, size_t block_bytes) {
     char v[40][1100];
@@ -333,17 +344,14 @@ static zp_status execute(const exp_run *r, const char *exp_dir, const char *git,
         zp_engine_stats st;
         zp_engine_get_stats(c.e, &st);
         snprintf(path, sizeof path, "%s/runs.csv", exp_dir);
-        char *row = NULL, *head = NULL;
-        size_t row_len = 0, head_len = 0;
-        FILE *rf = open_memstream(&row, &row_len), *hf = open_memstream(&head, &head_len);
-        if (rf && hf) {
-            for (int i = 0; CSV_HEADER[i]; i++) csv_field(hf, CSV_HEADER[i], !CSV_HEADER[i + 1]);
+        char *row = NULL, *head = csv_header_line();
+        size_t row_len = 0;
+        FILE *rf = open_memstream(&row, &row_len);
+        if (rf)
             write_row(rf, r, git, r->model, &c, &st, p1, lo, hi, (double)out_tokens / c.total, (double)truncated / c.total, wall,
                       zp_engine_block_bytes(c.e));
-        }
-        int bad = !rf || !hf;
+        int bad = !rf || !head;
         if (rf) bad |= ferror(rf) | fclose(rf);
-        if (hf) bad |= ferror(hf) | fclose(hf);
         s = bad ? zp_fail(ZP_ERR_OOM, "run: no memory for the row") : rio_append_lines(path, head, row, row_len);
         free(row);
         free(head);
@@ -396,13 +404,10 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
 static zp_status check_csv_header(const char *csv) {
     FILE *f = fopen(csv, "r");
     if (!f) return ZP_OK;
-    char *line = NULL, *want = NULL;
-    size_t cap = 0, wn = 0;
+    char *line = NULL, *want = csv_header_line();
+    size_t cap = 0;
     ssize_t n = getline(&line, &cap, f);
     fclose(f);
-    FILE *m = open_memstream(&want, &wn);
-    for (int i = 0; m && CSV_HEADER[i]; i++) csv_field(m, CSV_HEADER[i], !CSV_HEADER[i + 1]);
-    if (m) fclose(m);
     zp_status s = ZP_OK;
     if (n > 0 && want && strcmp(line, want))
         s = zp_fail(ZP_ERR_FORMAT, "%s: written with other columns (an older version?); `zipage grade %.*s` upgrades it, or use another --results folder",

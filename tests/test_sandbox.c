@@ -92,10 +92,12 @@ int main(void) {
         printf("test_sandbox: skipped (bwrap not installed; `make deps` installs bubblewrap)\n");
         return 77;
     }
-    snprintf(code_dir, sizeof code_dir, "%s/sbx_code", ZP_TEST_TMP);
-    mkdir(ZP_TEST_TMP, 0755);
-    mkdir(code_dir, 0755);
+    /* the code directory where the grader puts its own (/tmp): the sandbox uid must reach it, and
+     * a build tree may sit under a private (0700) folder */
+    snprintf(code_dir, sizeof code_dir, "/tmp/zipage-sbx-test-XXXXXX");
+    CHECK(mkdtemp(code_dir) != NULL);
     chmod(code_dir, 0755);
+    mkdir(ZP_TEST_TMP, 0755);
     snprintf(victim, sizeof victim, "%s/victim", ZP_TEST_TMP);
     snprintf(secret, sizeof secret, "%s/secret", ZP_TEST_TMP);
     write_file(victim, "ORIGINAL", 0600);
@@ -196,5 +198,9 @@ int main(void) {
         printf("test_sandbox: not root, so the runs share this user's uid; the leftover-process check needs root\n");
     }
     CHECK(file_is(victim, "ORIGINAL"));
+    char probe_path[600];
+    snprintf(probe_path, sizeof probe_path, "%s/probe.py", code_dir);
+    unlink(probe_path);
+    rmdir(code_dir);
     return zp_test_finish("test_sandbox");
 }

@@ -353,12 +353,24 @@ int main(void) {
         test_attention_path(&p);
         test_decode_cases(&p);
         test_paged_attention(&p, 3, DEC_LONG, NULL, 16, 2, 256, "decode attn D256");
+        /* head sizes and groups the tensor-core kernels do not take: the row kernel (decode and prefill) */
+        const int odd_len[5] = {3000, 1, 17, 700, 129};
+        test_paged_attention(&p, 5, odd_len, NULL, 8, 2, 96, "decode attn D96 (rows)");
+        test_paged_attention(&p, 5, odd_len, NULL, 4, 1, 80, "decode attn D80 MQA (rows)");
+        test_paged_attention(&p, 5, odd_len, NULL, 6, 3, 32, "decode attn D32 (rows)");
+        test_paged_attention(&p, 5, odd_len, NULL, 12, 1, 128, "decode attn G12 (rows)");
+        test_paged_attention(&p, 5, odd_len, NULL, 2, 1, 512, "decode attn D512 (rows)");
+        test_paged_attention(&p, 5, odd_len, NULL, 4, 2, 42, "decode attn D42 (rows)");
         /* prefill: whole prompts, a chunk after earlier KV, single rows (decode rows of a mixed step) */
         const int pf_len[4] = {300, 77, 530, 5}, pf_q[4] = {300, 77, 130, 1};
         test_paged_attention(&p, 4, pf_len, pf_q, 32, 8, 128, "prefill attn G4");
         test_paged_attention(&p, 4, pf_len, pf_q, 16, 2, 128, "prefill attn G8");
         test_paged_attention(&p, 4, pf_len, pf_q, 8, 4, 64, "prefill attn D64");
         test_paged_attention(&p, 4, pf_len, pf_q, 8, 2, 256, "prefill attn D256");
+        test_paged_attention(&p, 4, pf_len, pf_q, 8, 2, 96, "prefill attn D96 (rows)");
+        test_paged_attention(&p, 4, pf_len, pf_q, 4, 1, 80, "prefill attn D80 MQA (rows)");
+        test_paged_attention(&p, 4, pf_len, pf_q, 12, 1, 128, "prefill attn G12");
+        test_paged_attention(&p, 4, pf_len, pf_q, 4, 2, 42, "prefill attn D42 (rows)");
         p.gpu->destroy(p.gpu);
     }
     /* bf16 GEMMs by measured cublasLt algorithms (ZIPAGE_GEMM_TUNE=1): the dense ops again */

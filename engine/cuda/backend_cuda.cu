@@ -99,7 +99,7 @@ __global__ static void gather_rows_kernel(float *out, const float *x, const int 
  * optional per-head RMSNorm, RoPE at positions[t] (cos/sin computed once per block, not per
  * head and lane), q heads to q_out [T,Hq,D] (fp32), k heads to the cache at slot_mapping[t];
  * value heads are copied there. x: the warp's head [D] in shared memory (RoPE pairs d with
- * d +- D/2, another lane's value). D % 32 == 0, D <= QKV_MAX_D. */
+ * d +- D/2, another lane's value). D even, D <= QKV_MAX_D. */
 #define QKV_WARPS 4
 #define QKV_MAX_D 512
 template <typename T, typename Y> /* Y: qkv's type, fp32 or bf16 (a GEMM's output handed over) */
@@ -364,7 +364,7 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
                                    const void *k_norm, void *k_cache, void *v_cache, int layer) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
-    if (d->head_dim > QKV_MAX_D || d->head_dim % 32 || d->head_dim / 2 != c->half_dim)
+    if (d->head_dim > QKV_MAX_D || d->head_dim % 2 || d->head_dim / 2 != c->half_dim)
         return zp_fail(ZP_ERR_UNSUPPORTED, "cuda qkv_rope_store: head_dim %d (rope table %d) unsupported", d->head_dim, c->half_dim * 2);
     if (c->b.n_tokens == 0) return ZP_OK;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;

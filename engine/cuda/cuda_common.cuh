@@ -269,6 +269,10 @@ zp_status cuda_compress_wait(zp_backend *be);
 zp_status cuda_graph_begin(zp_backend *be, uint64_t key, int *hit, int *recording);
 zp_status cuda_graph_end(zp_backend *be, int ok);
 void cuda_graph_free(cuda_ctx *c);
+/* Attention of every batch row by the exact row kernel (any even head size up to 512, any
+ * group): prefill's fallback and decode's for shapes its tensor-core kernels do not take. */
+zp_status cuda_attn_rows(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, const float *q, const void *k_cache,
+                         const void *v_cache, int layer);
 zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
                             int layer);
 zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,

@@ -11,6 +11,9 @@
  *                           behind ZIPAGE_DECODE_KERNEL=mma, keeps the next tile in registers;
  *   decode_attn_kernel      fp32 caches (the parity mode) and head dim 256: fp32 FMAs, keys by
  *                           groups of D/16 lanes, values across the warp.
+ * Other head sizes (any even one up to 512) and groups beyond DEC_MAX_G go to the exact row
+ * kernel of prefill_attn_cuda.cu (one block per (sequence, query head), no partitions): a
+ * correct fallback for shapes no supported model has, not a fast path.
  * No [seq, seq] or [n_kv] matrix leaves shared memory. The tensor-core pieces (tile steps,
  * copies) live in decode_mma.cuh, shared with decode_warp_cuda.cu's warp-per-item kernel,
  * which this file's launch picks for bf16 batches whose items fill the resident warps, in one
@@ -427,10 +430,12 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ATTENTION);
     const int S = c->b.n_seqs, G = d->n_heads / d->n_kv_heads, D = d->head_dim;
-    if ((D != 64 && D != 128 && D != 256) || G > DEC_MAX_G)
-        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda decode attention: head_dim %d (64, 128 or 256) or %d query heads per KV head (at most %d)",
-                       D, G, DEC_MAX_G);
     if (S == 0) return ZP_OK;
+    if ((D != 64 && D != 128 && D != 256) || G > DEC_MAX_G) { /* other shapes: the exact row kernel, one block per (seq, head) */
+        bf16 *obf = cuda_xbf_produce(c, out, (size_t)c->b.n_tokens * d->n_heads * D);
+        if (!out && !obf) return zp_fail(ZP_ERR_BACKEND, "cuda decode attention: out is NULL but no bf16 operand can be handed over");
+        return cuda_attn_rows(c, d, (float *)out, obf, (const float *)q, k_cache, v_cache, layer);
+    }
     /* split sequences only as far as it takes to give every SM four blocks, and no further than
      * whole grains of the longest sequence the block tables can hold (no per-step host data:
      * the launch is the same for every step of one batch shape) */

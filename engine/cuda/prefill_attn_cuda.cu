@@ -3,9 +3,11 @@
  * accumulation): a thread block per (16-row query tile of a sequence, KV head), one warp per
  * query head of the GQA group, so each K/V tile staged in shared memory serves G heads; online
  * softmax per row in fp32, P rounded to bf16 for the P.V product (as flash attention does).
- * fp32 storage (the parity mode) and shapes whose tiles do not fit in shared memory use the
- * row kernel: one thread block per (row, head), exact fp32. No [seq, seq] matrix anywhere.
- * Not here: decode (one row per sequence; decode_attn_cuda.cu).
+ * fp32 storage (the parity mode), head sizes other than 64/128/256 and shapes whose tiles do
+ * not fit in shared memory use the row kernel: one thread block per (row, head), exact fp32,
+ * any even head size up to ATT_MAX_D; the decode path uses it too where its own kernels do
+ * not apply. No [seq, seq] matrix anywhere.
+ * Not here: the tensor-core decode kernels (one row per sequence; decode_attn_cuda.cu).
  */
 #include <math.h>
 #include <mma.h>
@@ -14,21 +16,25 @@
 
 using namespace nvcuda;
 
-/* Grid (T, Hq), D threads (D <= 256): row t of its sequence attends physical KV
- * [0, kv_len - q_len + i] through the block table with an online softmax. Tiles of D keys:
- * thread j scores key j of the tile, then every thread accumulates its own output dimension. */
+/* Grid (T, Hq), D rounded up to whole warps threads (D even, D <= ATT_MAX_D): row t of its
+ * sequence attends physical KV [0, kv_len - q_len + i] through the block table with an online
+ * softmax. Tiles of blockDim keys: thread j scores key j of the tile, then thread d < D
+ * accumulates output dimension d. Exact fp32; also the decode path of head sizes and groups
+ * the tensor-core kernels do not take (a decode row is a prefill row with q_len 1). out and
+ * out_bf (the output projection's bf16 operand) may each be NULL. */
+#define ATT_MAX_D 512
 template <typename T>
-__global__ static void attention_kernel(float *out, const float *q, const T *kc, const T *vc, const int *row_seq,
+__global__ static void attention_kernel(float *out, bf16 *out_bf, const float *q, const T *kc, const T *vc, const int *row_seq,
                                         const int *q_start, const int *q_len, const int *kv_len, const int *tables,
                                         int max_blocks, int Hq, int Hkv, int D, int bs, float scale) {
-    __shared__ float qs[256], sc[256], red[32];
-    const int t = blockIdx.x, h = blockIdx.y, tid = threadIdx.x, kh = h / (Hq / Hkv);
+    __shared__ float qs[ATT_MAX_D], sc[ATT_MAX_D], red[32];
+    const int t = blockIdx.x, h = blockIdx.y, tid = threadIdx.x, nt = blockDim.x, kh = h / (Hq / Hkv);
     const int s = row_seq[t], i = t - q_start[s], n_vis = kv_len[s] - q_len[s] + i + 1;
     const int *bt = tables + (size_t)s * max_blocks;
-    qs[tid] = q[((size_t)t * Hq + h) * D + tid];
+    if (tid < D) qs[tid] = q[((size_t)t * Hq + h) * D + tid];
     __syncthreads();
     float m = -INFINITY, l = 0.f, acc = 0.f;
-    for (int j0 = 0; j0 < n_vis; j0 += D) {
+    for (int j0 = 0; j0 < n_vis; j0 += nt) {
         const int j = j0 + tid;
         float z = -INFINITY;
         if (j < n_vis) {
@@ -38,27 +44,45 @@ __global__ static void attention_kernel(float *out, const float *q, const T *kc,
             z = dot * scale;
         }
         sc[tid] = z;
-        /* tile max */
+        /* tile max (nt is a whole number of warps) */
         float mx = z;
         for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
         if (tid % 32 == 0) red[tid / 32] = mx;
         __syncthreads();
         float tile_max = -INFINITY;
-        for (int w = 0; w < (D + 31) / 32; w++) tile_max = fmaxf(tile_max, red[w]);
+        for (int w = 0; w < nt / 32; w++) tile_max = fmaxf(tile_max, red[w]);
         const float m_new = fmaxf(m, tile_max), corr = expf(m - m_new);
         l *= corr;
         acc *= corr;
-        const int n_tile = n_vis - j0 < D ? n_vis - j0 : D;
+        const int n_tile = n_vis - j0 < nt ? n_vis - j0 : nt;
         for (int jj = 0; jj < n_tile; jj++) {
             const int jk = j0 + jj;
             float p = expf(sc[jj] - m_new);
             l += p;
-            acc += p * zp_ld(vc[(((size_t)bt[jk / bs] * bs + jk % bs) * Hkv + kh) * D + tid]);
+            if (tid < D) acc += p * zp_ld(vc[(((size_t)bt[jk / bs] * bs + jk % bs) * Hkv + kh) * D + tid]);
         }
         m = m_new;
         __syncthreads();
     }
-    out[((size_t)t * Hq + h) * D + tid] = acc / l;
+    if (tid >= D) return;
+    const size_t oi = ((size_t)t * Hq + h) * D + tid;
+    if (out) out[oi] = acc / l;
+    if (out_bf) out_bf[oi] = __float2bfloat16(acc / l);
+}
+
+zp_status cuda_attn_rows(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, const float *q, const void *k_cache,
+                         const void *v_cache, int layer) {
+    const int D = d->head_dim;
+    if (D % 2 || D > ATT_MAX_D)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda attention: head_dim %d must be even and at most %d", D, ATT_MAX_D);
+    const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * D;
+    dim3 grid(c->b.n_tokens, d->n_heads);
+    ZP_DISPATCH_STORAGE(c->fp32, attention_kernel<T><<<grid, (D + 31) / 32 * 32, 0, c->stream>>>(
+                                     out, out_bf, q, (const T *)k_cache + layer_off, (const T *)v_cache + layer_off, c->d.row_seq,
+                                     c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads, d->n_kv_heads, D,
+                                     d->block_size, d->scale));
+    ZP_LAUNCH_CHECK("attention (rows)");
+    return ZP_OK;
 }
 
 /* Shared-memory layout of the tile kernel, in bytes (every region 128-byte aligned). Leading
@@ -201,8 +225,6 @@ zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, co
                             int layer) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ATTENTION);
-    if (d->head_dim > 256 || d->head_dim % 32)
-        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda attention: head_dim %d must be a multiple of 32 up to 256", d->head_dim);
     if (c->b.n_tokens == 0) return ZP_OK;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
     if (!c->fp32 && c->n_ptiles > 0) {
@@ -219,11 +241,5 @@ zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, co
             return prefill_tile_launch<256, 32>(c, d, o, obf, qf, kc, vc);
         }
     }
-    dim3 grid(c->b.n_tokens, d->n_heads);
-    ZP_DISPATCH_STORAGE(c->fp32, attention_kernel<T><<<grid, d->head_dim, 0, c->stream>>>(
-                                     (float *)out, (const float *)q, (const T *)k_cache + layer_off, (const T *)v_cache + layer_off,
-                                     c->d.row_seq, c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
-                                     d->n_kv_heads, d->head_dim, d->block_size, d->scale));
-    ZP_LAUNCH_CHECK("attention");
-    return ZP_OK;
+    return cuda_attn_rows(c, d, (float *)out, NULL, (const float *)q, k_cache, v_cache, layer);
 }

@@ -22,6 +22,9 @@
 extern "C" {
 #endif
 
+/* The largest head size (head_dim, even) every backend runs; configs beyond it are refused. */
+#define ZP_MAX_HEAD_DIM 512
+
 /* One engine step, as host arrays. T = n_tokens rows, S = n_seqs sequences. */
 typedef struct {
     int n_tokens;             /* T */

@@ -3,6 +3,8 @@
  */
 #include "config.h"
 
+#include "backend.h"
+
 #include <cjson/cJSON.h> /* cJSON_Parse, cJSON_GetObjectItemCaseSensitive, type checks */
 #include <errno.h>
 #include <stdio.h>
@@ -241,6 +243,10 @@ static zp_status validate(const zp_model_config *c, const char *src) {
         return zp_fail(ZP_ERR_FORMAT, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", src,
                        c->n_heads, c->n_kv_heads);
     if (c->head_dim % 2 != 0) return zp_fail(ZP_ERR_FORMAT, "%s: head_dim %d must be even for RoPE", src, c->head_dim);
+    /* the largest head the CUDA kernels take, so that both backends run the same models (the
+     * largest of any supported family is 256) */
+    if (c->head_dim > ZP_MAX_HEAD_DIM)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: head_dim %d: at most %d is supported", src, c->head_dim, ZP_MAX_HEAD_DIM);
     if (!(c->rms_eps > 0)) return zp_fail(ZP_ERR_FORMAT, "%s: rms_norm_eps must be > 0", src);
     return ZP_OK;
 }

@@ -69,6 +69,7 @@ static void test_malformed(void) {
     CHECK_FAILS(parse_with(",\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8}"), ZP_ERR_FORMAT, "low_freq_factor");
     CHECK_FAILS(parse_with(",\"hidden_act\":\"gelu\""), ZP_ERR_UNSUPPORTED, "gelu");
     CHECK_FAILS(parse_with(",\"head_dim\":-4"), ZP_ERR_FORMAT, "head_dim");
+    CHECK_FAILS(parse_with(",\"head_dim\":514"), ZP_ERR_UNSUPPORTED, "head_dim 514: at most 512");
     CHECK_FAILS(parse_with(",\"rms_norm_eps\":\"small\""), ZP_ERR_FORMAT, "rms_norm_eps");
     CHECK_FAILS(zp_config_load("/nonexistent/model", &c), ZP_ERR_IO, "/nonexistent/model/config.json");
     CHECK_OK(parse_with(""));

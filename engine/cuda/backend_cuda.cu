@@ -101,7 +101,7 @@ __global__ static void gather_rows_kernel(float *out, const float *x, const int 
  * value heads are copied there. x: the warp's head [D] in shared memory (RoPE pairs d with
  * d +- D/2, another lane's value). D even, D <= QKV_MAX_D. */
 #define QKV_WARPS 4
-#define QKV_MAX_D 512
+#define QKV_MAX_D ZP_MAX_HEAD_DIM
 template <typename T, typename Y> /* Y: qkv's type, fp32 or bf16 (a GEMM's output handed over) */
 __global__ static void __launch_bounds__(QKV_WARPS * 32)
 qkv_rope_kernel(const Y *qkv, float *q_out, const T *q_norm, const T *k_norm, T *kc, T *vc, const int *positions, const int *slots,
@@ -219,7 +219,8 @@ static zp_status cu_from_host(zp_backend *be, void *dst, const float *src, size_
 static zp_status cu_rope_init(zp_backend *be, const float *inv_freq, int half_dim, float attention_factor) {
     cuda_ctx *c = CUDA_CTX(be);
     c->rope_scale = attention_factor;
-    if (half_dim * 2 > 512) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda backend: head_dim %d > 512 is not supported", half_dim * 2);
+    if (half_dim * 2 > ZP_MAX_HEAD_DIM)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda backend: head_dim %d > %d is not supported", half_dim * 2, ZP_MAX_HEAD_DIM);
     cudaFree(c->inv_freq);
     ZP_CUDA_CHECK(cudaMalloc(&c->inv_freq, sizeof(float) * half_dim));
     ZP_CUDA_CHECK(cudaMemcpyAsync(c->inv_freq, inv_freq, sizeof(float) * half_dim, cudaMemcpyHostToDevice, c->stream));

@@ -22,7 +22,7 @@ using namespace nvcuda;
  * accumulates output dimension d. Exact fp32; also the decode path of head sizes and groups
  * the tensor-core kernels do not take (a decode row is a prefill row with q_len 1). out and
  * out_bf (the output projection's bf16 operand) may each be NULL. */
-#define ATT_MAX_D 512
+#define ATT_MAX_D ZP_MAX_HEAD_DIM
 template <typename T>
 __global__ static void attention_kernel(float *out, bf16 *out_bf, const float *q, const T *kc, const T *vc, const int *row_seq,
                                         const int *q_start, const int *q_len, const int *kv_len, const int *tables,

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "code_grade.h"
 
+#include "lcb_compare.h"
+
 #include <cjson/cJSON.h> /* public tests */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 
 static const char *status_names[] = {"pass", "fail", "no_code", "timeout", "runtime_error"};
 const char *code_status_name(code_status s) { return status_names[s]; }
+const char *code_grader_label(const ds_dataset *d) { return d->n_private > 0 ? "lcb-public+private" : "lcb-public"; }
 
 code_opts code_opts_default(void) {
     code_opts o = {6000, 2048, 64, 64, 0, NULL};
@@ -24,22 +27,23 @@ code_opts code_opts_default(void) {
 char *code_extract_python(const char *text) {
     const char *answer = text, *p = text;
     while ((p = strstr(p, "</think>")) != NULL) answer = (p += 8);
-    const char *best = NULL, *best_end = NULL;
-    for (p = answer; (p = strstr(p, "```")) != NULL;) {
-        const char *body = strchr(p + 3, '\n');
-        if (!body) break;
-        const char *lang = p + 3;
-        int ok = body == lang || !strncmp(lang, "python", 6) || !strncmp(lang, "py\n", 3) || !strncmp(lang, "Python", 6);
-        const char *end = strstr(body + 1, "```");
-        if (!end) break; /* unterminated (truncated output) */
-        if (ok) { best = body + 1; best_end = end; }
-        p = end + 3;
+    /* the lines strictly between the last two lines that contain ``` */
+    const char *fence[2] = {NULL, NULL}; /* starts of the last two such lines */
+    for (const char *line = answer;;) {
+        const char *nl = strchr(line, '\n');
+        const size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        const char *f = strstr(line, "```");
+        if (f && f < line + len) { fence[0] = fence[1]; fence[1] = line; }
+        if (!nl) break;
+        line = nl + 1;
     }
-    if (!best) return NULL;
-    char *r = malloc((size_t)(best_end - best) + 1);
+    if (!fence[0]) return NULL;
+    const char *body = strchr(fence[0], '\n') + 1, *end = fence[1];
+    const size_t n = end > body ? (size_t)(end - body) - 1 : 0; /* without the newline before the closing fence line */
+    char *r = malloc(n + 1);
     if (!r) return NULL;
-    memcpy(r, best, (size_t)(best_end - best));
-    r[best_end - best] = 0;
+    memcpy(r, body, n);
+    r[n] = 0;
     return r;
 }
 
@@ -59,39 +63,51 @@ static int write_new_file(int dirfd, const char *name, const char *text) {
     return close(fd);
 }
 
-/* Lines with trailing whitespace stripped, trailing blank lines dropped, equal? */
-static int same_output(const char *a, const char *b) {
-    for (;;) {
-        while (*a == '\r') a++;
-        while (*b == '\r') b++;
-        const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
-        size_t la = ea ? (size_t)(ea - a) : strlen(a), lb = eb ? (size_t)(eb - b) : strlen(b);
-        while (la && (a[la - 1] == ' ' || a[la - 1] == '\r' || a[la - 1] == '\t')) la--;
-        while (lb && (b[lb - 1] == ' ' || b[lb - 1] == '\r' || b[lb - 1] == '\t')) lb--;
-        if (la != lb || memcmp(a, b, la)) return 0;
-        a = ea ? ea + 1 : a + strlen(a);
-        b = eb ? eb + 1 : b + strlen(b);
-        int rest_a = strspn(a, " \t\r\n") == strlen(a), rest_b = strspn(b, " \t\r\n") == strlen(b);
-        if (rest_a && rest_b) return 1;
-        if (rest_a || rest_b) return 0;
-    }
-}
+/* What LiveCodeBench puts before every solution (lcb_runner/evaluation/testing_util.py
+ * import_string: these modules star-imported then imported, recursion limit 50000), and the
+ * int-to-text digit limit its evaluation sets (compute_code_generation_metrics.py). */
+static const char *PRELUDE = "from string import *\nfrom re import *\nfrom datetime import *\nfrom collections import *\n"
+                             "from heapq import *\nfrom bisect import *\nfrom copy import *\nfrom math import *\n"
+                             "from random import *\nfrom statistics import *\nfrom itertools import *\nfrom functools import *\n"
+                             "from operator import *\nfrom io import *\nfrom sys import *\nfrom json import *\n"
+                             "from builtins import *\nfrom typing import *\n"
+                             "import string, re, datetime, collections, heapq, bisect, copy, math, random, statistics, itertools, "
+                             "functools, operator, io, sys, json\n"
+                             "sys.setrecursionlimit(50000)\n"
+                             "getattr(sys, 'set_int_max_str_digits', lambda n: None)(50000)\n";
 
+/* The stdin runner: the solution as __main__, a SystemExit ending it normally with the output
+ * printed so far (LiveCodeBench catches SystemExit), any other exception a runtime error. */
+static const char *RUN_STDIN = "import os, sys\n"
+                               "_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'solution.py')\n"
+                               "_code = compile(open(_path).read(), _path, 'exec')\n"
+                               "try:\n"
+                               "    exec(_code, {'__name__': '__main__', '__builtins__': __builtins__})\n"
+                               "except SystemExit:\n"
+                               "    pass\n"
+                               "sys.stdout.flush()\n";
 
-static const char *PRELUDE = "import sys, os, math, json, re, heapq, bisect, itertools, functools, collections, string\n"
-                             "from typing import *\nfrom collections import *\nfrom functools import *\nfrom itertools import *\n"
-                             "from heapq import *\nfrom bisect import *\nfrom math import *\nsys.setrecursionlimit(1000000)\n";
-
-/* The functional driver: reads the arguments before the solution runs, calls
- * Solution().<argv[1]>(*args) and writes the JSON value to fd 3 (opened before the import).
- * The expected value never enters the sandbox: the harness compares (json_py_equal). */
+/* The functional driver: reads the arguments (one JSON value per input line, every line, as
+ * LiveCodeBench does) before the solution runs, calls Solution().<argv[1]>(*args) (or the
+ * module's function when the text has no "class Solution", as LiveCodeBench does) and writes
+ * the JSON value to fd 3 (opened before the import). A tuple result becomes a list (only at the
+ * top, as in LiveCodeBench; a nested tuple is written as an object that equals no expected
+ * value, because LiveCodeBench's == fails on it). The expected value never enters the
+ * sandbox: the harness compares (json_py_equal). */
 static const char *DRIVER = "import json, os, sys\n"
                             "_result = os.fdopen(3, 'w')\n"
-                            "_args = [json.loads(l) for l in sys.stdin.read().split('\\n') if l.strip()]\n"
+                            "_args = [json.loads(l) for l in sys.stdin.read().split('\\n')]\n"
                             "sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\n"
                             "import solution\n"
-                            "_res = getattr(solution.Solution(), sys.argv[1])(*_args)\n"
-                            "_result.write(json.dumps(list(_res) if isinstance(_res, tuple) else _res))\n"
+                            "_src = open(solution.__file__).read()\n"
+                            "_obj = solution.Solution() if 'class Solution' in _src else solution\n"
+                            "_res = getattr(_obj, sys.argv[1])(*_args)\n"
+                            "def _plain(x):\n"
+                            "    if isinstance(x, tuple): return {'__zipage_tuple__': [_plain(y) for y in x]}\n"
+                            "    if isinstance(x, list): return [_plain(y) for y in x]\n"
+                            "    if isinstance(x, dict): return {k: _plain(v) for k, v in x.items()}\n"
+                            "    return x\n"
+                            "_result.write(json.dumps(_plain(list(_res) if isinstance(_res, tuple) else _res)))\n"
                             "_result.close()\n";
 
 /* Writes solution.py and driver.py into a fresh directory, then makes it readable (not
@@ -104,7 +120,8 @@ static int prepare(const char *dir, const char *code) {
     int rc = -1;
     if (sol) {
         snprintf(sol, n, "%s%s\n", PRELUDE, code);
-        rc = write_new_file(dirfd, "solution.py", sol) || write_new_file(dirfd, "driver.py", DRIVER) || fchmod(dirfd, 0755);
+        rc = write_new_file(dirfd, "solution.py", sol) || write_new_file(dirfd, "driver.py", DRIVER) ||
+             write_new_file(dirfd, "run_stdin.py", RUN_STDIN) || fchmod(dirfd, 0755);
     }
     free(sol);
     close(dirfd);
@@ -116,6 +133,7 @@ static void remove_dir(const char *dir) {
     if (dirfd >= 0) {
         unlinkat(dirfd, "solution.py", 0);
         unlinkat(dirfd, "driver.py", 0);
+        unlinkat(dirfd, "run_stdin.py", 0);
         close(dirfd);
     }
     rmdir(dir);
@@ -156,34 +174,50 @@ static int functional_ok(const sbx_outcome *so, const char *expected) {
 static int run_test(const char *dir, const ds_item *item, const char *in, const char *expected, const code_opts *o,
                     code_status *status, int *exit_code, char *err) {
     int functional = strcmp(item->test_type, "stdin") != 0;
-    sbx_job j = {dir, functional ? "driver.py" : "solution.py", functional ? item->fn_name : NULL, in, strlen(in), functional};
+    sbx_job j = {dir, functional ? "driver.py" : "run_stdin.py", functional ? item->fn_name : NULL, in, strlen(in), functional};
     sbx_outcome so;
     if (sbx_run(o, &j, &so, err, ZP_DS_ERR) != 0) return -1;
     *exit_code = so.timed_out ? -2 : so.exit_code;
     if (so.timed_out) *status = CODE_TIMEOUT;
     else if (so.exit_code != 0 || so.output_limit) *status = CODE_RUNTIME_ERROR;
-    else *status = (functional ? functional_ok(&so, expected) : same_output(so.out, expected)) ? CODE_PASS : CODE_FAIL;
+    else *status = (functional ? functional_ok(&so, expected) : lcb_stdout_matches(so.out, expected)) ? CODE_PASS : CODE_FAIL;
     sbx_outcome_free(&so);
     return 0;
 }
 
-static int run_tests(const char *dir, const ds_item *item, const cJSON *tests, const code_opts *o, code_result *r, char *err) {
+/* The tests of one array in order, up to the first that does not pass (LiveCodeBench stops
+ * there too); r->passed counts the passes, the first failure sets status and detail. */
+static int run_tests(const char *dir, const ds_item *item, const cJSON *tests, const char *set, const code_opts *o, code_result *r,
+                     char *err) {
     const cJSON *t;
+    int k = 0;
     cJSON_ArrayForEach(t, tests) {
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(t, "input"), *out = cJSON_GetObjectItemCaseSensitive(t, "output");
-        r->total++;
+        k++;
         code_status st = CODE_FAIL;
         int exit_code = 0;
         if (cJSON_IsString(in) && cJSON_IsString(out) &&
             run_test(dir, item, in->valuestring, out->valuestring, o, &st, &exit_code, err) != 0)
             return -1;
-        if (st == CODE_PASS) r->passed++;
-        else if (r->status == CODE_PASS) {
+        if (st != CODE_PASS) {
             r->status = st;
-            snprintf(r->detail, sizeof r->detail, "test %d: %s (exit %d)", r->total, code_status_name(st), exit_code);
+            snprintf(r->detail, sizeof r->detail, "%s test %d: %s (exit %d)", set, k, code_status_name(st), exit_code);
+            return 0;
         }
+        r->passed++;
     }
     return 0;
+}
+
+/* The JSON array text of a test set (NULL or "" for none: an empty array), parsed. */
+static cJSON *parse_tests(const char *json, const ds_item *item, const char *set, char *err) {
+    cJSON *tests = cJSON_Parse(json && *json ? json : "[]");
+    if (!cJSON_IsArray(tests)) {
+        cJSON_Delete(tests);
+        snprintf(err, ZP_DS_ERR, "%.200s: %s tests are not a JSON array", item->id, set);
+        return NULL;
+    }
+    return tests;
 }
 
 int code_grade(const char *output, const ds_item *item, const code_opts *o, code_result *r, char *err) {
@@ -196,29 +230,33 @@ int code_grade(const char *output, const ds_item *item, const code_opts *o, code
         snprintf(err, ZP_DS_ERR, "%.200s: a functional problem without fn_name", item->id);
         return -1;
     }
-    cJSON *tests = cJSON_Parse(item->tests_json ? item->tests_json : "");
-    if (!cJSON_IsArray(tests)) {
-        cJSON_Delete(tests);
-        snprintf(err, ZP_DS_ERR, "%.200s: public tests are not a JSON array", item->id);
+    cJSON *pub = parse_tests(item->tests_json, item, "public", err), *priv = pub ? parse_tests(item->private_tests_json, item, "private", err) : NULL;
+    if (!pub || !priv) {
+        cJSON_Delete(pub);
         return -1;
     }
+    r->total = cJSON_GetArraySize(pub) + cJSON_GetArraySize(priv);
     char *code = code_extract_python(output);
+    int rc = -1;
+    char dir[] = "/tmp/zipage-code-XXXXXX";
+    if (code && code[strspn(code, " \t\r\n")] == 0) { /* LiveCodeBench: empty code does not compile */
+        free(code);
+        code = NULL;
+    }
     if (!code) {
         r->status = CODE_NO_CODE;
-        r->total = cJSON_GetArraySize(tests);
-        snprintf(r->detail, sizeof r->detail, "no fenced python block");
-        cJSON_Delete(tests);
-        return 0;
-    }
-    char dir[] = "/tmp/zipage-code-XXXXXX";
-    int rc = -1;
-    if (!mkdtemp(dir)) snprintf(err, ZP_DS_ERR, "code grading: cannot create a temporary directory: %s", strerror(errno));
-    else {
+        snprintf(r->detail, sizeof r->detail, "no code between two ``` lines");
+        rc = 0;
+    } else if (!mkdtemp(dir)) {
+        snprintf(err, ZP_DS_ERR, "code grading: cannot create a temporary directory: %s", strerror(errno));
+    } else {
         if (prepare(dir, code) != 0) snprintf(err, ZP_DS_ERR, "code grading: cannot write %s: %s", dir, strerror(errno));
-        else rc = run_tests(dir, item, tests, o, r, err);
+        else if ((rc = run_tests(dir, item, pub, "public", o, r, err)) == 0 && r->status == CODE_PASS)
+            rc = run_tests(dir, item, priv, "private", o, r, err);
         remove_dir(dir);
     }
     free(code);
-    cJSON_Delete(tests);
+    cJSON_Delete(pub);
+    cJSON_Delete(priv);
     return rc;
 }

@@ -38,6 +38,20 @@ static int read_text(const char *path, char **out, char *err) {
     return 0;
 }
 
+/* Every test of a list is an object with string "input" and "output". */
+static int check_tests(const cJSON *tests, const char *key, const ds_item *it, const char *path, int line, char *err) {
+    int k = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tests) {
+        k++;
+        if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(t, "input")) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(t, "output"))) {
+            snprintf(err, ZP_DS_ERR, "%.300s: line %d (%s): %s entry %d needs string \"input\" and \"output\"", path, line, it->id, key, k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int parse_item(const cJSON *o, int is_code, ds_item *it, const char *path, int line, char *err) {
     memset(it, 0, sizeof *it);
     it->line = line;
@@ -66,7 +80,24 @@ static int parse_item(const cJSON *o, int is_code, ds_item *it, const char *path
         snprintf(err, ZP_DS_ERR, "%.300s: line %d (%s): code items need test_type, public_tests and fn_name for functional tests", path, line, it->id);
         return -1;
     }
+    /* LiveCodeBench grades by standard input exactly when there is no function name */
+    if (strcmp(it->test_type, "stdin") && strcmp(it->test_type, "functional")) {
+        snprintf(err, ZP_DS_ERR, "%.300s: line %d (%s): test_type \"%.40s\" is neither stdin nor functional", path, line, it->id, it->test_type);
+        return -1;
+    }
+    if (!strcmp(it->test_type, "stdin") && it->fn_name) {
+        snprintf(err, ZP_DS_ERR, "%.300s: line %d (%s): a stdin problem with fn_name \"%.40s\"", path, line, it->id, it->fn_name);
+        return -1;
+    }
+    const cJSON *priv = cJSON_GetObjectItemCaseSensitive(o, "private_tests");
+    if (priv && !cJSON_IsNull(priv) && !cJSON_IsArray(priv)) {
+        snprintf(err, ZP_DS_ERR, "%.300s: line %d (%s): \"private_tests\" is not a list", path, line, it->id);
+        return -1;
+    }
+    if (check_tests(tests, "public_tests", it, path, line, err) || (cJSON_IsArray(priv) && check_tests(priv, "private_tests", it, path, line, err)))
+        return -1;
     it->tests_json = cJSON_PrintUnformatted(tests);
+    if (cJSON_GetArraySize(priv) > 0) it->private_tests_json = cJSON_PrintUnformatted(priv);
     return 0;
 }
 
@@ -113,6 +144,16 @@ int ds_open(const char *name, const char *dir, ds_dataset *d, char *err) {
                 snprintf(err, ZP_DS_ERR, "%.300s: lines %d and %d have the same id \"%.100s\"", path, d->items[i].line, d->items[j].line, d->items[i].id);
                 rc = -1;
             }
+    for (int i = 0; rc == 0 && i < d->n; i++) d->n_private += d->items[i].private_tests_json != NULL;
+    if (rc == 0 && d->n_private > 0 && d->n_private < d->n) { /* a run is graded on one test set */
+        for (int i = 0; i < d->n; i++)
+            if (!d->items[i].private_tests_json) {
+                snprintf(err, ZP_DS_ERR, "%.300s: %d of %d problems have private tests, line %d (%.100s) has none: fill all or none",
+                         path, d->n_private, d->n, d->items[i].line, d->items[i].id);
+                break;
+            }
+        rc = -1;
+    }
     if (rc) ds_free(d);
     return rc;
 }
@@ -121,7 +162,7 @@ void ds_free(ds_dataset *d) {
     for (int i = 0; i < d->n; i++) {
         ds_item *it = &d->items[i];
         free(it->id); free(it->problem); free(it->answer); free(it->difficulty); free(it->test_type); free(it->fn_name);
-        free(it->starter_code); free(it->tests_json);
+        free(it->starter_code); free(it->tests_json); free(it->private_tests_json);
     }
     free(d->items);
     memset(d, 0, sizeof *d);

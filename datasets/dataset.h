@@ -1,8 +1,8 @@
 /* dataset.h - benchmark datasets (datasets/data/NAME.jsonl): open by name or path, iterate items,
  * select subsets (--limit, --ids, stratified by difficulty). Math items carry problem and
  * answer; LiveCodeBench items carry the question, starter code, test type, function name and
- * the public tests as JSON text (the hidden tests are not available: say so with any code
- * result). Errors name the file and line. No engine headers: functions return 0 on success or
+ * the public tests as JSON text, and the private tests where a user imported them
+ * (tools/lcb/import_lcb.py; the shipped file has none: say so with any code result). Errors name the file and line. No engine headers: functions return 0 on success or
  * -1 with a message in err[ZP_DS_ERR]. */
 #ifndef ZP_DATASET_H
 #define ZP_DATASET_H
@@ -18,6 +18,7 @@ typedef struct {
     char *fn_name;       /* code, functional: method of Solution */
     char *starter_code;  /* code */
     char *tests_json;    /* code: the public tests as a JSON array text */
+    char *private_tests_json; /* code: LiveCodeBench's private tests (JSON array text), NULL if none */
     int line;            /* 1-based line in the file */
 } ds_item;
 
@@ -26,6 +27,7 @@ typedef struct {
     int is_code;
     ds_item *items;
     int n;
+    int n_private; /* code items with private tests: 0 or n (a mix is refused) */
 } ds_dataset;
 
 /* name: aime24, aime25, amc23, math500, gsm8k, livecodebench (from dir), or a .jsonl path. */

@@ -42,7 +42,7 @@ static const ds_item *item_by_id(const ds_dataset *ds, const char *id) {
 }
 
 /* The grader column's value for a dataset. */
-static const char *grader_label(const graders *gs, const ds_dataset *ds) { return ds->is_code ? "lcb-public" : grader_name(gs->g.kind); }
+static const char *grader_label(const graders *gs, const ds_dataset *ds) { return ds->is_code ? code_grader_label(ds) : grader_name(gs->g.kind); }
 
 /* Grades sample o (a cJSON object with problem_id and output) in place. */
 static zp_status grade_sample(graders *gs, const ds_dataset *ds, cJSON *o, const char *where, int *correct, int *changed) {

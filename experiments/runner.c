@@ -201,7 +201,7 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
             s = zp_fail(ZP_ERR_BACKEND, "%s", gerr);
             break;
         }
-        write_sample(samples, r, it, out, text, extracted, correct, c->ds.is_code ? "lcb-public" : r->grader);
+        write_sample(samples, r, it, out, text, extracted, correct, c->ds.is_code ? code_grader_label(&c->ds) : r->grader);
         if (i == 0) show_sample(it->id, text, extracted, correct);
         n_correct[out->request_id] += correct;
         *truncated += out->finish == ZP_FINISH_LENGTH;
@@ -270,7 +270,7 @@ static void write_row(FILE *f, const exp_run *r, const char *git, const char *mo
     snprintf(v[k++], 1100, "%lld", (long long)st->compressions);
     snprintf(v[k++], 1100, "%.3f", st->compress_gather_seconds + st->compress_score_seconds + st->compress_compact_seconds);
     snprintf(v[k++], 1100, "%s", r->device);
-    snprintf(v[k++], 1100, "%s", c->ds.is_code ? "lcb-public" : r->grader); /* code: the public tests, in the sandbox */
+    snprintf(v[k++], 1100, "%s", c->ds.is_code ? code_grader_label(&c->ds) : r->grader); /* code: the tests run, in the sandbox */
     for (int i = 0; i < k; i++) csv_field(f, v[i], i == k - 1);
     fflush(f);
 }

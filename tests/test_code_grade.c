@@ -4,7 +4,8 @@
  * stopped and graded failed while the harness keeps running, within its time limit; functional
  * results cannot be forged (exit at import, reading the expected value) and links planted by
  * one test are never written through by the next (the escape suite is test_sandbox).
- * Skipped (exit 77) where neither bubblewrap nor unprivileged namespaces are available. */
+ * Skipped (exit 77) where neither bubblewrap nor unprivileged namespaces are available.
+ * LiveCodeBench's own verdicts on graded cases are checked by test_lcb_grade. */
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -50,8 +51,13 @@ static double now_s(void) {
 }
 
 int main(void) {
-    char *c = code_extract_python("<think>```python\nprint(1)\n```</think>Here:\n```python\nprint(2)\n```\nand ```\nbad");
-    CHECK(c && !strcmp(c, "print(2)\n"));
+    /* LiveCodeBench's rule (lcb_runner/utils/extraction_utils.py): the lines between the last two
+     * lines that contain ```, in the text after the last </think> */
+    char *c = code_extract_python("<think>```python\nprint(1)\n```</think>Here:\n```python\nprint(2)\nx = 1\n```\n");
+    CHECK(c && !strcmp(c, "print(2)\nx = 1"));
+    free(c);
+    c = code_extract_python("```python\nprint(2)\n```\nand ```\nbad");
+    CHECK(c && !strcmp(c, "")); /* the last two fence lines hold nothing between them */
     free(c);
     CHECK(code_extract_python("no code here") == NULL);
     CHECK(code_extract_python("```python\nprint(3)") == NULL); /* truncated */

@@ -90,7 +90,8 @@ static const char *policy_label(const char *policy) {
                                            {"h2o", "H2O (block-granular)"},
                                            {"snapkv-d", "SnapKV-D"},
                                            {"rkv", "R-KV"},
-                                           {"morphkv", "MorphKV (block-granular)"}};
+                                           {"morphkv", "MorphKV (block-granular)"},
+                                           {"gkv", "G-KV"}};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(names[i][0], policy)) return names[i][1];
     return policy;

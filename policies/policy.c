@@ -7,11 +7,11 @@
 #include <string.h>
 
 extern const zp_policy_ops policy_full_ops, policy_streaming_ops, policy_h2o_ops, policy_snapkv_d_ops, policy_rkv_ops,
-    policy_morphkv_ops, policy_zipage_ops;
+    policy_morphkv_ops, policy_zipage_ops, policy_gkv_ops;
 
 static const zp_policy_ops *const registry[] = {&policy_full_ops,  &policy_streaming_ops, &policy_h2o_ops,
                                                 &policy_snapkv_d_ops, &policy_rkv_ops,       &policy_morphkv_ops,
-                                                &policy_zipage_ops, NULL};
+                                                &policy_zipage_ops, &policy_gkv_ops, NULL};
 
 const zp_policy_ops *const *policy_registry(void) { return registry; }
 

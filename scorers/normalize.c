@@ -13,9 +13,9 @@ void scorer_softmax(const float *x, int n, float divisor, float *out) {
     for (int t = 0; t < n; t++) out[t] /= z;
 }
 
-void scorer_max_normalize(float *x, int n) {
+void scorer_max_normalize(float *x, int n, int m) {
     float mx = 0.f;
-    for (int t = 0; t < n; t++) mx = x[t] > mx ? x[t] : mx;
+    for (int t = 0; t < m; t++) mx = x[t] > mx ? x[t] : mx;
     if (mx > 0.f)
         for (int t = 0; t < n; t++) x[t] /= mx;
 }

@@ -31,8 +31,10 @@ zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const 
     float *A = scratch, *S = A + n, *P = A + 2 * n, *r = A + 3 * n, *tmp = A + 4 * n, *knorm = A + 6 * n;
     if (p->attention) ZP_TRY(scorer_window_attention(v, &p->attn, A, tmp));
     else for (int t = 0; t < n; t++) A[t] = 0.f;
-    if (p->max_norm) scorer_max_normalize(A, n);
-    if (p->global != ZP_GLOBAL_NONE) scorer_global(A, history, n, n_hist, p->gamma, p->global == ZP_GLOBAL_SUM, S);
+    const int norm_m = p->norm_candidates ? n - v->window : n;
+    if (p->max_norm) scorer_max_normalize(A, n, norm_m);
+    const int hist_m = !p->history_excludes_window ? n_hist : n_hist > v->window ? n_hist - v->window : 0;
+    if (p->global != ZP_GLOBAL_NONE) scorer_global(A, history, n, hist_m, p->gamma, p->global == ZP_GLOBAL_SUM, S);
     else for (int t = 0; t < n; t++) S[t] = A[t];
     if (new_history)
         for (int t = 0; t < n; t++) new_history[t] = S[t];
@@ -43,7 +45,7 @@ zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const 
         if (lightning) scorer_redundancy_lightning(v->keys, n, v->head_dim, block_size, p->theta, r, knorm);
         else scorer_redundancy_raw(v->keys, n, v->head_dim, p->theta, p->rkv_quirk, r, knorm);
         scorer_softmax(r, n, p->temperature * (float)(lightning ? block_size : n), tmp);
-        if (p->max_norm) scorer_max_normalize(tmp, n);
+        if (p->max_norm) scorer_max_normalize(tmp, n, norm_m);
         C = S; /* S is no longer needed: reuse it for the mix */
         scorer_mix(P, tmp, n, p->lambda, C);
     }

@@ -65,8 +65,8 @@ void scorer_redundancy_lightning(const float *keys, int n, int D, int block, flo
 
 /* out[n] = softmax(x / divisor). */
 void scorer_softmax(const float *x, int n, float divisor, float *out);
-/* x[n] /= max(x) when max > 0. */
-void scorer_max_normalize(float *x, int n);
+/* x[0, n) /= max of x[0, m) when that max > 0 (m <= n: the maximum over the first m). */
+void scorer_max_normalize(float *x, int n, int m);
 /* out[n] = lambda * P - (1 - lambda) * R. */
 void scorer_mix(const float *P, const float *R, int n, float lambda, float *out);
 /* keep[n] = 1 for exactly k tokens of highest score (ties: the earlier token wins). */
@@ -76,8 +76,10 @@ void scorer_keep_topk_recent(const float *score, int n, int budget, int recent, 
 
 /* A policy's score as a fixed pipeline of the scorers above (plan.c runs it on the host,
  * engine/cuda/score_cuda.cu on the device; policies/ fill it from their parameters):
- *   A = attention ? window attention (attn) : 0;      if max_norm: A /= max A
- *   S = global ? (max(A, gamma H) | A + gamma H on t < n_hist) : A;   new history = S
+ *   A = attention ? window attention (attn) : 0;      if max_norm: A /= max A (over t < n - w
+ *       with norm_candidates, else over all n)
+ *   S = global ? (max(A, gamma H) | A + gamma H on t < n_hist, or t < n_hist - w with
+ *       history_excludes_window) : A;   new history = S
  *   P = pool_kernel > 1 (and n_hist == 0 when pool_first_only) ? max pool of S : S
  *       (pool_candidates: pool t < n - w only, window scores 0)
  *   C = redundancy ? lambda P - (1 - lambda) R : P, R = softmax(r / (temperature * span)),
@@ -89,6 +91,9 @@ typedef struct {
     int attention;                /* 0: A = 0 (StreamingLLM) */
     zp_attn_opts attn;
     int max_norm;
+    int norm_candidates;          /* max_norm's maxima over t < n - w only (G-KV), else over all n */
+    int history_excludes_window;  /* the history holds for t < n_hist - w only (G-KV stores none for
+                                     the window tokens it kept) */
     zp_global_kind global;
     float gamma;
     int pool_kernel, pool_first_only, pool_candidates;

@@ -15,9 +15,9 @@ static int count_policy(const experiment *x, const char *p) {
 
 int main(void) {
     const struct { const char *name; int runs, full; } want[] = {{"smoke", 3, 1}, {"aime_nmax_sweep", 5, 1}, {"amc_window_sweep", 6, 1},
-                                                                 {"concurrency_sweep", 10, 2}, {"policy_comparison", 18, 3},
+                                                                 {"concurrency_sweep", 10, 2}, {"policy_comparison", 21, 3},
                                                                  {"ablation_zipage", 9, 1}, {"throughput_random", 4, 1},
-                                                                 {"fidelity_policies", 18, 0}, {"fidelity_zipage_ablation", 4, 0}};
+                                                                 {"fidelity_policies", 21, 0}, {"fidelity_zipage_ablation", 4, 0}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         experiment x;
         CHECK_OK(exp_load(want[i].name, ZIPAGE_EXPERIMENTS_DIR, &x));
@@ -86,7 +86,7 @@ int main(void) {
     {
         experiment pc;
         CHECK_OK(exp_load("policy_comparison", ZIPAGE_EXPERIMENTS_DIR, &pc));
-        const struct { const char *policy; int window; } want[] = {{"full", 0}, {"zipage", 16}, {"rkv", 8}, {"morphkv", 32}, {"snapkv-d", 8}, {"streaming", 16}};
+        const struct { const char *policy; int window; } want[] = {{"full", 0}, {"zipage", 16}, {"rkv", 8}, {"morphkv", 32}, {"snapkv-d", 8}, {"streaming", 16}, {"gkv", 16}};
         int seen = 0;
         for (int i = 0; i < pc.n_runs; i++)
             for (size_t k = 0; k < sizeof want / sizeof *want; k++)
@@ -94,7 +94,7 @@ int main(void) {
                     CHECK(pc.runs[i].window == want[k].window);
                     seen |= 1 << k;
                 }
-        CHECK(seen == 63);
+        CHECK(seen == 127);
         exp_free(&pc);
     }
     /* gpu_memory_utilization reaches the runs and their resolved configuration only when set */

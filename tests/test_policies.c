@@ -280,12 +280,28 @@ static void test_policy_contracts(void) {
         CHECK(desc[0] == '{');
         policy_destroy(&p);
     }
-    CHECK(n_pol == 7);
+    CHECK(n_pol == 8);
     zp_policy p;
     CHECK_FAILS(policy_create("lru", NULL, &p), ZP_ERR_INVALID, "unknown policy \"lru\"");
     CHECK_FAILS(policy_create("zipage", "{\"lamda\": 0.3}", &p), ZP_ERR_INVALID, "unknown parameter \"lamda\"");
     CHECK_FAILS(policy_create("zipage", "{\"decay\": 1.5}", &p), ZP_ERR_INVALID, "\"decay\" must be a number in [0, 1]");
     CHECK_FAILS(policy_create("morphkv", "{\"gqa\": \"mean\"}", &p), ZP_ERR_INVALID, "gqa");
+    CHECK_FAILS(policy_create("gkv", "{\"smooth\": \"mean\"}", &p), ZP_ERR_INVALID, "smooth");
+    CHECK_FAILS(policy_create("gkv", "{\"alpha\": 0.8}", &p), ZP_ERR_INVALID, "alpha");
+    {   /* G-KV: maxima over the candidates, no history for the kept window tokens, raw redundancy */
+        zp_policy g;
+        zp_score_plan pl;
+        CHECK_OK(policy_create("gkv", NULL, &g));
+        CHECK_OK(policy_plan(&g, 64, 16, &pl));
+        CHECK(pl.attn.gqa == ZP_GQA_MAX_PROB && !pl.attn.exclude_window && pl.max_norm && pl.norm_candidates &&
+              pl.history_excludes_window && pl.global == ZP_GLOBAL_MAX && pl.gamma == 0.8f && pl.pool_kernel == 0 &&
+              pl.redundancy == ZP_RED_RAW && pl.lambda == 0.5f && pl.recent == 16 && pl.sink == 0);
+        CHECK(g.ops->default_window == 16 && policy_stores_history(&g, 64, 16));
+        char d[256];
+        g.ops->describe(g.state, d, sizeof d);
+        CHECK(strstr(d, "\"smooth\": \"max\"") && strstr(d, "\"clip_history\": true"));
+        policy_destroy(&g);
+    }
     {   /* MorphKV's GQA reduction: max over the group of per-head softmaxes by default */
         zp_policy mk;
         zp_score_plan pl;

@@ -38,10 +38,10 @@ __device__ static void softmax_rows(float *x, int m, float *red) {
     for (int t = threadIdx.x; t < m; t += blockDim.x) x[t] /= z;
 }
 
-/* x[0, n) /= max(x) when the maximum is positive (scorer_max_normalize). */
-__device__ static void max_normalize(float *x, int n, float *red) {
+/* x[0, n) /= max of x[0, m) when that maximum is positive (scorer_max_normalize). */
+__device__ static void max_normalize(float *x, int n, int m, float *red) {
     float mx = 0.f;
-    for (int t = threadIdx.x; t < n; t += blockDim.x) mx = fmaxf(mx, x[t]);
+    for (int t = threadIdx.x; t < m; t += blockDim.x) mx = fmaxf(mx, x[t]);
     mx = zp_block_max(mx, red);
     if (mx > 0.f)
         for (int t = threadIdx.x; t < n; t += blockDim.x) x[t] /= mx;
@@ -172,12 +172,13 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
         if (P.attn.qred == ZP_QRED_MEAN)
             for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= (float)w;
     }
-    if (P.max_norm) max_normalize(A, n, red);
+    if (P.max_norm) max_normalize(A, n, P.norm_candidates ? n - w : n, red);
+    const int hist_m = !P.history_excludes_window ? n_hist : n_hist > w ? n_hist - w : 0;
     const size_t off = (size_t)jb.w;
     const T *sl = sc ? sc + (size_t)layer * d.num_blocks * bs * Hkv : NULL;
     for (int t = threadIdx.x; t < n; t += blockDim.x) { /* S into row[] and J.S */
         float s = A[t];
-        if (P.global != ZP_GLOBAL_NONE && sl && t < n_hist) {
+        if (P.global != ZP_GLOBAL_NONE && sl && t < hist_m) {
             float H = P.gamma * zp_ld(sl[((size_t)table[t / bs] * bs + t % bs) * Hkv + g]);
             s = P.global == ZP_GLOBAL_SUM ? A[t] + H : fmaxf(A[t], H);
         }
@@ -366,7 +367,7 @@ __device__ static unsigned long long kth_largest_key(const float *C, int m, int 
 }
 
 /* Finish stage, one block per job. Shared: C [n] | R [n]. */
-__global__ static void plan_finish_kernel(zp_plan_jobs J, zp_score_plan P, int block_size, int budget) {
+__global__ static void plan_finish_kernel(zp_plan_jobs J, zp_score_plan P, int block_size, int window, int budget) {
     extern __shared__ float smem[];
     __shared__ float red[32];
     const int4 jb = J.jobs[blockIdx.x];
@@ -388,7 +389,7 @@ __global__ static void plan_finish_kernel(zp_plan_jobs J, zp_score_plan P, int b
             R[x] = r / div;
         }
         softmax_rows(R, n, red);
-        if (P.max_norm) max_normalize(R, n, red);
+        if (P.max_norm) max_normalize(R, n, P.norm_candidates ? n - window : n, red);
         for (int t = threadIdx.x; t < n; t += blockDim.x) C[t] = P.lambda * C[t] - (1.0f - P.lambda) * R[t];
     }
     for (int t = threadIdx.x; t < n; t += blockDim.x) {
@@ -452,7 +453,7 @@ static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, c
     }
     size_t s3 = sizeof(float) * 2 * (size_t)j->max_n;
     ZP_TRY(smem_limit((const void *)plan_finish_kernel, s3, "selection", j->max_n));
-    plan_finish_kernel<<<j->n_jobs, 256, s3, stream>>>(*j, *plan, d->block_size, budget);
+    plan_finish_kernel<<<j->n_jobs, 256, s3, stream>>>(*j, *plan, d->block_size, d->window, budget);
     ZP_LAUNCH_CHECK("plan_finish");
     return ZP_OK;
 }

@@ -6,7 +6,7 @@ known difference). For each synthetic case of make_inputs.all_cases (D 64 and 12
 queries) the case is written for plan_dump (the C policy_select), and the kept sets of every KV
 head must be identical to the oracle's, in fp32.
 
-Asserted: zipage (lightning and raw redundancy) and streaming, and one compression of SnapKV-D
+Asserted: zipage (lightning and raw redundancy), streaming and gkv, and one compression of SnapKV-D
 and R-KV at their authors' window of 8 (the harness runs them at 16 by default, and their
 authors gather survivors in score order, which changes later compressions of a request: neither
 shows in one call; NOTES.md). Reported, not asserted: H2O and MorphKV, still known to differ from
@@ -24,6 +24,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_inputs as mi  # noqa: E402
+import ref_gkv  # noqa: E402
 import ref_h2o  # noqa: E402
 import ref_morphkv  # noqa: E402
 import ref_rkv  # noqa: E402
@@ -38,6 +39,10 @@ ROWS = [
     ("streaming", ref_streaming.keep_sorted, {}, "streaming", "{}", 16, None, True),
     ("snapkv-d, w 8 (R-KV's)", ref_snapkv_d.keep_sorted, {}, "snapkv-d", "{}", 8, None, True),
     ("rkv, w 8 (R-KV's)", ref_rkv.keep_sorted, {}, "rkv", "{}", 8, None, True),
+    ("gkv", ref_gkv.keep_sorted, {}, "gkv", "{}", 16, "maxnorm", True),
+    ("gkv (no history clip)", ref_gkv.keep_sorted, {"clip_history": False}, "gkv", '{"clip_history": false}', 16, "maxnorm", True),
+    ("gkv (sum, pooling)", ref_gkv.keep_sorted, {"smooth_method": "sum", "enable_pooling": True}, "gkv",
+     '{"smooth": "sum", "pooling": true}', 16, "maxnorm", True),
     ("h2o (block-granular)", ref_h2o.keep_sorted, {"window": 16}, "h2o", "{}", 16, "cum", False),
     ("morphkv (max_prob)", ref_morphkv.keep_sorted, {"window": 16}, "morphkv", "{}", 16, None, False),
     ("morphkv (sum_logit)", ref_morphkv.keep_sorted, {"window": 16, "gqa": "sum_logit"}, "morphkv", '{"gqa": "sum_logit"}', 16, None, False),

@@ -1,7 +1,6 @@
-"""Reference oracle: G-KV (microsoft/G-KV @ 6db3b2e). The harness has NO `gkv` policy; the
-closest harness configuration is `zipage` with {use_global: true, global_mode: max, decay 0.8,
-max_norm: true, use_pooling: false, lightning: false, lambda 0.5, temperature 1.0}
-(see NOTES.md for what still differs).
+"""Reference oracle: G-KV (microsoft/G-KV @ 6db3b2e), against the harness policy `gkv`
+(policies/gkv.c; check_plans.py asserts identical kept sets; NOTES.md lists what still differs:
+cadence and precision).
 
 Follows:
   scripts/inference.sh:16-21,52-62       G-KV recipe: --method score --suppressing_redundancy

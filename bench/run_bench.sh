@@ -61,6 +61,7 @@ O=${OUT:-/tmp}; CSV=$O/bench.csv; TL=$O/timeline.csv   # TL: the reasoning runs'
 P=Qwen3-8B; BATCH=256; PROMPT=256; GEN=256; REQ=${REQ:-256}; MAXT=${MAXT:-32768}; RT=${RT-200}; WARM=${WARM-60}
 POLICIES=${POLICIES:-zipage,full}; GRAPHS=${GRAPHS:-1}; ASYNC=${ASYNC:-1}
 ZIPAGE="--policy zipage --nmax 8 --window 16 --block-size 256 --scheduler hybrid" # the issue's Zipage configuration
+SCHED="--max-num-seqs 512 --max-num-batched-tokens 63840" # the Zipage reference's scheduler limits (reasoning and knobs, both policies)
 if [ "$STEP" = quick ]; then P=Qwen3-0.6B; BATCH=32; PROMPT=128; GEN=64; REQ=16; MAXT=2048; POOL=16384,65536; RT=; WARM=; fi
 
 gate() {
@@ -84,7 +85,7 @@ fixed() {
 }
 batch1() { $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --no-cuda-graphs --csv $CSV --label zipage-batch1; }
 reasoning() {
-  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV"
+  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV $SCHED"
   local g="" a="--async" zl=zipage
   common="$common --timeline $TL --timeline-interval 5"
   if [ "$GRAPHS" = 1 ]; then g="-graphs"; common="$common --cuda-graphs"; else common="$common --no-cuda-graphs"; fi
@@ -116,7 +117,7 @@ graphs() {
 }
 profile() { $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --profile --csv $CSV --label zipage-fixed-profile; }
 knobs() {
-  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools ${POOL%%,*} --csv $CSV"
+  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools ${POOL%%,*} --csv $CSV $SCHED"
   common="$common $ZIPAGE --async --max-seconds ${KRT:-100} --timeline $TL --timeline-interval 5"
   $B/zipage bench $common --label zipage-knob-default || echo "knobs: default failed"
   ZIPAGE_DECODE_SPLIT=waves $B/zipage bench $common --label zipage-knob-split-waves || echo "knobs: split waves failed"

@@ -13,9 +13,10 @@ const char CLI_ENGINE_USAGE[] =
     "                         caches (every policy gets the same memory)\n"
     "  --gpu-memory-utilization F  CUDA: share of device memory for weights, activations and KV (default 0.9)\n"
     "  --max-num-seqs N       running requests at most (default 256)\n"
+    "  --max-num-batched-tokens N  tokens in one step at most (default 8192; the Zipage reference runs 63840)\n"
     "  --no-prefix-cache      disable prefix caching\n"
     "  --threads N            CPU threads (default: all)\n"
-    "  --policy NAME          eviction policy: full (default), streaming, h2o, snapkv-d, rkv, morphkv, zipage\n"
+    "  --policy NAME          eviction policy: full (default), streaming, h2o, snapkv-d, rkv, morphkv, zipage, gkv\n"
     "  --policy-params JSON   policy parameters, e.g. '{\"lambda\": 0.3}'\n"
     "  --nmax N               blocks kept per request after compression (default 8)\n"
     "  --window W             window queries per request (default: the policy's, its authors' value)\n"
@@ -42,6 +43,7 @@ zp_status cli_engine_flag(const char *a, const char *v, zp_engine_config *ec, in
         ec->kv_pool_bytes = (double)x * 1073741824.0;
     } else if (!strcmp(a, "--gpu-memory-utilization")) return cli_float(a, v, 0.01, 1.0, &ec->gpu_memory_utilization);
     else if (!strcmp(a, "--max-num-seqs")) return cli_int(a, v, 1, 1 << 20, &ec->max_num_seqs);
+    else if (!strcmp(a, "--max-num-batched-tokens")) return cli_int(a, v, 1, 100000000, &ec->max_num_batched_tokens);
     else if (!strcmp(a, "--no-prefix-cache")) ec->enable_prefix_cache = 0;
     else if (!strcmp(a, "--threads")) return cli_int(a, v, 0, 4096, &ec->n_threads);
     else if (!strcmp(a, "--policy")) ec->policy = v;

@@ -81,4 +81,15 @@ zp_status policy_param_bool(const cJSON *params, const char *policy, const char 
 /* String parameter restricted to choices; *v = index of the choice. */
 zp_status policy_param_choice(const cJSON *params, const char *policy, const char *key, const char *const *choices, int *v);
 
+/* SnapKV-D's importance options, shared by snapkv_d.c and rkv.c: pool kernel, GQA reduction
+ * (0 max of logits, 1 max of probabilities), keys of the softmax (0 non-window, 1 all, causal). */
+typedef struct {
+    int kernel, gqa_prob, all_keys;
+} snapkv_d_opts;
+void policy_snapkv_d_plan(const snapkv_d_opts *o, int window, zp_score_plan *p);
+/* Parses kernel, gqa and keys of params (keys already checked by the caller). */
+zp_status policy_snapkv_d_parse(const cJSON *params, const char *policy, snapkv_d_opts *o);
+/* Writes `"kernel": k, "gqa": "...", "keys": "..."` (no braces); snprintf's count. */
+int policy_snapkv_d_describe(const snapkv_d_opts *o, char *buf, size_t len);
+
 #endif

@@ -3,6 +3,9 @@
  * of keys over the whole request with the "last above 0.5 is protected" rule, column mean
  * m = r / n, R = softmax(m). Score f = lambda * a - (1 - lambda) * R; keep the top budget - w
  * with the w window tokens. `parity: true` reproduces the reference code's column-0 quirk.
+ * gqa max_prob, keys all and kernel 5 at window 16 give the R-KV of G-KV's scripts
+ * (ref_rkv.keep_gkv_recipe; G-KV's redundancy has no quirk). Survivors stay in position order;
+ * R-KV's code gathers them in score order (issue 19).
  * Redundancy is O(n^2 D) per (layer, KV head). No history. Prefix-compatible.
  */
 #include <stdio.h>
@@ -10,26 +13,24 @@
 
 #include "policy.h"
 
-void policy_snapkv_d_plan(int kernel, int window, zp_score_plan *p);
-
 typedef struct {
     float lambda, theta;
-    int kernel, parity;
+    int parity;
+    snapkv_d_opts imp;
 } rkv_state;
 
 static zp_status rkv_init(const cJSON *params, void **state) {
-    static const char *const known[] = {"lambda", "kernel", "theta", "parity", NULL};
+    static const char *const known[] = {"lambda", "kernel", "gqa", "keys", "theta", "parity", NULL};
     rkv_state *s = calloc(1, sizeof *s);
     ZP_CHECK_ALLOC(s);
     s->lambda = 0.1f;
     s->theta = 0.5f;
-    s->kernel = 7;
+    s->imp.kernel = 7;
     zp_status st = policy_check_keys(params, "rkv", known);
     if (st == ZP_OK) st = policy_param_float(params, "rkv", "lambda", 0.f, 1.f, &s->lambda);
     if (st == ZP_OK) st = policy_param_float(params, "rkv", "theta", -1.f, 1.f, &s->theta);
-    if (st == ZP_OK) st = policy_param_int(params, "rkv", "kernel", 1, 63, &s->kernel);
+    if (st == ZP_OK) st = policy_snapkv_d_parse(params, "rkv", &s->imp);
     if (st == ZP_OK) st = policy_param_bool(params, "rkv", "parity", &s->parity);
-    if (st == ZP_OK && s->kernel % 2 == 0) st = zp_fail(ZP_ERR_INVALID, "policy rkv: parameter \"kernel\" must be odd");
     if (st != ZP_OK) { free(s); return st; }
     *state = s;
     return ZP_OK;
@@ -37,7 +38,8 @@ static zp_status rkv_init(const cJSON *params, void **state) {
 
 static void rkv_plan(const void *state, int budget, int window, zp_score_plan *p) {
     const rkv_state *s = state;
-    policy_snapkv_d_plan(s->kernel, window, p);
+    (void)budget;
+    policy_snapkv_d_plan(&s->imp, window, p);
     p->redundancy = ZP_RED_RAW;
     p->theta = s->theta;
     p->rkv_quirk = s->parity;
@@ -47,8 +49,9 @@ static void rkv_plan(const void *state, int budget, int window, zp_score_plan *p
 
 static void rkv_describe(const void *state, char *buf, size_t len) {
     const rkv_state *s = state;
-    snprintf(buf, len, "{\"lambda\": %g, \"kernel\": %d, \"theta\": %g, \"parity\": %s}", s->lambda, s->kernel, s->theta,
-             s->parity ? "true" : "false");
+    char imp[128];
+    policy_snapkv_d_describe(&s->imp, imp, sizeof imp);
+    snprintf(buf, len, "{\"lambda\": %g, %s, \"theta\": %g, \"parity\": %s}", s->lambda, imp, s->theta, s->parity ? "true" : "false");
 }
 
 const zp_policy_ops policy_rkv_ops = {"rkv", "importance minus key redundancy (R-KV)", 1, 0, 1, rkv_init, free, rkv_plan, rkv_describe, 8};

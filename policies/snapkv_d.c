@@ -4,47 +4,64 @@
  * window), the scores are max-pooled (kernel 7), and the top budget - w are kept with the w
  * window tokens. KV-head aggregation (one selection per KV head), not the official
  * per-query-head selection that multiplies the cache by G. No history. Prefix-compatible.
- * Default window 8 (R-KV's rkv/compression/snapkv.py). The original SnapKV, which compresses
- * once at prefill, is not this policy (and not implemented yet).
+ * Default window 8 (R-KV's rkv/compression/snapkv.py). Parameters gqa (max_logit, R-KV's; max_prob)
+ * and keys (non_window, R-KV's; all) give the SnapKV of G-KV's scripts (gqa max_prob, keys all,
+ * kernel 5, window 16; ref_snapkv_d.keep_gkv_recipe). Survivors stay in position order; R-KV's
+ * code gathers them in score order (issue 19). The original SnapKV, which compresses once at
+ * prefill, is not this policy (and not implemented yet).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "policy.h"
 
-typedef struct {
-    int kernel;
-} snapkv_state;
-
-/* SnapKV-D importance, shared with R-KV: window attention over the non-window keys,
- * max-pooled over those candidates, window scores 0. */
-void policy_snapkv_d_plan(int kernel, int window, zp_score_plan *p) {
+/* SnapKV-D importance, shared with R-KV: window attention (GQA max of logits then one softmax
+ * over the non-window keys, R-KV's code; or, with gqa max_prob and keys all, G-KV's scripts: a
+ * softmax per query head over all keys, causal in the window, then the max over the group),
+ * mean over the window, max-pooled over the candidates t < n - w, window scores 0. */
+void policy_snapkv_d_plan(const snapkv_d_opts *o, int window, zp_score_plan *p) {
     p->attention = 1;
-    p->attn = (zp_attn_opts){ZP_GQA_MAX_LOGIT, ZP_QRED_MEAN, 1};
-    p->pool_kernel = kernel;
+    p->attn = (zp_attn_opts){o->gqa_prob ? ZP_GQA_MAX_PROB : ZP_GQA_MAX_LOGIT, ZP_QRED_MEAN, !o->all_keys};
+    p->pool_kernel = o->kernel;
     p->pool_candidates = 1;
     p->recent = window;
 }
 
+zp_status policy_snapkv_d_parse(const cJSON *params, const char *policy, snapkv_d_opts *o) {
+    static const char *const gqa[] = {"max_logit", "max_prob", NULL}, *const keys[] = {"non_window", "all", NULL};
+    ZP_TRY(policy_param_int(params, policy, "kernel", 1, 63, &o->kernel));
+    ZP_TRY(policy_param_choice(params, policy, "gqa", gqa, &o->gqa_prob));
+    ZP_TRY(policy_param_choice(params, policy, "keys", keys, &o->all_keys));
+    if (o->kernel % 2 == 0) return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"kernel\" must be odd", policy);
+    return ZP_OK;
+}
+
+int policy_snapkv_d_describe(const snapkv_d_opts *o, char *buf, size_t len) {
+    return snprintf(buf, len, "\"kernel\": %d, \"gqa\": \"%s\", \"keys\": \"%s\"", o->kernel, o->gqa_prob ? "max_prob" : "max_logit",
+                    o->all_keys ? "all" : "non_window");
+}
+
 static zp_status snapkv_init(const cJSON *params, void **state) {
-    static const char *const known[] = {"kernel", NULL};
-    snapkv_state *s = calloc(1, sizeof *s);
+    static const char *const known[] = {"kernel", "gqa", "keys", NULL};
+    snapkv_d_opts *s = calloc(1, sizeof *s);
     ZP_CHECK_ALLOC(s);
     s->kernel = 7;
     zp_status st = policy_check_keys(params, "snapkv-d", known);
-    if (st == ZP_OK) st = policy_param_int(params, "snapkv-d", "kernel", 1, 63, &s->kernel);
-    if (st == ZP_OK && s->kernel % 2 == 0) st = zp_fail(ZP_ERR_INVALID, "policy snapkv-d: parameter \"kernel\" must be odd");
+    if (st == ZP_OK) st = policy_snapkv_d_parse(params, "snapkv-d", s);
     if (st != ZP_OK) { free(s); return st; }
     *state = s;
     return ZP_OK;
 }
 
 static void snapkv_plan(const void *state, int budget, int window, zp_score_plan *p) {
-    policy_snapkv_d_plan(((const snapkv_state *)state)->kernel, window, p);
+    (void)budget;
+    policy_snapkv_d_plan(state, window, p);
 }
 
 static void snapkv_describe(const void *state, char *buf, size_t len) {
-    snprintf(buf, len, "{\"kernel\": %d}", ((const snapkv_state *)state)->kernel);
+    char imp[128];
+    policy_snapkv_d_describe(state, imp, sizeof imp);
+    snprintf(buf, len, "{%s}", imp);
 }
 
 const zp_policy_ops policy_snapkv_d_ops = {"snapkv-d", "window attention of recent queries, max-pooled (SnapKV, decode-time)", 1, 0, 1,

@@ -287,6 +287,25 @@ static void test_policy_contracts(void) {
     CHECK_FAILS(policy_create("zipage", "{\"decay\": 1.5}", &p), ZP_ERR_INVALID, "\"decay\" must be a number in [0, 1]");
     CHECK_FAILS(policy_create("morphkv", "{\"gqa\": \"mean\"}", &p), ZP_ERR_INVALID, "gqa");
     CHECK_FAILS(policy_create("gkv", "{\"smooth\": \"mean\"}", &p), ZP_ERR_INVALID, "smooth");
+    CHECK_FAILS(policy_create("rkv", "{\"gqa\": \"mean\"}", &p), ZP_ERR_INVALID, "gqa");
+    CHECK_FAILS(policy_create("snapkv-d", "{\"keys\": \"window\"}", &p), ZP_ERR_INVALID, "keys");
+    CHECK_FAILS(policy_create("snapkv-d", "{\"kernel\": 4}", &p), ZP_ERR_INVALID, "odd");
+    {   /* SnapKV-D / R-KV as G-KV's scripts run them: probabilities' max over the group, all keys */
+        zp_policy r;
+        zp_score_plan pl;
+        CHECK_OK(policy_create("rkv", "{\"gqa\": \"max_prob\", \"keys\": \"all\", \"kernel\": 5}", &r));
+        CHECK_OK(policy_plan(&r, 64, 16, &pl));
+        CHECK(pl.attn.gqa == ZP_GQA_MAX_PROB && !pl.attn.exclude_window && pl.pool_kernel == 5 && pl.pool_candidates &&
+              pl.redundancy == ZP_RED_RAW);
+        char d[256];
+        r.ops->describe(r.state, d, sizeof d);
+        CHECK(!strcmp(d, "{\"lambda\": 0.1, \"kernel\": 5, \"gqa\": \"max_prob\", \"keys\": \"all\", \"theta\": 0.5, \"parity\": false}"));
+        policy_destroy(&r);
+        CHECK_OK(policy_create("snapkv-d", NULL, &r));
+        r.ops->describe(r.state, d, sizeof d);
+        CHECK(!strcmp(d, "{\"kernel\": 7, \"gqa\": \"max_logit\", \"keys\": \"non_window\"}"));
+        policy_destroy(&r);
+    }
     CHECK_FAILS(policy_create("gkv", "{\"alpha\": 0.8}", &p), ZP_ERR_INVALID, "alpha");
     {   /* G-KV: maxima over the candidates, no history for the kept window tokens, raw redundancy */
         zp_policy g;

@@ -107,12 +107,16 @@ static zp_status parse_base(const cJSON *r, const char *src, exp_run *b) {
 static int axis_len(const cJSON *v) { return cJSON_IsArray(v) ? cJSON_GetArraySize(v) : (v ? 1 : 0); }
 static const cJSON *axis_at(const cJSON *v, int i) { return cJSON_IsArray(v) ? cJSON_GetArrayItem(v, i) : v; }
 
-static zp_status add_run(experiment *x, const exp_run *r) {
+static zp_status add_run(experiment *x, const exp_run *r, const char *src) {
     for (int i = 0; i < x->n_runs; i++)
         if (!strcmp(x->runs[i].resolved, r->resolved)) return ZP_OK; /* duplicate (e.g. baselines) */
-    exp_run *g = realloc(x->runs, sizeof *g * (size_t)(x->n_runs + 1));
-    ZP_CHECK_ALLOC(g);
-    x->runs = g;
+    if (x->n_runs == EXP_MAX_RUNS)
+        return zp_fail(ZP_ERR_INVALID, "%s: the axes expand to more than %d runs: split the experiment", src, EXP_MAX_RUNS);
+    if ((x->n_runs & (x->n_runs - 1)) == 0) { /* capacity doubles at each power of two */
+        exp_run *g = realloc(x->runs, sizeof *g * (size_t)(x->n_runs ? 2 * x->n_runs : 1));
+        ZP_CHECK_ALLOC(g);
+        x->runs = g;
+    }
     x->runs[x->n_runs++] = *r;
     return ZP_OK;
 }
@@ -176,6 +180,11 @@ static zp_status expand(const cJSON *r, const exp_run *base0, const char *src, e
     cJSON_ArrayForEach(e, pp)
         if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 0)
             return zp_fail(ZP_ERR_INVALID, "%s: policy_params \"%s\" is an empty list (no runs)", src, e->string);
+    double combos = 1; /* before any loop: a cross product too large to run is refused, not walked */
+    for (int i = 0; i < 6; i++) combos *= axes[i] ? axis_len(axes[i]) : 1;
+    cJSON_ArrayForEach(e, pp) combos *= axis_len(e) ? axis_len(e) : 1;
+    if (combos > EXP_MAX_RUNS)
+        return zp_fail(ZP_ERR_INVALID, "%s: the axes multiply to %.0f runs, more than %d: split the experiment", src, combos, EXP_MAX_RUNS);
     const cJSON *dsa = cJSON_GetObjectItemCaseSensitive(r, "dataset");
     for (int di = 0; di < axis_len(dsa); di++) {
     const cJSON *dv = axis_at(dsa, di);
@@ -215,7 +224,7 @@ static zp_status expand(const cJSON *r, const exp_run *base0, const char *src, e
                         for (int q = 0; q < count; q++) {
                             ZP_TRY(expand_params(full ? NULL : pp, q, run.policy_params, sizeof run.policy_params, &count));
                             resolve_json(&run);
-                            ZP_TRY(add_run(x, &run));
+                            ZP_TRY(add_run(x, &run, src));
                         }
                         if (baseline && !full) {
                             exp_run bl = run;
@@ -224,7 +233,7 @@ static zp_status expand(const cJSON *r, const exp_run *base0, const char *src, e
                             bl.nmax = bl.window = bl.max_concurrency = 0;
                             bl.policy_params[0] = 0;
                             resolve_json(&bl);
-                            ZP_TRY(add_run(x, &bl));
+                            ZP_TRY(add_run(x, &bl, src));
                         }
                     }
     }

@@ -13,6 +13,8 @@
 
 #include "status.h"
 
+#define EXP_MAX_RUNS 4096 /* runs (and axis combinations) one experiment may expand to */
+
 typedef struct {
     char model[1024];          /* checkpoint folder, or "preset:NAME" (random weights built in memory) */
     char device[32], precision[8];

@@ -66,6 +66,10 @@ int main(void) {
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"kind\":\"bench\"}", "\"kind\" must be"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"gpu_memory_utilization\":1.5}", "\"gpu_memory_utilization\" must be a number in"},
                             {"[1,2]", "not a JSON object"},
+                            /* a cross product too large to run (found by the experiment fuzzer: it looped for minutes) */
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"policy\":\"zipage\",\"nmax\":[1,2,3,4,5,6,7,8],\"window\":[1,2,3,4,5,6,7,8],"
+                             "\"policy_params\":{\"lambda\":[0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8],\"decay\":[0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9]}}",
+                             "the axes multiply to 4608 runs, more than 4096: split the experiment"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"policy\":\"snapkv\"}", "unknown policy \"snapkv\" (known: full, streaming, h2o, snapkv-d"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"nmax\":1,\"nmax\":2}", "key \"nmax\" appears twice"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":{\"a\":1,\"a\":2}}", "key \"a\" appears twice"},

@@ -82,9 +82,9 @@ int grader_open(grader *g, grader_kind k, const char *python, const char *script
     return 0;
 }
 
-int grader_math(grader *g, const char *output, const char *answer, int number_fallback, int *correct, char **extracted, char *err) {
+int grader_math(grader *g, const char *output, const char *answer, int *correct, char **extracted, char *err) {
     if (g->kind == GRADER_BUILTIN) {
-        math_grade_result r = math_grade(output, answer, number_fallback);
+        math_grade_result r = math_grade(output, answer);
         *correct = r.correct;
         *extracted = r.extracted;
         return 0;

@@ -28,10 +28,11 @@ const char *grader_name(grader_kind k);
 /* Opens a grader (math-verify starts its helper and waits for its ready line). python and
  * script may be NULL for the build's defaults. 0, or -1 with err. */
 int grader_open(grader *g, grader_kind k, const char *python, const char *script, char *err);
-/* Grades one output against a reference answer. number_fallback (builtin only): the last
- * number when no boxed answer exists (GSM8K). *extracted: malloc'ed or NULL. 0, or -1 with err
- * when the helper failed. */
-int grader_math(grader *g, const char *output, const char *answer, int number_fallback, int *correct, char **extracted, char *err);
+/* Grades one output against a reference answer (both graders read the whole output by
+ * Math-Verify's rules: a boxed answer, "final answer is", "answer:", else the last number or
+ * LaTeX; the same for every dataset). *extracted: malloc'ed or NULL. 0, or -1 with err when
+ * the helper failed. */
+int grader_math(grader *g, const char *output, const char *answer, int *correct, char **extracted, char *err);
 void grader_close(grader *g);
 
 #endif

@@ -58,7 +58,7 @@ static zp_status grade_sample(graders *gs, const ds_dataset *ds, cJSON *o, const
         *correct = cr.status == CODE_PASS;
     } else {
         char err[GRADER_ERR];
-        if (grader_math(&gs->g, out->valuestring, it->answer, strstr(ds->name, "gsm8k") != NULL, correct, &extracted, err))
+        if (grader_math(&gs->g, out->valuestring, it->answer, correct, &extracted, err))
             return zp_fail(ZP_ERR_BACKEND, "%s", err);
     }
     const cJSON *was = cJSON_GetObjectItemCaseSensitive(o, "correct");
@@ -394,7 +394,7 @@ zp_status regrade_pairs(const char *in, const char *out_path, grader_kind k, reg
         int correct = 0;
         char *extracted = NULL, err[GRADER_ERR];
         if (!cJSON_IsString(op) || !cJSON_IsString(ref)) s = zp_fail(ZP_ERR_FORMAT, "%.4000s: line %d: no string output and reference", in, line_no);
-        else if (grader_math(&gs.g, op->valuestring, ref->valuestring, 0, &correct, &extracted, err)) s = zp_fail(ZP_ERR_BACKEND, "%s", err);
+        else if (grader_math(&gs.g, op->valuestring, ref->valuestring, &correct, &extracted, err)) s = zp_fail(ZP_ERR_BACKEND, "%s", err);
         if (s == ZP_OK) {
             cJSON_AddItemToObject(o, "extracted", extracted ? cJSON_CreateString(extracted) : cJSON_CreateNull());
             cJSON_AddBoolToObject(o, "correct", correct);

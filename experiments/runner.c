@@ -174,7 +174,6 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
                            int *truncated, int64_t *out_tokens) {
     code_opts copts = code_opts_default();
     copts.unsafe_no_sandbox = o->unsafe_no_sandbox;
-    const int gsm = strstr(c->ds.name, "gsm8k") != NULL;
     grader g;
     grader_kind gk = GRADER_BUILTIN;
     char gerr[GRADER_ERR];
@@ -196,7 +195,7 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
             char err[ZP_DS_ERR];
             if (code_grade(text, it, &copts, &cr, err)) { free(text); s = zp_fail(ZP_ERR_INVALID, "%s", err); break; }
             correct = cr.status == CODE_PASS;
-        } else if (grader_math(&g, text, it->answer, gsm, &correct, &extracted, gerr) != 0) {
+        } else if (grader_math(&g, text, it->answer, &correct, &extracted, gerr) != 0) {
             free(text);
             s = zp_fail(ZP_ERR_BACKEND, "%s", gerr);
             break;

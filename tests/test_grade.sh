@@ -4,7 +4,7 @@
 # changes nothing; a foreign JSONL is graded against a dataset; a runs.csv of an older column
 # set is refused by `zipage run` and upgraded by `zipage grade`. With MODE=math-verify (its own
 # CTest, skipped with exit 77 where `make deps` could not make .venv-grade): Math-Verify credits
-# an unboxed final answer the builtin grader misses, in `zipage grade` and in the runner.
+# an unboxed final answer (as the builtin grader now does), in `zipage grade` and in the runner.
 # Args: ZIPAGE TMPDIR SRCDIR [MODE]
 set -u
 Z=$1; S=$3; MODE=${4:-builtin}; T=$2/grade-$MODE
@@ -34,7 +34,7 @@ else
   "$Z" grade "$R" > "$T/log3" 2>&1
   check '[ "$(sums "$R")" = "$after" ]' "a second pass changes nothing (idempotent)"
   "$Z" grade --dataset aime24 --outputs "$T/foreign.jsonl" --out "$T/b.jsonl" > "$T/log4" 2>&1; rc=$?
-  check '[ $rc -eq 0 ] && grep -q "3 samples of 2 problems, pass@1 0.2500" "$T/log4" && [ "$(grep -c "\"correct\":true" "$T/b.jsonl")" -eq 1 ]' "foreign JSONL graded (builtin: the unboxed answer missed)"
+  check '[ $rc -eq 0 ] && grep -q "3 samples of 2 problems, pass@1 0.5000" "$T/log4" && [ "$(grep -c "\"correct\":true" "$T/b.jsonl")" -eq 2 ] && grep -q "\"extracted\":\"204\"" "$T/b.jsonl"' "foreign JSONL graded (builtin: the unboxed final answer read as Math-Verify reads it)"
   printf '%s\n' '{"problem_id":"nope","output":"1"}' > "$T/bad.jsonl"
   "$Z" grade --dataset aime24 --outputs "$T/bad.jsonl" --out "$T/x.jsonl" > "$T/log5" 2>&1; rc=$?
   check '[ $rc -ne 0 ] && grep -q "bad.jsonl: line 1: problem nope is not in dataset aime24" "$T/log5"' "unknown problem named"

@@ -36,7 +36,7 @@ static void test_math500_forms(void) {
         const char *ref = cJSON_GetObjectItemCaseSensitive(o, "answer")->valuestring;
         char *forms[6], buf[2048];
         snprintf(buf, sizeof buf, "Thus the final answer is $\\boxed{%s}$.", ref);
-        math_grade_result g = math_grade(buf, ref, 0);
+        math_grade_result g = math_grade(buf, ref);
         forms[0] = subst(ref, ",", ", ");
         forms[1] = subst(ref, "\\frac", "\\dfrac");
         forms[2] = ref[0] == '(' ? subst(ref, "(", "\\left( ") : strdup(ref);
@@ -88,35 +88,48 @@ static void test_equivalences(void) {
     }
 }
 
+/* Each verdict below is Math-Verify 0.9.0's on the same output and reference (its protocol as in
+ * tools/grading/math_verify_grade.py); the builtin grader follows it, also where a stricter
+ * reading would differ: a truncated \boxed{12 yields nothing, a bare \fbox{7} is no answer, the
+ * last number of an unboxed output is one, two different plain boxed answers are a set. */
 static void test_extraction_traps(void) {
-    math_grade_result g = math_grade("<think>maybe \\boxed{3}</think>The answer is 4.", "3", 0);
-    CHECK(g.correct && g.from_thinking); /* only the thinking part has a boxed answer */
+    math_grade_result g = math_grade("<think>maybe \\boxed{3}</think>The answer is 4.", "3");
+    CHECK(g.correct && g.from_thinking); /* a boxed answer (priority 50) beats "the answer is" (200) */
     math_grade_result_free(&g);
-    g = math_grade("<think>\\boxed{3}</think>So \\boxed{4}.", "4", 0);
+    g = math_grade("<think>\\boxed{3}</think>So \\boxed{4}.", "4");
     CHECK(g.correct && !g.from_thinking);
     math_grade_result_free(&g);
-    g = math_grade("First \\boxed{1}, then finally \\boxed{2}", "2", 0); /* the last of two */
+    g = math_grade("First \\boxed{1}, then finally \\boxed{2}", "2"); /* Math-Verify reads the set {1, 2} */
+    CHECK(!g.correct && g.extracted && !strcmp(g.extracted, "\\{1,2\\}"));
+    math_grade_result_free(&g);
+    g = math_grade("We get $\\boxed{1}$. Rechecking: the answer is $\\boxed{2}$.", "2"); /* the last environment */
     CHECK(g.correct);
     math_grade_result_free(&g);
-    g = math_grade("<think>long reasoning ... \\boxed{12", "12", 0); /* truncated: unbalanced */
+    g = math_grade("<think>long reasoning ... \\boxed{12", "12"); /* truncated: unbalanced */
     CHECK(!g.correct && g.extracted == NULL);
     math_grade_result_free(&g);
-    g = math_grade("so \\boxed{\\frac{1}{\\sqrt{4}}}", "\\frac12", 0);
+    g = math_grade("so \\boxed{\\frac{1}{\\sqrt{4}}}", "\\frac12");
     CHECK(g.correct && g.extracted && !strcmp(g.extracted, "\\frac{1}{\\sqrt{4}}"));
     math_grade_result_free(&g);
-    g = math_grade("hence \\boxed 5 and done", "5", 0);
+    g = math_grade("hence \\boxed 5 and done", "5");
     CHECK(g.correct);
     math_grade_result_free(&g);
-    g = math_grade("\\fbox{7}", "7", 0);
+    g = math_grade("\\fbox{7}", "7");
+    CHECK(!g.correct);
+    math_grade_result_free(&g);
+    g = math_grade("The answer is $\\fbox{7}$.", "7");
     CHECK(g.correct);
     math_grade_result_free(&g);
-    g = math_grade("She makes 9 * 2 = $18 every day.", "18", 1); /* GSM8K fallback */
+    g = math_grade("She makes 9 * 2 = $18 every day.", "18"); /* the last number */
     CHECK(g.correct);
     math_grade_result_free(&g);
-    g = math_grade("She makes 9 * 2 = $18 every day.", "18", 0);
-    CHECK(!g.correct && !g.extracted);
+    g = math_grade("Total: 2,125 dollars", "2,125");
+    CHECK(g.correct);
     math_grade_result_free(&g);
-    g = math_grade("Total: 2,125 dollars", "2,125", 1);
+    g = math_grade("Therefore, the final answer is $87$.", "87");
+    CHECK(g.correct && g.extracted && !strcmp(g.extracted, "87"));
+    math_grade_result_free(&g);
+    g = math_grade("**Answer:** 204", "204");
     CHECK(g.correct);
     math_grade_result_free(&g);
 }
@@ -158,7 +171,7 @@ static void test_deep_nesting(void) {
         memcpy(t, "\\boxed{", 7);
         memset(t + 7, opens[k], n);
         memcpy(t + 7 + n, "1}", 3);
-        math_grade_result g = math_grade(t, "1", 0);
+        math_grade_result g = math_grade(t, "1");
         CHECK(!g.correct);
         math_grade_result_free(&g);
         free(t);

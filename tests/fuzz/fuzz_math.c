@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     if (!s) return 0;
     static const char *refs[] = {"204", "\\frac{14}{3}", "(3, \\frac{\\pi}{2})", "\\{1,-2\\}"};
     for (int k = 0; k < 4; k++) {
-        math_grade_result r = math_grade(s, refs[k], k & 1);
+        math_grade_result r = math_grade(s, refs[k]);
         math_grade_result_free(&r);
     }
     char *nl = strchr(s, '\n');
@@ -20,7 +20,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
         math_equiv(s, nl + 1);
         free(math_normalize(nl + 1));
     }
-    free(math_extract_last_number(s));
     free(s);
     return 0;
 }

@@ -8,7 +8,9 @@ bases, matrices, and wrong answers close to right ones), grades it with `zipage 
 under both graders, and prints the agreement overall, on outputs whose answer is boxed, and per
 category; disagreements go to OUT/disagreements.jsonl.
 
-    python3 tools/grading/agreement.py build/zipage /tmp/agreement
+    python3 tools/grading/agreement.py build/zipage /tmp/agreement [--min 99.5]
+
+With --min P it exits 1 when the overall agreement is below P percent (test_grade_agreement).
 """
 import collections
 import json
@@ -24,7 +26,7 @@ def grade(zipage, corpus, out, grader):
     return [json.loads(l) for l in open(out, encoding="utf-8")]
 
 
-def main(zipage, work):
+def main(zipage, work, minimum=None):
     os.makedirs(work, exist_ok=True)
     corpus = os.path.join(work, "corpus.jsonl")
     subprocess.run([sys.executable, os.path.join(HERE, "make_corpus.py"), corpus], check=True)
@@ -51,7 +53,13 @@ def main(zipage, work):
     print(f"pairs {n}: agreement {100.0 * a / n:.2f}%; with a \\boxed answer {boxed['n']}: {100.0 * boxed['agree'] / max(1, boxed['n']):.2f}%")
     for cat, c in sorted(per.items(), key=lambda kv: kv[1]["agree"] / kv[1]["n"]):
         print(f"  {cat:40s} {c['n']:6d}  {100.0 * c['agree'] / c['n']:6.2f}%")
+    if minimum is not None and 100.0 * a / n < minimum:
+        print(f"agreement {100.0 * a / n:.2f}% is below the bar of {minimum}% (disagreements: {work}/disagreements.jsonl)")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) not in (3, 5) or (len(sys.argv) == 5 and sys.argv[3] != "--min"):
+        sys.exit("usage: agreement.py ZIPAGE WORKDIR [--min PERCENT]")
+    sys.exit(main(sys.argv[1], sys.argv[2], float(sys.argv[4]) if len(sys.argv) == 5 else None))

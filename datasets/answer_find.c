@@ -74,20 +74,23 @@ static int simple_number(const char *s, long *j) { /* -?\d+([.,]\d+)? */
     return 1;
 }
 
+#define ENV_MAX 8192 /* characters an environment may span: longer ones are not answers (and the
+                       scan stays linear on text with many unclosed openers) */
+
 /* One environment starting at i: its end (after an optional percent), content [*cs, *ce);
  * -1 when none starts here. */
 static long latex_env(const char *s, long i, long *cs, long *ce) {
     const int esc = i > 0 && s[i - 1] == '\\';
     if (s[i] == '$' && s[i + 1] == '$' && !esc) { /* $$ ... $$ */
-        for (long j = i + 3; s[j]; j++)
-            if (s[j] == '$' && s[j + 1] == '$' && s[j - 1] != '\\') { *cs = i + 2; *ce = j; return percent_suffix(s, j + 2); }
+        for (long j = i + 2; s[j] && j < i + ENV_MAX; j++) /* content of one character at least */
+            if (j > i + 2 && s[j] == '$' && s[j + 1] == '$' && s[j - 1] != '\\') { *cs = i + 2; *ce = j; return percent_suffix(s, j + 2); }
     }
     if (s[i] == '\\' && s[i + 1] == '[' && !esc) { /* \[ ... \] */
-        for (long j = i + 3; s[j]; j++)
-            if (s[j] == '\\' && s[j + 1] == ']' && s[j - 1] != '\\') { *cs = i + 2; *ce = j; return percent_suffix(s, j + 2); }
+        for (long j = i + 2; s[j] && j < i + ENV_MAX; j++)
+            if (j > i + 2 && s[j] == '\\' && s[j + 1] == ']' && s[j - 1] != '\\') { *cs = i + 2; *ce = j; return percent_suffix(s, j + 2); }
     }
     if (s[i] == '$' && !esc && !(i > 0 && isdigit((unsigned char)s[i - 1]))) { /* $ ... $, one line */
-        for (long j = i + 1; s[j] && s[j] != '\n'; j++) {
+        for (long j = i + 1; s[j] && s[j] != '\n' && j < i + ENV_MAX; j++) {
             if (s[j] == '\\' && s[j + 1] == '$') { j++; continue; }
             if (s[j] == '$') {
                 if (j == i + 1) break;
@@ -97,12 +100,12 @@ static long latex_env(const char *s, long i, long *cs, long *ce) {
         }
     }
     if (s[i] == '\\' && s[i + 1] == '(' && !esc) { /* \( ... \), one line */
-        for (long j = i + 3; s[j] && s[j] != '\n'; j++)
-            if (s[j] == '\\' && s[j + 1] == ')') { *cs = i + 2; *ce = j; return percent_suffix(s, j + 2); }
+        for (long j = i + 2; s[j] && s[j] != '\n' && j < i + ENV_MAX; j++)
+            if (j > i + 2 && s[j] == '\\' && s[j + 1] == ')') { *cs = i + 2; *ce = j; return percent_suffix(s, j + 2); }
     }
     if (isspace((unsigned char)s[i]) && s[i + 1] == '[') { /* " [ ... ] " */
         long j = i + 2;
-        while (s[j] && s[j] != '\n' && s[j] != ']' && s[j] != '[') j++;
+        while (s[j] && s[j] != '\n' && s[j] != ']' && s[j] != '[' && j < i + ENV_MAX) j++;
         if (s[j] == ']' && j > i + 2 && isspace((unsigned char)s[j + 1])) { *cs = i + 2; *ce = j; return percent_suffix(s, j + 2); }
     }
     long j = i;
@@ -180,6 +183,8 @@ static long anchor(const char *s, long i) {
 
 /* An expression "-?\(?-?\d[chars]*[op][chars]+\)?" then "(\*\*)?(.|,|:|\s|\)|\$|end)" at j: the
  * expression's end (before the suffix), or -1. Greedy with backtracking, as the regex. */
+#define EXPR_MAX_RUN 512 /* characters an expression may run to (the regex has no bound; answers are short) */
+
 static long expr_at(const char *s, long j) {
     long k = j, len;
     if (s[k] == '-') k++;
@@ -187,19 +192,16 @@ static long expr_at(const char *s, long j) {
     if (s[k] == '-') k++;
     if (!isdigit((unsigned char)s[k])) return -1;
     k++;
-    long run[4097], op[4097], n = 0; /* run[q]: end of run character q; op[q]: it is an operator */
+    long run[EXPR_MAX_RUN + 1], n = 0, first_op = -1; /* run[q]: start of run character q */
     run[0] = k;
-    while (n < 4096 && expr_char(s, run[n], &len)) {
-        op[n] = is_op(s, run[n], &len);
+    while (n < EXPR_MAX_RUN && expr_char(s, run[n], &len)) {
+        if (first_op < 0 && is_op(s, run[n], &len)) first_op = n;
         run[n + 1] = run[n] + len;
         n++;
     }
     /* m run characters used: "[chars]*[op][chars]+" needs an operator among the first m - 1;
      * the longest m first, each with and without the optional ')', then the suffix */
-    for (long m = n; m >= 2; m--) {
-        int has_op = 0;
-        for (long q = 0; q + 1 < m && !has_op; q++) has_op = op[q];
-        if (!has_op) continue;
+    for (long m = n; m >= 2 && first_op >= 0 && first_op + 1 < m; m--) {
         const long end = run[m];
         for (int paren = s[end] == ')'; paren >= 0; paren--) {
             long t = end + paren;

@@ -3,8 +3,9 @@
  * KV head: the C side of the reference-oracle comparison. Not a test by itself.
  * Input (little-endian): int32 H_kv, n, D, G, w, n_hist, block_size, budget, has_history; then
  * float32 keys [H_kv][n][D], queries [H_kv][w][G][D], and history [H_kv][n] when has_history.
- * Output: one line a head, the kept token indices in ascending order.
- * Usage: plan_dump CASE.bin POLICY PARAMS_JSON WINDOW */
+ * Output: one line a head, the kept token indices in ascending order; with --history a second
+ * line a head, the new history of those tokens (for a replay that carries it, cadence.py).
+ * Usage: plan_dump CASE.bin POLICY PARAMS_JSON WINDOW [--history] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,8 @@
 static int read_all(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
 
 int main(int argc, char **argv) {
-    if (argc != 5) { fprintf(stderr, "usage: plan_dump CASE.bin POLICY PARAMS_JSON WINDOW\n"); return 2; }
+    const int print_hist = argc == 6 && !strcmp(argv[5], "--history");
+    if (argc != 5 && !print_hist) { fprintf(stderr, "usage: plan_dump CASE.bin POLICY PARAMS_JSON WINDOW [--history]\n"); return 2; }
     FILE *f = fopen(argv[1], "rb");
     int32_t h[9];
     if (!f || !read_all(f, h, sizeof h)) { fprintf(stderr, "plan_dump: cannot read %s\n", argv[1]); return 1; }
@@ -49,6 +51,11 @@ int main(int argc, char **argv) {
         for (int t = 0, first = 1; t < n; t++)
             if (keep[t]) printf(first ? "%d" : " %d", t), first = 0;
         printf("\n");
+        if (print_hist) {
+            for (int t = 0, first = 1; t < n; t++)
+                if (keep[t]) printf(first ? "%.9g" : " %.9g", p.ops->needs_history ? (double)newh[t] : 0.0), first = 0;
+            printf("\n");
+        }
     }
     policy_destroy(&p);
     free(keys), free(q), free(hist), free(scratch), free(newh), free(keep);

@@ -369,59 +369,44 @@ static void answer_word(const char *s, long n, int colon, af_group *g) {
 
 /* Every balanced \boxed{...} argument in [a, b): one as itself, several (distinct) as the set
  * "\{x, y\}" (Math-Verify reads "\boxed{1}, then \boxed{2}" as {1, 2}). */
-static char *all_boxed(const char *s, long a, long b) {
-    size_t cap = (size_t)(b - a) + 8, len = 0;
-    char *out = malloc(cap + 4);
-    if (!out) return NULL;
-    long item_at[64], item_len[64];
-    int count = 0;
-    for (const char *p = s + a; (p = strstr(p, "\\boxed{")) != NULL && p < s + b && count < 64; p++) {
+static const char *next_box(const char *p) { /* the next \boxed{ or \fbox{ at or after p */
+    const char *x = strstr(p, "\\boxed{"), *y = strstr(p, "\\fbox{");
+    return !x ? y : !y ? x : x < y ? x : y;
+}
+
+/* The argument of the last balanced \boxed{...} or \fbox{...} that starts in [a, b), or NULL. */
+static char *last_boxed(const char *s, long a, long b) {
+    long at = -1, n = 0;
+    for (const char *p = s + a; (p = next_box(p)) != NULL && p < s + b; p++) {
+        const long open = p[1] == 'b' ? 6 : 5; /* index of the '{' */
         int depth = 0;
         long e = -1;
-        for (long i = 6; p + i < s + b && p[i]; i++) {
+        for (long i = open; p[i]; i++) {
             if (p[i] == '\\' && p[i + 1]) { i++; continue; }
             if (p[i] == '{') depth++;
             else if (p[i] == '}' && --depth == 0) { e = i; break; }
         }
         if (e < 0) break;
-        const long n = e - 7;
-        int seen = 0; /* a set: the same answer twice counts once */
-        for (int k = 0; k < count && !seen; k++) seen = item_len[k] == n && !strncmp(out + item_at[k], p + 7, (size_t)n);
-        if (seen) continue;
-        if (len + (size_t)n + 2 > cap) break;
-        if (count) out[len++] = ',';
-        item_at[count] = (long)len;
-        item_len[count++] = n;
-        memcpy(out + len, p + 7, (size_t)n);
-        len += (size_t)n;
-        out[len] = 0;
+        at = (p - s) + open + 1;
+        n = e - open - 1;
     }
-    if (count == 0) { free(out); return NULL; }
-    if (count == 1) return out;
-    char *set = malloc(len + 5);
-    if (set) snprintf(set, len + 5, "\\{%s\\}", out);
-    free(out);
-    return set;
+    return at < 0 ? NULL : dup_range(s, at, at + n);
 }
 
-/* \boxed: LaTeX environments holding one (joined), and the plain \boxed{...} whose match runs
- * from the first \boxed to the text's last '}' (every boxed argument in it). */
+/* \boxed: LaTeX environments holding one (joined), and a plain \boxed{...} (or \fbox{...}),
+ * whose match runs from the first to the text's last '}' as Math-Verify's does, yielding the
+ * last boxed argument in it. */
 static void boxed(const char *s, long n, af_group *g) {
     for (long i = 0; i < n; i++) {
         char *a = NULL;
         long e = latex_envs(s, i, 1, &a);
         if (e >= 0) group_offer(g, i, e, a);
     }
-    const char *first = strstr(s, "\\boxed{"), *last_brace = strrchr(s, '}');
-    if (first && last_brace && last_brace > first + 7) {
-        /* boxed answers of the thinking do not join those after its </think> (as observed of
-         * Math-Verify: "<think>\boxed{3}</think>So \boxed{4}" reads 4, without the tags {3, 4}) */
-        const char *from = first;
-        for (const char *t = first; (t = strstr(t, "</think>")) != NULL && t < last_brace; t += 8) {
-            const char *nb = strstr(t, "\\boxed{");
-            if (nb && nb < last_brace) from = nb;
-        }
-        group_offer_at(g, first - s, last_brace - s + 1, from - s, all_boxed(s, from - s, last_brace - s + 1));
+    const char *first = next_box(s), *last_brace = strrchr(s, '}');
+    if (first && last_brace && last_brace > first + 6) {
+        const char *from = first; /* where the last boxed answer starts, for from_thinking */
+        for (const char *p = first; (p = next_box(p)) != NULL && p < last_brace; p++) from = p;
+        group_offer_at(g, first - s, last_brace - s + 1, from - s, last_boxed(s, first - s, last_brace - s + 1));
     }
 }
 

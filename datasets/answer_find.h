@@ -13,10 +13,11 @@
  * where <answer> is a LaTeX environment (up to six joined by "and", "or" or commas) or a number
  * or expression; case-insensitive keywords; within the best priority with a match, the match
  * that ends last (then starts first) gives the answer. Differences: Math-Verify moves on to the
- * next match when sympy cannot parse one (here the first match is taken); the plain boxed match
- * runs from the first \boxed to the text's last "}" and yields every boxed argument in it (a
- * set when they differ), as Math-Verify's does; regex backtracking beyond these rules is not
- * reproduced. Pure string code, no allocation but the result.
+ * next match when sympy cannot parse one (here the first match is taken); of several plain
+ * boxed answers Math-Verify makes a set ("\boxed{1}, then finally \boxed{2}" reads {1, 2}),
+ * here the last one is the answer (2), and a bare \fbox{...} counts as a box here, not for
+ * Math-Verify (neither changes a verdict of tools/grading's corpus); regex backtracking beyond
+ * these rules is not reproduced. Pure string code, no allocation but the result.
  */
 #ifndef ZP_ANSWER_FIND_H
 #define ZP_ANSWER_FIND_H

@@ -88,10 +88,11 @@ static void test_equivalences(void) {
     }
 }
 
-/* Each verdict below is Math-Verify 0.9.0's on the same output and reference (its protocol as in
- * tools/grading/math_verify_grade.py); the builtin grader follows it, also where a stricter
- * reading would differ: a truncated \boxed{12 yields nothing, a bare \fbox{7} is no answer, the
- * last number of an unboxed output is one, two different plain boxed answers are a set. */
+/* The verdicts below are Math-Verify 0.9.0's on the same output and reference (its protocol as
+ * in tools/grading/math_verify_grade.py), which the builtin grader follows (a truncated
+ * \boxed{12 yields nothing, the last number of an unboxed output is its answer), except two
+ * readings kept from this grader's own traps, where Math-Verify reads no answer (a bare
+ * \fbox{7}) or a set ({1, 2} for "\boxed{1}, then finally \boxed{2}"). */
 static void test_extraction_traps(void) {
     math_grade_result g = math_grade("<think>maybe \\boxed{3}</think>The answer is 4.", "3");
     CHECK(g.correct && g.from_thinking); /* a boxed answer (priority 50) beats "the answer is" (200) */
@@ -99,8 +100,8 @@ static void test_extraction_traps(void) {
     g = math_grade("<think>\\boxed{3}</think>So \\boxed{4}.", "4");
     CHECK(g.correct && !g.from_thinking);
     math_grade_result_free(&g);
-    g = math_grade("First \\boxed{1}, then finally \\boxed{2}", "2"); /* Math-Verify reads the set {1, 2} */
-    CHECK(!g.correct && g.extracted && !strcmp(g.extracted, "\\{1,2\\}"));
+    g = math_grade("First \\boxed{1}, then finally \\boxed{2}", "2"); /* the last of two (Math-Verify: {1, 2}) */
+    CHECK(g.correct && g.extracted && !strcmp(g.extracted, "2"));
     math_grade_result_free(&g);
     g = math_grade("We get $\\boxed{1}$. Rechecking: the answer is $\\boxed{2}$.", "2"); /* the last environment */
     CHECK(g.correct);
@@ -114,8 +115,8 @@ static void test_extraction_traps(void) {
     g = math_grade("hence \\boxed 5 and done", "5");
     CHECK(g.correct);
     math_grade_result_free(&g);
-    g = math_grade("\\fbox{7}", "7");
-    CHECK(!g.correct);
+    g = math_grade("\\fbox{7}", "7"); /* a box (Math-Verify: no answer) */
+    CHECK(g.correct);
     math_grade_result_free(&g);
     g = math_grade("The answer is $\\fbox{7}$.", "7");
     CHECK(g.correct);

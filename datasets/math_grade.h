@@ -12,9 +12,8 @@
  * decimals: a decimal prediction matches the reference rounded to its own decimals, at least 6;
  * a percent reads as x/100 or x), sums up to the order of their terms, tuples and intervals
  * element by element, sets and bare lists in any order, matrices entry by entry, unions of
- * intervals in any order. Known difference: "a/b." in plain text (Math-Verify divides by the
- * float b. and its verdict then depends on 15-digit rounding: 2/7. equals 2/7, 5/7. does not;
- * here it is the fraction).
+ * intervals in any order; "a/b." in plain text as Math-Verify's float division a * (1 / b.)
+ * (its verdict then depends on double rounding: 2/7. equals 2/7, 5/7. does not).
  */
 #ifndef ZP_MATH_GRADE_H
 #define ZP_MATH_GRADE_H

@@ -5,8 +5,9 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "policy.h" /* policy_names */
 
-const char CLI_ENGINE_USAGE[] =
+static const char USAGE_BEFORE_POLICY[] =
     "  --block-size B         KV block size (default 256)\n"
     "  --kv-pool-tokens N     KV pool size in tokens (default: CPU 32768, at most 2 GiB; CUDA from free memory)\n"
     "  --kv-pool-gib X        or the KV state's memory: K/V blocks plus an evicting policy's score and query\n"
@@ -15,8 +16,8 @@ const char CLI_ENGINE_USAGE[] =
     "  --max-num-seqs N       running requests at most (default 256)\n"
     "  --max-num-batched-tokens N  tokens in one step at most (default 8192; the Zipage reference runs 63840)\n"
     "  --no-prefix-cache      disable prefix caching\n"
-    "  --threads N            CPU threads (default: all)\n"
-    "  --policy NAME          eviction policy: full (default), streaming, h2o, snapkv-d, rkv, morphkv, zipage, gkv\n"
+    "  --threads N            CPU threads (default: all)\n";
+static const char USAGE_AFTER_POLICY[] =
     "  --policy-params JSON   policy parameters, e.g. '{\"lambda\": 0.3}'\n"
     "  --nmax N               blocks kept per request after compression (default 8)\n"
     "  --window W             window queries per request (default: the policy's, its authors' value)\n"
@@ -26,6 +27,14 @@ const char CLI_ENGINE_USAGE[] =
     "  --async                compress on a worker thread while others decode\n"
     "  --no-cuda-graphs       CUDA: launch every decode step's kernels (default: replay them as graphs,\n"
     "                         one per batch shape; --cuda-graphs insists, an error on the CPU)\n";
+
+void cli_engine_usage(FILE *f) {
+    char names[256];
+    policy_names(names, sizeof names); /* from the registry: no second list here */
+    fputs(USAGE_BEFORE_POLICY, f);
+    fprintf(f, "  --policy NAME          eviction policy (default full): %s\n", names);
+    fputs(USAGE_AFTER_POLICY, f);
+}
 
 int cli_engine_switch(const char *flag) {
     return !strcmp(flag, "--no-prefix-cache") || !strcmp(flag, "--async") || !strcmp(flag, "--cuda-graphs") || !strcmp(flag, "--no-cuda-graphs");

@@ -6,8 +6,10 @@
 
 #include "engine.h"
 
-/* Usage lines of the shared flags. */
-extern const char CLI_ENGINE_USAGE[];
+#include <stdio.h>
+
+/* Prints the usage lines of the shared flags (the policy names from the registry). */
+void cli_engine_usage(FILE *f);
 /* 1 for a shared flag that takes no value (--no-prefix-cache, --async). */
 int cli_engine_switch(const char *flag);
 /* Applies flag a (value v, NULL for a switch) to ec; *matched = 0 when a is not a shared flag. */

@@ -54,7 +54,7 @@ static void usage(FILE *f) {
                "                         (9.5GiB, 512MiB: K/V plus an evicting policy's score and query caches, the\n"
                "                         same memory for every policy); a pool too small for one request gets a\n"
                "                         row of 0 tok/s, the others still run, and the command fails naming it\n");
-    fputs(CLI_ENGINE_USAGE, f);
+    cli_engine_usage(f);
 }
 
 typedef struct {

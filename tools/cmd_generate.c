@@ -41,7 +41,7 @@ static void usage(FILE *f, const char *cmd) {
                "  --seed S               sampling seed (default 0)\n"
                "  --n N                  samples of the prompt (default 1)\n"
                "  --ignore-eos           do not stop at EOS\n");
-    fputs(CLI_ENGINE_USAGE, f);
+    cli_engine_usage(f);
 }
 
 /* --prompt: chat template (unless --raw) and the model folder's tokenizer. */

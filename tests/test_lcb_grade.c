@@ -16,26 +16,14 @@
 #include <string.h>
 
 #include "code_grade.h"
+#include "config.h" /* zp_read_file */
 #include "lcb_compare.h"
 #include "test_util.h"
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 /* Calls fn on each JSON object line of path; the number of lines. */
 static int each_line(const char *path, void (*fn)(const cJSON *, void *), void *ctx) {
-    char *txt = slurp(path);
-    CHECK(txt != NULL);
+    char *txt = NULL;
+    CHECK_OK(zp_read_file(path, &txt, NULL));
     int n = 0;
     for (char *p = txt, *nl; p && *p; p = nl ? nl + 1 : NULL) {
         nl = strchr(p, '\n');

@@ -29,6 +29,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import check_plans  # noqa: E402  (write_case: the plan_dump input format)
 import make_inputs as mi  # noqa: E402
 import ref_h2o  # noqa: E402
 import ref_morphkv  # noqa: E402
@@ -38,15 +39,8 @@ PROMPT = 64
 
 def plan(dump, path, K, Q, hist, n_hist, bs, budget, policy, params, w):
     """One compression by the harness plan: kept indices [H][budget] and their new history."""
-    H, n, D = K.shape
-    G = Q.shape[2]
-    hdr = np.array([H, n, D, G, w, n_hist if hist is not None else 0, bs, budget, int(hist is not None)], dtype="<i4")
-    with open(path, "wb") as f:
-        f.write(hdr.tobytes())
-        f.write(np.ascontiguousarray(K, dtype="<f4").tobytes())
-        f.write(np.ascontiguousarray(Q, dtype="<f4").tobytes())
-        if hist is not None:
-            f.write(np.ascontiguousarray(hist, dtype="<f4").tobytes())
+    H = K.shape[0]
+    check_plans.write_case(path, dict(keys=K, queries=Q, n_hist=n_hist, block_size=bs, budget=budget), hist)
     out = subprocess.run([dump, path, policy, params, str(w), "--history"], check=True, capture_output=True, text=True).stdout
     lines = out.strip().split("\n")
     keep = [np.array([int(x) for x in lines[2 * h].split()]) for h in range(H)]

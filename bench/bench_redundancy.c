@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
     zp_attn_dims d = {L, HQ, HKV, D, BS, nb, 1.0f / 11.3137f, 1e-6f, W, nr};
     void *k, *v, *q, *sc;
     if (be->alloc_cache(be, (size_t)L * nb * BS * HKV * D, &k) || be->alloc_cache(be, (size_t)L * nb * BS * HKV * D, &v) ||
-        be->alloc_cache(be, (size_t)L * nr * W * HQ * D, &q) || be->alloc_cache(be, (size_t)L * nb * BS * HKV, &sc)) {
+        be->alloc_cache(be, (size_t)L * nr * W * HQ * D, &q) || be->alloc(be, (size_t)L * nb * BS * HKV, &sc)) {
         fprintf(stderr, "bench_redundancy: %s\n", zp_last_error());
         return 1;
     }

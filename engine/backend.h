@@ -79,7 +79,7 @@ typedef struct zp_backend zp_backend;
 struct zp_backend {
     const char *name;
     void *ctx;
-    int cache_elem_bytes; /* bytes of one K/V, query or score cache element */
+    int cache_elem_bytes; /* bytes of one K/V or query cache element */
     /* 1: rmsnorm, add_rmsnorm, attn_decode and gate_up_silu accept out (act) NULL, and their
      * result then goes only to the very next op, a matmul or gate_up_silu called with x NULL
      * (CUDA in bf16 storage keeps it as that GEMM's bf16 operand and writes no fp32 rows);
@@ -90,7 +90,8 @@ struct zp_backend {
 
     /* memory: n elements of the backend's activation type (fp32 on both backends) */
     zp_status (*alloc)(zp_backend *be, size_t n, void **out);
-    /* n elements of the cache type (K/V, query and score caches: fp32 on CPU, bf16 on CUDA) */
+    /* n elements of the cache type (K/V and query caches: fp32 on CPU, bf16 on CUDA; the score
+     * cache is an fp32 `alloc` on both) */
     zp_status (*alloc_cache)(zp_backend *be, size_t n, void **out);
     void (*release)(zp_backend *be, void *buf);
     /* free and total device memory in bytes (NULL on the CPU backend: host memory) */
@@ -127,6 +128,15 @@ struct zp_backend {
                               const void *v_cache, int layer);
     zp_status (*attn_decode)(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache,
                              const void *v_cache, int layer);
+    /* The live attention history of a policy whose history counts every query (H2O): for each
+     * batch row t of sequence s, query head h of KV head g = h / G and physical key j it sees
+     * (j < kv_len - q_len + i + 1 for its row i, as attn_prefill), p = softmax_j(q . k_j * scale);
+     * score[layer][slot(j)][g] (fp32) += the sum of p over the rows and heads of the group / G.
+     * A key written in this step starts from 0. stats [T][Hq][2] (an activation buffer): each
+     * row's softmax maximum and 1 / sum, scratch of the op. Called before the attention, whose
+     * output may be handed over to the next GEMM. */
+    zp_status (*attn_history)(zp_backend *be, const zp_attn_dims *d, const void *q, const void *k_cache, void *score_cache,
+                              void *stats, int layer);
     /* out[T,I] = silu(gu[:, :I]) * gu[:, I:]   with gu [T,2I] */
     zp_status (*silu_mul)(zp_backend *be, void *out, const void *gu, int T, int I);
     /* act[T,I] = silu_mul of gu = x[T,H] . w[2I,H]^T: the MLP's gate/up GEMM and activation in

@@ -21,6 +21,8 @@ zp_status compressor_init(zp_compressor *c, const char *policy, const char *para
     c->window = window;
     c->layer_stride = layer_stride;
     c->device = 1;
+    zp_score_plan plan;
+    if (c->policy.ops->evicts && policy_plan(&c->policy, nmax * block_size, window, &plan) == ZP_OK) c->history_live = plan.history_live;
     return ZP_OK;
 }
 
@@ -56,7 +58,7 @@ static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
     const zp_model_config *mc = &m->cfg;
     const int n = q->n_kv, D = mc->head_dim, G = mc->n_heads / mc->n_kv_heads, w = c->window;
     const int use_hist = c->policy.ops->needs_history && kv->score != NULL;
-    const int n_hist = q->compressed ? c->nmax * c->block_size : 0;
+    const int n_hist = c->history_live ? n : q->compressed ? c->nmax * c->block_size : 0;
     double t0 = now_s();
     ZP_TRY(be->key_gather(be, &kv->dims, kv->k, layer, q->blocks, n, c->keys));
     ZP_TRY(be->query_read(be, &kv->dims, kv->q, layer, q->qid, c->queries));
@@ -140,7 +142,8 @@ static zp_status compress_device(zp_compressor *c, zp_model *m, zp_kv_storage *k
     for (int i = 0; i < n && st == ZP_OK; i++) {
         const zp_seq *q = seqs[i];
         st = check_request(c, q);
-        reqs[i] = (zp_compress_req){q->blocks, q->target, q->n_kv, use_hist && q->compressed ? budget : 0, q->qid};
+        const int n_hist = c->history_live ? q->n_kv : q->compressed ? budget : 0;
+        reqs[i] = (zp_compress_req){q->blocks, q->target, q->n_kv, use_hist ? n_hist : 0, q->qid};
     }
     const double t0 = now_s();
     const int group = device_layer_group(mc, seqs, n);

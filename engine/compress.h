@@ -38,6 +38,7 @@ typedef struct {
     /* scratch sized for cap_n tokens */
     int cap_n;
     int device; /* 1: score and compact on the device when the backend has `compress` */
+    int history_live; /* the plan's history_live: the stored history covers every token */
     float *keys, *queries, *qhead, *hist, *new_hist, *scratch;
     uint8_t *keep;
     zp_compress_stats stats;

@@ -67,6 +67,12 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     e->comp.device = !c->host_only;
     ZP_TRY(sched_enable_compression(&e->sched, kind, c->nmax, c->window, m));
     ZP_TRY(zp_model_kv_alloc_compression(e->model, &e->kv, c->window, m, policy_stores_history(&e->comp.policy, c->nmax * c->block_size, c->window)));
+    if (e->comp.history_live) { /* each request's history is its own: no K/V blocks shared by a prefix hit */
+        if (!e->kv.score) return zp_fail(ZP_ERR_INVALID, "policy %s: a live history needs a score cache", c->policy);
+        e->kv.history_live = 1;
+        e->cfg.enable_prefix_cache = 0;
+        e->sched.enable_prefix_cache = 0;
+    }
     e->ctask = calloc((size_t)c->max_num_seqs, sizeof *e->ctask);
     ZP_CHECK_ALLOC(e->ctask);
     e->compressing_enabled = 1;

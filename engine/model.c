@@ -298,7 +298,7 @@ static void release(zp_backend *be, void **p) {
 }
 
 static void free_activations(zp_model *m) {
-    void **bufs[] = {&m->x, &m->h, &m->qkv, &m->q, &m->att, &m->gu, &m->act, &m->xo, &m->logits};
+    void **bufs[] = {&m->x, &m->h, &m->qkv, &m->q, &m->att, &m->gu, &m->act, &m->hstats, &m->xo, &m->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) release(m->be, bufs[i]);
     m->act_rows = m->out_rows_cap = 0;
 }
@@ -348,7 +348,8 @@ zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, int wind
     d->window = window;
     d->n_qslots = n_qslots;
     ZP_TRY(m->be->alloc_cache(m->be, (size_t)c->n_layers * n_qslots * window * c->n_heads * c->head_dim, &kv->q));
-    if (with_scores) ZP_TRY(m->be->alloc_cache(m->be, (size_t)c->n_layers * d->num_blocks * d->block_size * c->n_kv_heads, &kv->score));
+    /* the score cache is fp32 on every backend: a running sum keeps its small increments */
+    if (with_scores) ZP_TRY(m->be->alloc(m->be, (size_t)c->n_layers * d->num_blocks * d->block_size * c->n_kv_heads, &kv->score));
     return ZP_OK;
 }
 
@@ -365,7 +366,7 @@ static zp_status ensure_activations(zp_model *m, int rows, int out_rows) {
     const zp_model_config *c = &m->cfg;
     zp_backend *be = m->be;
     if (rows > m->act_rows) {
-        void **bufs[] = {&m->x, &m->h, &m->qkv, &m->q, &m->att, &m->gu, &m->act};
+        void **bufs[] = {&m->x, &m->h, &m->qkv, &m->q, &m->att, &m->gu, &m->act, &m->hstats};
         for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) release(be, bufs[i]);
         size_t r = (size_t)rows, qd = (size_t)c->n_heads * c->head_dim, kd = (size_t)c->n_kv_heads * c->head_dim;
         size_t hw = (size_t)c->hidden > qd ? (size_t)c->hidden : qd;
@@ -376,6 +377,7 @@ static zp_status ensure_activations(zp_model *m, int rows, int out_rows) {
         ZP_TRY(be->alloc(be, r * qd, &m->att));
         ZP_TRY(be->alloc(be, r * 2 * (size_t)c->intermediate, &m->gu));
         ZP_TRY(be->alloc(be, r * (size_t)c->intermediate, &m->act));
+        ZP_TRY(be->alloc(be, r * (size_t)c->n_heads * 2, &m->hstats));
         m->act_rows = rows;
     }
     if (out_rows > m->out_rows_cap) {
@@ -407,6 +409,7 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     ZP_TRY(be->matmul(be, qkv, hn, w->wqkv, w->bqkv, T, nqkv, H));
     ZP_TRY(be->qkv_rope_store(be, &kv->dims, qkv, m->q, w->q_norm, w->k_norm, kv->k, kv->v, l));
     if (kv->q) ZP_TRY(be->query_store(be, &kv->dims, m->q, kv->q, l));
+    if (kv->history_live) ZP_TRY(be->attn_history(be, &kv->dims, m->q, kv->k, kv->score, m->hstats, l));
     if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, at, m->q, kv->k, kv->v, l));
     else ZP_TRY(be->attn_decode(be, &kv->dims, at, m->q, kv->k, kv->v, l));
     ZP_TRY(be->matmul(be, ho, at, w->wo, NULL, T, H, qd));
@@ -427,7 +430,8 @@ static uint64_t graph_key(const zp_model *m, const zp_batch *b, const zp_kv_stor
                               (uint64_t)b->n_qstore, (uint64_t)(uintptr_t)m->x, (uint64_t)(uintptr_t)m->h,
                               (uint64_t)(uintptr_t)m->qkv, (uint64_t)(uintptr_t)m->q, (uint64_t)(uintptr_t)m->att,
                               (uint64_t)(uintptr_t)m->gu, (uint64_t)(uintptr_t)m->act, (uint64_t)(uintptr_t)m->xo,
-                              (uint64_t)(uintptr_t)m->logits, (uint64_t)(uintptr_t)kv->k, (uint64_t)(uintptr_t)kv->v,
+                              (uint64_t)(uintptr_t)m->logits, (uint64_t)(uintptr_t)m->hstats, (uint64_t)kv->history_live,
+                              (uint64_t)(uintptr_t)kv->k, (uint64_t)(uintptr_t)kv->v,
                               (uint64_t)(uintptr_t)kv->q, (uint64_t)(uintptr_t)kv->score, (uint64_t)kv->dims.num_blocks,
                               (uint64_t)kv->dims.block_size, (uint64_t)kv->dims.window, (uint64_t)kv->dims.n_qslots};
     uint64_t h = 0x5a17a9e5ull;

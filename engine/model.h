@@ -26,7 +26,8 @@ typedef struct {
 typedef struct {
     void *k, *v;       /* [L][num_blocks][block_size][H_kv][D] each */
     void *q;           /* query cache [L][n_qslots][window][H_q][D], or NULL */
-    void *score;       /* score cache [L][num_blocks*block_size][H_kv], or NULL */
+    void *score;       /* score cache [L][num_blocks*block_size][H_kv] (fp32), or NULL */
+    int history_live;  /* 1: every forward adds its queries' attention to score (attn_history) */
     zp_attn_dims dims;
 } zp_kv_storage;
 
@@ -41,6 +42,7 @@ typedef struct {
     /* activations, grown on demand to act_rows / out_rows rows */
     int act_rows, out_rows_cap;
     void *x, *h, *qkv, *q, *att, *gu, *act, *xo, *logits;
+    void *hstats;       /* [rows][Hq][2] attn_history's softmax statistics */
 } zp_model;
 
 /* Loads DIR (config.json, generation_config.json, safetensors) onto backend be. */

@@ -94,6 +94,8 @@ typedef struct {
     int norm_candidates;          /* max_norm's maxima over t < n - w only (G-KV), else over all n */
     int history_excludes_window;  /* the history holds for t < n_hist - w only (G-KV stores none for
                                      the window tokens it kept) */
+    int history_live;             /* the model adds every query's attention to the history as it runs
+                                     (backend op attn_history): it is valid for all n tokens */
     zp_global_kind global;
     float gamma;
     int pool_kernel, pool_first_only, pool_candidates;

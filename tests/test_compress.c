@@ -201,12 +201,17 @@ static void test_async_reproducible(void) {
         rs.samples = 64;
         rs.shared_prompt = 1;
         rs.prompt_len = 24;
+        /* h2o's live history turns the prefix cache off: one-block prompts then keep the pool short */
+        if (!strcmp(reg[p]->name, "h2o")) rs.prompt_len = 8;
         rs.sp.temperature = 0.8f;
         rs.sp.max_tokens = 48;
         run_result r[3];
         for (int k = 0; k < 3; k++) run_requests(&rs, &r[k]);
         if (!run_same_outputs(&r[0], &r[1]) || !run_same_outputs(&r[0], &r[2])) fprintf(stderr, "async %s: reruns differ\n", reg[p]->name);
         CHECK(run_same_outputs(&r[0], &r[1]) && run_same_outputs(&r[0], &r[2]));
+        if (!(r[0].st.preemptions > 0 && r[0].st.compressions > 0))
+            fprintf(stderr, "async %s: %lld preemptions, %lld compressions\n", reg[p]->name, (long long)r[0].st.preemptions,
+                    (long long)r[0].st.compressions);
         CHECK(r[0].st.preemptions > 0 && r[0].st.compressions > 0);
         for (int k = 0; k < 3; k++) run_result_free(&r[k]);
         checked++;

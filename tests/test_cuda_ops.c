@@ -293,6 +293,20 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
         else CHECK_OK(be[k]->attn_decode(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
     }
     compare(what, p, O[0], O[1], nq, 2e-2, 1e-3);
+    /* the live attention history of the same rows (exact H2O) over a score cache of earlier
+     * sums: each row's keys add to theirs, the keys of these rows start from 0, the rest stay */
+    const size_t ns = (size_t)L * NB * BS * Hkv;
+    float *old = malloc(sizeof(float) * ns);
+    for (size_t i = 0; i < ns; i++) old[i] = 1.0f + rnd((uint32_t)i, 24);
+    void *SC[2], *ST[2];
+    for (int k = 0; k < 2; k++) {
+        SC[k] = up(be[k], old, ns);
+        CHECK_OK(be[k]->alloc(be[k], (size_t)T * Hq * 2, &ST[k]));
+        CHECK_OK(be[k]->attn_history(be[k], &d, Q[k], KC[k], SC[k], ST[k], 0));
+    }
+    compare("  -> history", p, SC[0], SC[1], ns, 2e-2, 1e-3);
+    for (int k = 0; k < 2; k++) { be[k]->release(be[k], SC[k]); be[k]->release(be[k], ST[k]); }
+    free(old);
     /* the output projection right after (the GPU's decode kernel hands it a bf16 operand) */
     enum { NP = 32 };
     const int K = Hq * D;

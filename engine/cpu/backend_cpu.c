@@ -349,6 +349,7 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->qkv_rope_store = cpu_qkv_rope_store;
     be->attn_prefill = cpu_attention;
     be->attn_decode = cpu_attention;
+    be->attn_history = cpu_attn_history;
     be->silu_mul = cpu_silu_mul;
     be->gather_rows = cpu_gather_rows;
     be->query_store = cpu_query_store;

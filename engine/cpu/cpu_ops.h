@@ -15,6 +15,8 @@ void cpu_handoff_free(void *state);
 zp_status cpu_query_store(zp_backend *be, const zp_attn_dims *d, const void *q, void *qcache, int layer);
 zp_status cpu_query_read(zp_backend *be, const zp_attn_dims *d, const void *qcache, int layer, int qid, float *out);
 zp_status cpu_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n, float *out);
+zp_status cpu_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q, const void *k_cache, void *score_cache, void *stats,
+                           int layer);
 zp_status cpu_score_read(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n, float *out);
 zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
                          const int *src, int n, const int *dst, const uint8_t *keep, const float *scores);

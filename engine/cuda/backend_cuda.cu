@@ -556,6 +556,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->qkv_rope_store = cu_qkv_rope_store;
     be->attn_prefill = cuda_attn_prefill;
     be->attn_decode = cuda_attn_decode;
+    be->attn_history = cuda_attn_history;
     be->silu_mul = cu_silu_mul;
     be->gate_up_silu = cuda_gate_up_silu;
     be->gather_rows = cu_gather_rows;

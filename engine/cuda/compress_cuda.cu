@@ -34,16 +34,16 @@ __global__ static void key_gather_kernel(float *out, const T *kc, const int *tab
 }
 
 template <typename T>
-__global__ static void score_gather_kernel(float *out, const T *sc, const int *table, int n, int Hkv, int bs) {
+__global__ static void score_gather_kernel(float *out, const float *sc, const int *table, int n, int Hkv, int bs) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * Hkv) return;
     const int g = i / n, t = i % n;
-    out[i] = zp_ld(sc[((size_t)table[t / bs] * bs + t % bs) * Hkv + g]);
+    out[i] = sc[((size_t)table[t / bs] * bs + t % bs) * Hkv + g];
 }
 
 /* One block per KV head, D threads; tokens in order (each write lands at or before its read). */
 template <typename T>
-__global__ static void compact_kernel(T *kc, T *vc, T *sc, const int *src, const int *dst, int n, const uint8_t *keep,
+__global__ static void compact_kernel(T *kc, T *vc, float *sc, const int *src, const int *dst, int n, const uint8_t *keep,
                                       const float *scores, int Hkv, int D, int bs) {
     const int g = blockIdx.x;
     int i = 0;
@@ -55,7 +55,7 @@ __global__ static void compact_kernel(T *kc, T *vc, T *sc, const int *src, const
             kc[to * D + e] = kv;
             vc[to * D + e] = vv;
         }
-        if (sc && threadIdx.x == 0) zp_st(&sc[to], scores[(size_t)g * n + t]);
+        if (sc && threadIdx.x == 0) sc[to] = scores[(size_t)g * n + t];
         __syncthreads();
         i++;
     }
@@ -146,7 +146,7 @@ zp_status cuda_score_read(zp_backend *be, const zp_attn_dims *d, const void *sco
     int *dt;
     ZP_TRY(upload_tables(c, table, nb, NULL, 0, &dt, NULL));
     ZP_DISPATCH_STORAGE(c->fp32, score_gather_kernel<T><<<zp_ceil_div((long)total, 256), 256, 0, c->stream>>>(
-                                     c->gather, (const T *)score_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads, dt, n,
+                                     c->gather, (const float *)score_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads, dt, n,
                                      d->n_kv_heads, bs));
     return gather_finish(c, out, total, "score_read");
 }
@@ -172,7 +172,7 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
     const size_t score_off = (size_t)layer * d->num_blocks * bs * Hkv;
     const int has_scores = score_cache && scores;
     ZP_DISPATCH_STORAGE(c->fp32, compact_kernel<T><<<Hkv, D < 256 ? D : 256, 0, c->stream>>>(
-                                     (T *)k_cache + layer_off, (T *)v_cache + layer_off, has_scores ? (T *)score_cache + score_off : (T *)NULL,
+                                     (T *)k_cache + layer_off, (T *)v_cache + layer_off, has_scores ? (float *)score_cache + score_off : (float *)NULL,
                                      dsrc, ddst, n, c->keep, c->scores, Hkv, D, bs));
     cudaError_t le = cudaGetLastError(), se = cudaStreamSynchronize(c->stream);
     if (le != cudaSuccess || se != cudaSuccess)
@@ -189,7 +189,7 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
  * written, so a target block that is also a source block is never overwritten before it is
  * read (every write lands at or before its read). Shared: K and V rows [chunk][D] each. */
 template <typename T>
-__global__ static void compact_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc, T *vc, T *sc) {
+__global__ static void compact_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc, T *vc, float *sc) {
     extern __shared__ unsigned char smem_raw[];
     __shared__ int idx[256], warp_base[9], n_done;
     T *kb = (T *)smem_raw, *vb = kb + COMPACT_CHUNK * d.head_dim;
@@ -231,7 +231,7 @@ __global__ static void compact_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc
             }
             if (sc && threadIdx.x < nc) {
                 const int p = done + c0 + threadIdx.x;
-                zp_st(&sc[(lk + (size_t)dst[p / bs] * bs + p % bs) * Hkv + g], J.S[off + idx[c0 + threadIdx.x]]);
+                sc[(lk + (size_t)dst[p / bs] * bs + p % bs) * Hkv + g] = J.S[off + idx[c0 + threadIdx.x]];
             }
             __syncthreads();
         }
@@ -307,7 +307,7 @@ zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_pl
     ZP_TRY(cuda_plan_select(c->cstream, c->fp32, d, plan, budget, &j, k_cache, q_cache, score_cache));
     const size_t smem = 2 * COMPACT_CHUNK * (size_t)d->head_dim * c->elem;
     ZP_DISPATCH_STORAGE(c->fp32, compact_jobs_kernel<T><<<j.n_jobs, 256, smem, c->cstream>>>(j, *d, (T *)k_cache, (T *)v_cache,
-                                                                                              (T *)score_cache));
+                                                                                              (float *)score_cache));
     ZP_LAUNCH_CHECK("compact_jobs");
     ZP_CUDA_CHECK(cudaEventRecord(c->ev_done, c->cstream));
     c->done_pending = 1;

@@ -1,6 +1,6 @@
 /* cuda_common.cuh - shared by the CUDA backend files: the context, the one checking macro for
  * CUDA/cuBLAS calls and kernel launches (naming the call, file and line), ceil-div.
- * Precision: weights, K/V, query and score caches in bf16; activations fp32; GEMMs take bf16
+ * Precision: weights, K/V and query caches in bf16, the score cache in fp32; activations fp32; GEMMs take bf16
  * operands and accumulate in fp32 (cuBLAS compute 32F). */
 #ifndef ZP_CUDA_COMMON_CUH
 #define ZP_CUDA_COMMON_CUH
@@ -274,6 +274,9 @@ void cuda_graph_free(cuda_ctx *c);
 zp_status cuda_attn_rows(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, const float *q, const void *k_cache,
                          const void *v_cache, int layer);
 zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
+                            int layer);
+/* history_cuda.cu */
+zp_status cuda_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q, const void *k_cache, void *score_cache, void *stats,
                             int layer);
 zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
                            int layer);

@@ -149,7 +149,7 @@ __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims 
 
 /* Stage 1, one block per job. Shared: q [G*D] | row [n] | A [n] | lg [hg][n]. */
 template <typename T, int DT>
-__global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_attn_dims d, const T *kc, const T *qc, const T *sc, int hg,
+__global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_attn_dims d, const T *kc, const T *qc, const float *sc, int hg,
                                           int max_n) {
     extern __shared__ float smem[];
     __shared__ float red[32];
@@ -175,7 +175,7 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
     if (P.max_norm) max_normalize(A, n, P.norm_candidates ? n - w : n, red);
     const int hist_m = !P.history_excludes_window ? n_hist : n_hist > w ? n_hist - w : 0;
     const size_t off = (size_t)jb.w;
-    const T *sl = sc ? sc + (size_t)layer * d.num_blocks * bs * Hkv : NULL;
+    const float *sl = sc ? sc + (size_t)layer * d.num_blocks * bs * Hkv : NULL;
     for (int t = threadIdx.x; t < n; t += blockDim.x) { /* S into row[] and J.S */
         float s = A[t];
         if (P.global != ZP_GLOBAL_NONE && sl && t < hist_m) {
@@ -431,7 +431,7 @@ static zp_status smem_limit(const void *fn, size_t bytes, const char *stage, int
 
 template <typename T>
 static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, const zp_score_plan *plan, int budget,
-                                   const zp_plan_jobs *j, const T *kc, const T *qc, const T *sc) {
+                                   const zp_plan_jobs *j, const T *kc, const T *qc, const float *sc) {
     const int G = d->n_heads / d->n_kv_heads, D = d->head_dim;
     int optin = 0;
     ZP_TRY(smem_optin(&optin));
@@ -463,6 +463,6 @@ zp_status cuda_plan_select(cudaStream_t stream, int fp32, const zp_attn_dims *d,
     if (j->n_jobs == 0) return ZP_OK;
     if (d->window <= 0 || d->window > j->max_n) return zp_fail(ZP_ERR_INVALID, "cuda compression: window %d must be in [1, n]", d->window);
     ZP_DISPATCH_STORAGE(fp32, return plan_select_typed<T>(stream, d, plan, budget, j, (const T *)k_cache, (const T *)q_cache,
-                                                          (const T *)score_cache));
+                                                          (const float *)score_cache));
     return ZP_OK;
 }

@@ -85,7 +85,7 @@ def keep_sorted(keys, queries, history, n_hist, block_size, budget, params=None)
     return np.sort(keep(keys, queries, history, n_hist, block_size, budget, params), axis=-1)
 
 
-def keep_exact(keys_all, queries_all, prompt_len, budget, params=None, n_steps=None):
+def keep_exact(keys_all, queries_all, prompt_len, budget, params=None, n_steps=None, block=1):
     """Replays H2O step by step.
 
     keys_all [H, N, D] and queries_all [H, N, G, D]: post-RoPE keys and queries of EVERY token
@@ -94,7 +94,10 @@ def keep_exact(keys_all, queries_all, prompt_len, budget, params=None, n_steps=N
     Prefill: hh = column sums of the causal attention of all prompt queries; eviction if the
     prompt exceeds the budget. Then for each decode token p: append key p, add the attention of
     query p over the CURRENT cache to hh, evict one token when the cache exceeds the budget.
-    Returns (positions [H, L] of the final cache in cache order, hh [H, L]).
+    block > 1: the harness's cadence with the authors' rule unchanged -- the cache grows to
+    budget + block tokens before the same selection brings it back to budget (block 1 is the
+    original, one token a step). Returns (positions [H, L] of the final cache in cache order,
+    hh [H, L]).
     """
     p = merge_params(DEFAULTS, params)
     hh_size, recent = _split(budget, p)
@@ -115,6 +118,8 @@ def keep_exact(keys_all, queries_all, prompt_len, budget, params=None, n_steps=N
         kc = np.take_along_axis(keys_all, pos[:, :, None], axis=1)          # [H, L, D]
         zt = np.einsum("hgd,hld->hgl", queries_all[:, t].astype(np.float64), kc.astype(np.float64)) * scale
         hh += _reduce_group(softmax(zt, axis=-1), p["gqa"]).astype(np.float64)
+        if pos.shape[1] < budget + block:
+            continue
         idx = _select(hh, hh_size, recent)
         pos, hh = np.take_along_axis(pos, idx, 1), np.take_along_axis(hh, idx, 1)
     return pos, hh

@@ -1,0 +1,70 @@
+/* history_cpu.c - the CPU reference of the backend op attn_history (backend.h): every batch
+ * row's softmax attention over the keys it sees, summed per key into the fp32 score cache
+ * (the running heavy-hitter score of H2O, counting every query, prompt rows included).
+ * Two passes, as the CUDA twin (engine/cuda/history_cuda.cu): each row's softmax maximum and
+ * 1 / sum, then per key the sum over the rows that see it and the heads of its group. It does
+ * not evict or select: compression reads the sums (policies/h2o.c).
+ * Complexity: O(q_len * kv_len * Hq * D) per sequence, twice.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cpu_ops.h"
+
+#define SLOT(table, t, bs) ((size_t)(table)[(t) / (bs)] * (size_t)(bs) + (size_t)((t) % (bs)))
+
+static float dot(const float *a, const float *b, int D) {
+    float s = 0.f;
+    for (int i = 0; i < D; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* stats[t][h] = (max_j z, 1 / sum_j exp(z - max)), z = q . k_j * scale over the row's keys. */
+static void row_stats(const zp_attn_dims *d, const zp_batch *b, int s, const float *q, const float *kc, float *stats) {
+    const int D = d->head_dim, Hq = d->n_heads, Hkv = d->n_kv_heads, G = Hq / Hkv, bs = d->block_size;
+    const int *bt = b->block_tables + (size_t)s * b->max_blocks, q0 = b->seq_q_start[s], base = b->seq_kv_len[s] - b->seq_q_len[s];
+    for (int i = 0; i < b->seq_q_len[s]; i++)
+        for (int h = 0; h < Hq; h++) {
+            const float *qh = q + ((size_t)(q0 + i) * Hq + h) * D;
+            float mx = -INFINITY, sum = 0.f;
+            for (int j = 0; j <= base + i; j++) {
+                const float z = dot(qh, kc + (SLOT(bt, j, bs) * Hkv + h / G) * D, D) * d->scale;
+                if (z > mx) { sum *= expf(mx - z); mx = z; }
+                sum += expf(z - mx);
+            }
+            stats[((size_t)(q0 + i) * Hq + h) * 2] = mx;
+            stats[((size_t)(q0 + i) * Hq + h) * 2 + 1] = 1.0f / sum;
+        }
+}
+
+/* sc[slot(j)][g] for every key j of sequence s: (new key ? 0 : stored) + sum / G. */
+static void key_sums(const zp_attn_dims *d, const zp_batch *b, int s, int g, const float *q, const float *kc, const float *stats,
+                     float *sc) {
+    const int D = d->head_dim, Hq = d->n_heads, Hkv = d->n_kv_heads, G = Hq / Hkv, bs = d->block_size;
+    const int *bt = b->block_tables + (size_t)s * b->max_blocks, q0 = b->seq_q_start[s], base = b->seq_kv_len[s] - b->seq_q_len[s];
+    for (int j = 0; j < b->seq_kv_len[s]; j++) {
+        const float *k = kc + (SLOT(bt, j, bs) * Hkv + g) * D;
+        float acc = 0.f;
+        for (int i = j > base ? j - base : 0; i < b->seq_q_len[s]; i++)
+            for (int h = g * G; h < (g + 1) * G; h++) {
+                const float *st = stats + ((size_t)(q0 + i) * Hq + h) * 2;
+                acc += expf(dot(q + ((size_t)(q0 + i) * Hq + h) * D, k, D) * d->scale - st[0]) * st[1];
+            }
+        float *out = sc + SLOT(bt, j, bs) * Hkv + g;
+        *out = (j >= base ? 0.f : *out) + acc / (float)G;
+    }
+}
+
+zp_status cpu_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q, const void *k_cache, void *score_cache, void *stats,
+                           int layer) {
+    const zp_batch *b = cpu_batch(be);
+    const int Hkv = d->n_kv_heads;
+    const float *kc = (const float *)k_cache + (size_t)layer * d->num_blocks * d->block_size * Hkv * d->head_dim;
+    float *sc = (float *)score_cache + (size_t)layer * d->num_blocks * d->block_size * Hkv;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int s = 0; s < b->n_seqs; s++) row_stats(d, b, s, (const float *)q, kc, (float *)stats);
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+    for (int s = 0; s < b->n_seqs; s++)
+        for (int g = 0; g < Hkv; g++) key_sums(d, b, s, g, (const float *)q, kc, (const float *)stats, sc);
+    return ZP_OK;
+}

@@ -1,7 +1,9 @@
 /* runner_fidelity.c - experiments of kind "fidelity": each run (policy, N_max, window) is
  * teacher-forced against full KV on the selected prompts (fidelity.c); the full-KV side of a
  * prompt is computed once per (model, dataset, gen, block size) and reused by every run. Rows
- * go to results/<exp>/fidelity.csv (plain CSV, one per run, flushed when the run ends). */
+ * go to results/<exp>/fidelity.csv (CSV, one per run with its policy parameters, durable when the run
+ * ends). */
+#include <csv.h> /* csv_fwrite: quoting of the policy_params field */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,12 +94,20 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     const int n = cache.n ? cache.n : 1;
     char path[4400];
     snprintf(path, sizeof path, "%s/fidelity.csv", exp_dir);
-    char row[2048];
-    int k = snprintf(row, sizeof row, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f\n", r->run_id, r->policy, r->nmax, r->window,
-                     r->block_size, r->dataset, cache.n, r->gen, sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, sum[4] / n);
-    if (k < 0 || k >= (int)sizeof row) return zp_fail(ZP_ERR_INVALID, "%s: row of run %s too long", path, r->run_id);
-    ZP_TRY(rio_append_lines(path, "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
-                                  "first_disagreement,retained_share\n", row, (size_t)k));
+    char *row = NULL;
+    size_t k = 0;
+    FILE *m = open_memstream(&row, &k);
+    if (!m) return zp_fail(ZP_ERR_OOM, "%s: no memory for the row of run %s", path, r->run_id);
+    fprintf(m, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f,", r->run_id, r->policy, r->nmax, r->window, r->block_size, r->dataset,
+            cache.n, r->gen, sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, sum[4] / n);
+    const char *params = r->policy_params[0] ? r->policy_params : "{}";
+    csv_fwrite(m, params, strlen(params)); /* quoted: a JSON object has commas */
+    fputc('\n', m);
+    if (ferror(m) | fclose(m)) { free(row); return zp_fail(ZP_ERR_OOM, "%s: no memory for the row of run %s", path, r->run_id); }
+    zp_status st = rio_append_lines(path, "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
+                                          "first_disagreement,retained_share,policy_params\n", row, k);
+    free(row);
+    ZP_TRY(st);
     fprintf(stderr, "run %s: %s N=%d: mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id, r->policy, r->nmax,
             sum[0] / n, sum[2] / n, sum[4] / n);
     return ZP_OK;

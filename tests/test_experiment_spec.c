@@ -17,7 +17,8 @@ int main(void) {
     const struct { const char *name; int runs, full; } want[] = {{"smoke", 3, 1}, {"aime_nmax_sweep", 5, 1}, {"amc_window_sweep", 6, 1},
                                                                  {"concurrency_sweep", 10, 2}, {"policy_comparison", 21, 3},
                                                                  {"ablation_zipage", 9, 1}, {"throughput_random", 4, 1},
-                                                                 {"fidelity_policies", 21, 0}, {"fidelity_zipage_ablation", 4, 0}};
+                                                                 {"fidelity_policies", 14, 0}, {"fidelity_zipage_ablation", 4, 0},
+                                                                 {"fidelity_zipage_lambda", 12, 0}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         experiment x;
         CHECK_OK(exp_load(want[i].name, ZIPAGE_EXPERIMENTS_DIR, &x));

@@ -56,7 +56,7 @@ static void gkv_plan(const void *state, int budget, int window, zp_score_plan *p
     const gkv_state *s = state;
     (void)budget;
     p->attention = 1;
-    p->attn = (zp_attn_opts){ZP_GQA_MAX_PROB, ZP_QRED_MEAN, 0};
+    p->attn = (zp_attn_opts){ZP_GQA_MAX_PROB, ZP_QRED_MEAN, 0, 0};
     p->max_norm = s->norm;
     p->norm_candidates = 1;
     p->global = s->decay > 0.f ? (s->smooth_sum ? ZP_GLOBAL_SUM : ZP_GLOBAL_MAX) : ZP_GLOBAL_NONE;

@@ -43,7 +43,7 @@ static void h2o_plan(const void *state, int budget, int window, zp_score_plan *p
     const h2o_state *s = state;
     int recent = (int)(s->recent_ratio * (float)budget + 0.5f);
     p->attention = !s->live; /* live: every query is already in the history */
-    p->attn = (zp_attn_opts){ZP_GQA_MEAN_PROB, ZP_QRED_SUM, 0};
+    p->attn = (zp_attn_opts){ZP_GQA_MEAN_PROB, ZP_QRED_SUM, 0, 0};
     p->history_live = s->live;
     p->global = ZP_GLOBAL_SUM; /* S = H (+ A) */
     p->gamma = 1.0f;

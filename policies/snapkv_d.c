@@ -21,7 +21,7 @@
  * mean over the window, max-pooled over the candidates t < n - w, window scores 0. */
 void policy_snapkv_d_plan(const snapkv_d_opts *o, int window, zp_score_plan *p) {
     p->attention = 1;
-    p->attn = (zp_attn_opts){o->gqa_prob ? ZP_GQA_MAX_PROB : ZP_GQA_MAX_LOGIT, ZP_QRED_MEAN, !o->all_keys};
+    p->attn = (zp_attn_opts){o->gqa_prob ? ZP_GQA_MAX_PROB : ZP_GQA_MAX_LOGIT, ZP_QRED_MEAN, !o->all_keys, 0};
     p->pool_kernel = o->kernel;
     p->pool_candidates = 1;
     p->recent = window;

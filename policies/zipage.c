@@ -62,7 +62,7 @@ static zp_status zipage_init(const cJSON *params, void **state) {
 static void zipage_plan(const void *state, int budget, int window, zp_score_plan *p) {
     const zipage_state *s = state;
     p->attention = 1;
-    p->attn = (zp_attn_opts){ZP_GQA_MAX_PROB, ZP_QRED_MEAN, 0};
+    p->attn = (zp_attn_opts){ZP_GQA_MAX_PROB, ZP_QRED_MEAN, 0, 0};
     p->max_norm = s->use_global && s->max_norm;
     p->global = !s->use_global ? ZP_GLOBAL_NONE : s->global_sum ? ZP_GLOBAL_SUM : ZP_GLOBAL_MAX;
     p->gamma = s->decay;

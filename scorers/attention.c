@@ -4,7 +4,8 @@
  * (query j at token n-w+j sees t <= n-w+j), softmax over t per query head, max over the GQA
  * group, mean over the window. R-KV / SnapKV-D: max over the group of logits, softmax over
  * the non-window keys only, mean. MorphKV: sum over the group of logits, softmax over the
- * distant keys, sum or max over the window rows.
+ * distant keys, sum or max over the window rows (with skip_newest, as its patches: the w-1 rows
+ * before the newest against t < n-w-1).
  * Complexity O(w * G * n * D) time, 2n floats of scratch. No top-k here.
  */
 #include <math.h>
@@ -29,7 +30,7 @@ static void softmax_prefix(float *x, int m) {
 /* row[t] for one window query j: group-reduced probabilities over the visible keys. */
 static void query_row(const zp_score_view *v, const zp_attn_opts *o, int j, float *row, float *logit) {
     const int n = v->n, G = v->group, D = v->head_dim;
-    const int visible = o->exclude_window ? n - v->window : n - v->window + j + 1;
+    const int visible = o->exclude_window ? n - v->window - o->skip_newest : n - v->window + j + 1;
     const float *q = v->queries + (size_t)j * G * D;
     for (int t = 0; t < n; t++) row[t] = 0.f;
     if (visible <= 0) return;
@@ -58,8 +59,10 @@ zp_status scorer_window_attention(const zp_score_view *v, const zp_attn_opts *o,
         return zp_fail(ZP_ERR_INVALID, "window attention: window %d must be in [1, n=%d]", v->window, v->n);
     const int n = v->n;
     float *row = scratch, *logit = scratch + n; /* reduced row [n], one head's logits [n] */
+    const int rows = v->window - (o->skip_newest != 0);
+    if (rows <= 0) return zp_fail(ZP_ERR_INVALID, "window attention: skipping the newest of %d window queries leaves none", v->window);
     for (int t = 0; t < n; t++) out[t] = 0.f;
-    for (int j = 0; j < v->window; j++) {
+    for (int j = 0; j < rows; j++) {
         query_row(v, o, j, row, logit);
         for (int t = 0; t < n; t++) {
             if (o->qred == ZP_QRED_MAX) out[t] = fmaxf(out[t], row[t]);
@@ -67,11 +70,11 @@ zp_status scorer_window_attention(const zp_score_view *v, const zp_attn_opts *o,
         }
     }
     if (o->qred == ZP_QRED_MEAN)
-        for (int t = 0; t < n; t++) out[t] /= (float)v->window;
+        for (int t = 0; t < n; t++) out[t] /= (float)rows;
     return ZP_OK;
 }
 
 zp_status scorer_morph_history(const zp_score_view *v, int max_fusion, float *out, float *scratch) {
-    zp_attn_opts o = {ZP_GQA_SUM_LOGIT, max_fusion ? ZP_QRED_MAX : ZP_QRED_SUM, 1};
+    zp_attn_opts o = {ZP_GQA_SUM_LOGIT, max_fusion ? ZP_QRED_MAX : ZP_QRED_SUM, 1, 0};
     return scorer_window_attention(v, &o, out, scratch);
 }

@@ -38,6 +38,8 @@ typedef struct {
     zp_query_reduce qred;
     int exclude_window; /* 1: softmax over t < n-w only, window scores 0 (R-KV, MorphKV);
                            0: over all t, causal inside the window (Zipage) */
+    int skip_newest;    /* 1 (with exclude_window): rows are the w-1 queries before the newest, keys
+                           t < n-w-1 (MorphKV's patches: the previous queries vote, W+1 protected) */
 } zp_attn_opts;
 
 /* out[n]: window attention score. scratch: [2n] floats. */

@@ -151,7 +151,7 @@ int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     static const char *const cases[][2] = {
         {"streaming", NULL}, {"h2o", NULL}, {"snapkv-d", NULL}, {"rkv", NULL}, {"rkv", "{\"parity\": true}"}, {"morphkv", NULL},
-        {"morphkv", "{\"fusion\": \"sum\"}"}, {"zipage", NULL}, {"zipage", "{\"lightning\": false}"},
+        {"morphkv", "{\"fusion\": \"sum\"}"}, {"morphkv", "{\"rows\": \"window\"}"}, {"zipage", NULL}, {"zipage", "{\"lightning\": false}"},
         {"zipage", "{\"global_mode\": \"sum\", \"continues_pooling\": true, \"use_sink\": true}"},
         {"zipage", "{\"use_redundancy\": false, \"max_norm\": true}"}, {"zipage", "{\"use_global\": false, \"use_pooling\": false}"},
         {"gkv", NULL}, {"gkv", "{\"clip_history\": false, \"smooth\": \"sum\", \"pooling\": true}"}, {"morphkv", "{\"gqa\": \"sum_logit\"}"},

@@ -146,7 +146,7 @@ static void test_zipage_example(void) {
     float keys[64], q[32], A[8], scratch[16];
     zp_score_view v;
     onehot_view(&v, keys, q, 8, 2, 2, probs);
-    zp_attn_opts o = {ZP_GQA_MAX_PROB, ZP_QRED_MEAN, 0};
+    zp_attn_opts o = {ZP_GQA_MAX_PROB, ZP_QRED_MEAN, 0, 0};
     CHECK_OK(scorer_window_attention(&v, &o, A, scratch));
     const float want_a[8] = {.275f, .05f, .25f, .225f, .05f, .05f, .25f, .10f};
     for (int t = 0; t < 8; t++) CHECK_NEAR(A[t], want_a[t], 1e-5);
@@ -215,7 +215,7 @@ static void test_attention_random(void) {
     zp_score_view v = {N, D, G, W, 0.25f, keys, q};
     for (int mode = 0; mode < ZP_GQA_COUNT; mode++) {
         for (int excl = 0; excl < 2; excl++) {
-            zp_attn_opts o = {(zp_gqa_reduce)mode, ZP_QRED_MEAN, excl};
+            zp_attn_opts o = {(zp_gqa_reduce)mode, ZP_QRED_MEAN, excl, 0};
             CHECK_OK(scorer_window_attention(&v, &o, out, scratch));
             double want[N] = {0};
             for (int j = 0; j < W; j++) {

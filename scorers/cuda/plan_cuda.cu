@@ -120,7 +120,7 @@ template <typename T, int DT>
 __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims &d, const T *kl, const int *table, int g, int n,
                                      int j, int hg, const float *qs, float *row, float *lg, float *A, float *red) {
     const int G = d.n_heads / d.n_kv_heads, w = d.window;
-    const int vis = P.attn.exclude_window ? n - w : n - w + j + 1;
+    const int vis = P.attn.exclude_window ? n - w - P.attn.skip_newest : n - w + j + 1;
     if (vis <= 0) return; /* an all-zero row changes neither a sum nor a max of non-negatives */
     const int logit_mix = P.attn.gqa == ZP_GQA_MAX_LOGIT || P.attn.gqa == ZP_GQA_SUM_LOGIT;
     for (int t = threadIdx.x; t < vis; t += blockDim.x) row[t] = logit_mix && P.attn.gqa == ZP_GQA_MAX_LOGIT ? -INFINITY : 0.f;
@@ -162,7 +162,8 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
     const T *kl = kc + (size_t)layer * d.num_blocks * bs * Hkv * D;
     for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] = 0.f;
     if (P.attention) {
-        for (int j = 0; j < w; j++) {
+        const int rows = w - (P.attn.skip_newest != 0); /* the newest row skipped: MorphKV's previous queries */
+        for (int j = 0; j < rows; j++) {
             const T *qrow = qc + (((size_t)layer * d.n_qslots + qid) * w + j) * d.n_heads * D + (size_t)g * G * D;
             __syncthreads(); /* everyone is done with the previous row's queries */
             for (int i = threadIdx.x; i < G * D; i += blockDim.x) qs[i] = zp_ld(qrow[i]);
@@ -170,7 +171,7 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
             attention_row<T, DT>(P, d, kl, table, g, n, j, hg, qs, row, lg, A, red);
         }
         if (P.attn.qred == ZP_QRED_MEAN)
-            for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= (float)w;
+            for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= (float)rows;
     }
     if (P.max_norm) max_normalize(A, n, P.norm_candidates ? n - w : n, red);
     const int hist_m = !P.history_excludes_window ? n_hist : n_hist > w ? n_hist - w : 0;
@@ -462,6 +463,8 @@ zp_status cuda_plan_select(cudaStream_t stream, int fp32, const zp_attn_dims *d,
                            const zp_plan_jobs *j, const void *k_cache, const void *q_cache, const void *score_cache) {
     if (j->n_jobs == 0) return ZP_OK;
     if (d->window <= 0 || d->window > j->max_n) return zp_fail(ZP_ERR_INVALID, "cuda compression: window %d must be in [1, n]", d->window);
+    if (plan->attention && plan->attn.skip_newest && d->window < 2)
+        return zp_fail(ZP_ERR_INVALID, "cuda compression: skipping the newest of %d window queries leaves none", d->window);
     ZP_DISPATCH_STORAGE(fp32, return plan_select_typed<T>(stream, d, plan, budget, j, (const T *)k_cache, (const T *)q_cache,
                                                           (const float *)score_cache));
     return ZP_OK;

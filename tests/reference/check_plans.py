@@ -6,13 +6,14 @@ known difference). For each synthetic case of make_inputs.all_cases (D 64 and 12
 queries) the case is written for plan_dump (the C policy_select), and the kept sets of every KV
 head must be identical to the oracle's, in fp32.
 
-Asserted: zipage (lightning and raw redundancy), streaming and gkv (three parameter sets), one
+Asserted: zipage (lightning and raw redundancy), streaming, gkv (three parameter sets), morphkv
+(max_prob, sum_logit, sum fusion at w 32), one
 compression of SnapKV-D and R-KV as G-KV's scripts run them (window 16), and of SnapKV-D
 and R-KV at their authors' window of 8 (the harness runs them at 16 by default, and their
 authors gather survivors in score order, which changes later compressions of a request: neither
 shows in one call; NOTES.md). Reported, not asserted: H2O's block-granular "window" history and
-MorphKV, known to differ from their authors' code (issue 19), with the share of identical kept
-sets. H2O's default (history "all", every query counted) is asserted end to end, accumulation
+MorphKV's all-rows "window" form, kept for comparison and known to differ from their authors'
+code, with the share of identical kept sets. H2O's default (history "all", every query counted) is asserted end to end, accumulation
 included, by check_history.py.
 
     python3 tests/reference/check_plans.py build/tests/plan_dump
@@ -51,8 +52,10 @@ ROWS = [
     ("gkv (sum, pooling)", ref_gkv.keep_sorted, {"smooth_method": "sum", "enable_pooling": True}, "gkv",
      '{"smooth": "sum", "pooling": true}', 16, "maxnorm", True),
     ("h2o (history window)", ref_h2o.keep_sorted, {"window": 16}, "h2o", '{"history": "window"}', 16, "cum", False),
-    ("morphkv (max_prob)", ref_morphkv.keep_sorted, {"window": 16}, "morphkv", "{}", 16, None, False),
-    ("morphkv (sum_logit)", ref_morphkv.keep_sorted, {"window": 16, "gqa": "sum_logit"}, "morphkv", '{"gqa": "sum_logit"}', 16, None, False),
+    ("morphkv (max_prob)", ref_morphkv.keep_sorted, {"window": 16}, "morphkv", "{}", 16, None, True),
+    ("morphkv (sum_logit)", ref_morphkv.keep_sorted, {"window": 16, "gqa": "sum_logit"}, "morphkv", '{"gqa": "sum_logit"}', 16, None, True),
+    ("morphkv (sum fusion, w 32)", ref_morphkv.keep_sorted, {"window": 32, "fusion": "sum"}, "morphkv", '{"fusion": "sum"}', 32, None, True),
+    ("morphkv (rows window)", ref_morphkv.keep_sorted, {"window": 16}, "morphkv", '{"rows": "window"}', 16, None, False),
 ]
 
 

@@ -114,6 +114,8 @@ static zp_status bpe_piece(zp_tokenizer *t, const unsigned char *s, int n, id_li
         int id = tok_lookup(t, s, n);
         if (id >= 0) return push(out, id);
     }
+    if (!t->cache && !(t->cache = calloc(ZP_CACHE_SLOTS, sizeof *t->cache)))
+        return zp_fail(ZP_ERR_OOM, "tokenizer: no memory for the piece cache (%zu bytes)", ZP_CACHE_SLOTS * sizeof *t->cache);
     uint64_t h = tok_hash(s, n);
     zp_cache_slot *slot = n <= ZP_CACHE_MAX_PIECE ? &t->cache[h & (ZP_CACHE_SLOTS - 1)] : NULL;
     if (slot && slot->hash == h && slot->len == n && !memcmp(slot->piece, s, (size_t)n)) {

@@ -60,7 +60,7 @@ struct zp_tokenizer {
     const char *pretok_name;
     zp_added_token *added;    /* sorted by length, longest first */
     int n_added;
-    zp_cache_slot *cache;     /* direct-mapped piece -> ids cache */
+    zp_cache_slot *cache;     /* direct-mapped piece -> ids cache [ZP_CACHE_SLOTS], made by the first encode */
 };
 
 uint64_t tok_hash(const unsigned char *s, int n);

@@ -406,14 +406,11 @@ static int exists(const char *dir, const char *name) {
 zp_status zp_tokenizer_load(const char *dir, zp_tokenizer **out) {
     zp_tokenizer *t = calloc(1, sizeof *t);
     ZP_CHECK_ALLOC(t);
-    t->cache = calloc(ZP_CACHE_SLOTS, sizeof *t->cache);
-    zp_status s = t->cache ? ZP_OK : zp_fail(ZP_ERR_OOM, "tokenizer: no memory for the cache");
-    if (s == ZP_OK) {
-        if (exists(dir, "tokenizer.json")) s = load_tokenizer_json(t, dir);
-        else if (exists(dir, "vocab.json") && exists(dir, "merges.txt")) s = load_vocab_merges(t, dir);
-        else if (exists(dir, "tokenizer.model")) s = load_tiktoken(t, dir);
-        else s = zp_fail(ZP_ERR_IO, "%s: no tokenizer.json, vocab.json + merges.txt or tokenizer.model", dir);
-    }
+    zp_status s; /* the piece cache is allocated by the first encode (tokenizer.c) */
+    if (exists(dir, "tokenizer.json")) s = load_tokenizer_json(t, dir);
+    else if (exists(dir, "vocab.json") && exists(dir, "merges.txt")) s = load_vocab_merges(t, dir);
+    else if (exists(dir, "tokenizer.model")) s = load_tiktoken(t, dir);
+    else s = zp_fail(ZP_ERR_IO, "%s: no tokenizer.json, vocab.json + merges.txt or tokenizer.model", dir);
     if (s != ZP_OK) { zp_tokenizer_free(t); return s; }
     tok_finish_added(t);
     *out = t;

@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nb; i++) tables[i] = i;
     for (int r = 0; r < nr; r++)
         reqs[r] = (zp_compress_req){tables + r * (NMAX + 1), tables + r * (NMAX + 1), (NMAX + 1) * BS, NMAX * BS, r};
-    zp_score_plan p = {.attention = 1, .attn = {ZP_GQA_MAX_PROB, ZP_QRED_MEAN, 0}, .max_norm = 1, .global = ZP_GLOBAL_MAX, .gamma = 0.8f,
+    zp_score_plan p = {.attention = 1, .attn = {ZP_GQA_MAX_PROB, ZP_QRED_MEAN, 0, 0}, .max_norm = 1, .global = ZP_GLOBAL_MAX, .gamma = 0.8f,
                        .pool_kernel = 5, .pool_first_only = 1, .redundancy = ZP_RED_NONE, .theta = 0.5f, .temperature = 0.4f,
                        .lambda = 0.2f, .recent = W};
     const double base = time_plan(be, &d, &p, reqs, nr, k, v, q, sc);

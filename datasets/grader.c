@@ -62,8 +62,10 @@ int grader_open(grader *g, grader_kind k, const char *python, const char *script
     g->pid = -1;
     snprintf(g->version, sizeof g->version, "builtin");
     if (k == GRADER_BUILTIN) return 0;
-    python = python ? python : ZIPAGE_GRADE_PYTHON;
-    script = script ? script : ZIPAGE_GRADE_SCRIPT;
+    if (!python || !script) {
+        snprintf(err, GRADER_ERR, "math-verify grader: no interpreter or helper script given");
+        return -1;
+    }
     if (access(python, X_OK) != 0) {
         snprintf(err, GRADER_ERR, "math-verify grader: %s is missing (run `make deps`, which makes .venv-grade)", python);
         return -1;

@@ -25,8 +25,9 @@ typedef struct {
 /* "builtin" | "math-verify" -> kind; 0 ok, -1 unknown. */
 int grader_parse(const char *name, grader_kind *k);
 const char *grader_name(grader_kind k);
-/* Opens a grader (math-verify starts its helper and waits for its ready line). python and
- * script may be NULL for the build's defaults. 0, or -1 with err. */
+/* Opens a grader (math-verify starts its helper and waits for its ready line: python, the
+ * interpreter of the pinned environment, runs script; callers take both from paths.h). 0, or -1
+ * with err. */
 int grader_open(grader *g, grader_kind k, const char *python, const char *script, char *err);
 /* Grades one output against a reference answer (both graders read the whole output by
  * Math-Verify's rules: a boxed answer, "final answer is", "answer:", else the last number or

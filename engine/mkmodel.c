@@ -11,6 +11,7 @@
 #include "config.h"      /* zp_config_load, zp_model_config, zp_read_file */
 #include "safetensors.h" /* zp_st_write_begin, zp_st_entry */
 #include "sampler.h"     /* zp_philox4x32 */
+#include "paths.h"
 
 zp_status zp_preset_config_path(const char *name, char *out, size_t out_len) {
     struct stat sb;
@@ -19,10 +20,10 @@ zp_status zp_preset_config_path(const char *name, char *out, size_t out_len) {
         else snprintf(out, out_len, "%s", name);
         return ZP_OK;
     }
-    snprintf(out, out_len, "%s/%s/config.json", ZIPAGE_MODELS_DIR, name);
+    snprintf(out, out_len, "%s/%s/config.json", zp_path(ZP_PATH_MODELS), name);
     if (stat(out, &sb) == 0) return ZP_OK;
     return zp_fail(ZP_ERR_INVALID, "\"%s\" is neither a config file nor a preset in %s (e.g. tiny-qwen3, Qwen3-0.6B)", name,
-                   ZIPAGE_MODELS_DIR);
+                   zp_path(ZP_PATH_MODELS));
 }
 
 zp_status zp_preset_dir(const char *name, char *out, size_t out_len) {

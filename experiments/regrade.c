@@ -13,6 +13,7 @@
 #include "dataset.h"
 #include "metrics.h"
 #include "results_io.h"
+#include "paths.h"
 
 /* ---------------------------------------------------------------- one sample */
 
@@ -29,7 +30,7 @@ static zp_status dataset_named(graders *gs, const char *name, const ds_dataset *
         if (!strcmp(gs->keys[i], name)) { *out = &gs->sets[i]; return ZP_OK; }
     if (gs->n_sets == 8) return zp_fail(ZP_ERR_UNSUPPORTED, "grade: more than 8 datasets in one folder");
     char err[ZP_DS_ERR];
-    if (ds_open(name, ZIPAGE_DATASETS_DIR, &gs->sets[gs->n_sets], err)) return zp_fail(ZP_ERR_INVALID, "%s", err);
+    if (ds_open(name, zp_path(ZP_PATH_DATASETS), &gs->sets[gs->n_sets], err)) return zp_fail(ZP_ERR_INVALID, "%s", err);
     snprintf(gs->keys[gs->n_sets], sizeof gs->keys[0], "%s", name);
     *out = &gs->sets[gs->n_sets++];
     return ZP_OK;
@@ -82,7 +83,7 @@ static zp_status graders_open(graders *gs, grader_kind k, int unsafe_no_sandbox)
     gs->co = code_opts_default();
     gs->co.unsafe_no_sandbox = unsafe_no_sandbox;
     char err[GRADER_ERR];
-    if (grader_open(&gs->g, k, NULL, NULL, err)) return zp_fail(ZP_ERR_INVALID, "%s", err);
+    if (grader_open(&gs->g, k, zp_path(ZP_PATH_GRADE_PYTHON), zp_path(ZP_PATH_GRADE_SCRIPT), err)) return zp_fail(ZP_ERR_INVALID, "%s", err);
     return ZP_OK;
 }
 

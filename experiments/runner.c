@@ -22,6 +22,7 @@
 #include "prompts.h"      /* ds_user_prompt, LCB_SYSTEM_PROMPT */
 #include "results_io.h"   /* rio_*: checked, durable file operations */
 #include "tokenizer.h"
+#include "paths.h"        /* zp_path: the datasets and the grader's environment */
 
 static const char *CSV_HEADER[] = {"run_id", "time", "git_commit", "model", "dataset", "n_problems", "n_samples", "policy",
                                    "policy_params", "nmax", "window", "max_concurrency", "block_size", "kv_pool_tokens",
@@ -178,7 +179,7 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
     grader_kind gk = GRADER_BUILTIN;
     char gerr[GRADER_ERR];
     grader_parse(r->grader, &gk);
-    if (!c->ds.is_code && grader_open(&g, gk, NULL, NULL, gerr) != 0) return zp_fail(ZP_ERR_INVALID, "%s", gerr);
+    if (!c->ds.is_code && grader_open(&g, gk, zp_path(ZP_PATH_GRADE_PYTHON), zp_path(ZP_PATH_GRADE_SCRIPT), gerr) != 0) return zp_fail(ZP_ERR_INVALID, "%s", gerr);
     zp_status s = ZP_OK;
     for (int i = 0; i < c->total; i++) {
         const zp_output *out = &outs[i];
@@ -276,7 +277,7 @@ static void write_row(FILE *f, const exp_run *r, const char *git, const char *mo
 
 static zp_status open_run(run_ctx *c, const exp_run *r, const char *model_dir, const runner_opts *o) {
     char err[ZP_DS_ERR];
-    if (ds_open(r->dataset, ZIPAGE_DATASETS_DIR, &c->ds, err) || ds_select(&c->ds, r->ids[0] ? r->ids : NULL, r->limit, c->ds.is_code, &c->sel, &c->n_sel, err))
+    if (ds_open(r->dataset, zp_path(ZP_PATH_DATASETS), &c->ds, err) || ds_select(&c->ds, r->ids[0] ? r->ids : NULL, r->limit, c->ds.is_code, &c->sel, &c->n_sel, err))
         return zp_fail(ZP_ERR_INVALID, "%s", err);
     if (c->ds.is_code && !o->unsafe_no_sandbox && !code_sandbox_available())
         return zp_fail(ZP_ERR_INVALID, "dataset %s needs the code sandbox: install bubblewrap (make deps) or pass --unsafe-no-sandbox", c->ds.name);

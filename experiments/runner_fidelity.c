@@ -16,6 +16,7 @@
 #include "results_io.h"
 #include "runner.h"
 #include "tokenizer.h"
+#include "paths.h"
 
 static struct {
     char key[2048];
@@ -49,7 +50,7 @@ static zp_status build_refs(const exp_run *r, const char *model_dir) {
     ds_dataset d;
     char err[ZP_DS_ERR];
     int *sel = NULL, n = 0;
-    if (ds_open(r->dataset, ZIPAGE_DATASETS_DIR, &d, err) || ds_select(&d, r->ids[0] ? r->ids : NULL, r->limit, d.is_code, &sel, &n, err))
+    if (ds_open(r->dataset, zp_path(ZP_PATH_DATASETS), &d, err) || ds_select(&d, r->ids[0] ? r->ids : NULL, r->limit, d.is_code, &sel, &n, err))
         return zp_fail(ZP_ERR_INVALID, "%s", err);
     zp_tokenizer *t = NULL;
     zp_chat_opts co = {ZP_CHAT_QWEN3, r->thinking, NULL};

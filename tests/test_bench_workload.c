@@ -37,7 +37,7 @@ static void test_lengths(void) {
 
 static void test_prompts(void) {
     bench_workload w;
-    CHECK_OK(bench_workload_reasoning(ZIPAGE_MODELS_DIR "/tiny-qwen3-vocab", "aime24,amc23", 72, 4096, 1, &w));
+    CHECK_OK(bench_workload_reasoning(ZIPAGE_SOURCE_DIR "/models" "/tiny-qwen3-vocab", "aime24,amc23", 72, 4096, 1, &w));
     CHECK(w.n == 72);
     CHECK(w.prompt_len[0] == w.prompt_len[70] && !memcmp(w.prompt[0], w.prompt[70], sizeof(int) * (size_t)w.prompt_len[0]));
     CHECK(w.prompt_len[1] == w.prompt_len[71] && !memcmp(w.prompt[1], w.prompt[71], sizeof(int) * (size_t)w.prompt_len[1]));
@@ -47,7 +47,7 @@ static void test_prompts(void) {
     printf("  prompts: mean %.1f tokens over the 70 problems\n", mean / 70);
     CHECK(mean / 70 > 60 && mean / 70 < 400);
     bench_workload_free(&w);
-    CHECK_FAILS(bench_workload_reasoning(ZIPAGE_MODELS_DIR "/tiny-qwen3-vocab", "aime99", 4, 4096, 1, &w), ZP_ERR_FORMAT, "aime99");
+    CHECK_FAILS(bench_workload_reasoning(ZIPAGE_SOURCE_DIR "/models" "/tiny-qwen3-vocab", "aime99", 4, 4096, 1, &w), ZP_ERR_FORMAT, "aime99");
     CHECK_OK(bench_workload_fixed(3, 50, 7, 1000, 2, &w));
     for (int r = 0; r < 3; r++)
         for (int i = 0; i < 50; i++) CHECK(w.prompt[r][i] >= 0 && w.prompt[r][i] < 1000);

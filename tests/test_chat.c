@@ -72,7 +72,7 @@ int main(void) {
         {"DeepSeek-R1-Distill-Llama-8B", ZP_CHAT_R1}, {"SmolLM2-135M-Instruct", ZP_CHAT_SMOLLM2}};
     for (size_t i = 0; i < sizeof det / sizeof *det; i++) {
         char dir[512];
-        snprintf(dir, sizeof dir, "%s/%s", ZIPAGE_MODELS_DIR, det[i].preset);
+        snprintf(dir, sizeof dir, "%s/%s", ZIPAGE_SOURCE_DIR "/models", det[i].preset);
         zp_chat_family f = ZP_CHAT_COUNT;
         CHECK_OK(zp_chat_detect(dir, &f));
         CHECK(f == det[i].f);

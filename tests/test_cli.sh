@@ -288,5 +288,17 @@ open(sys.argv[1], "wb").write(b)
 PY
 bad "tensor model.norm.weight: value 0 is NaN" "$Z" generate --model "$T/nan" --prompt-ids 1,2,3 --max-tokens 2
 
+# the harness folder is found at run time: a copy of the binary in bin/ of another tree takes
+# that tree's presets (none of the build's), ZIPAGE_HOME overrides, and a ZIPAGE_HOME that is not
+# a harness folder is refused
+H="$T/home"; mkdir -p "$H/bin" "$H/datasets/data" "$H/models/only-here"
+cp "$Z" "$H/bin/zipage"
+cp "$(dirname "$0")/../models/tiny-qwen3/config.json" "$H/models/only-here/config.json"
+ok "$H/bin/zipage" mkmodel --preset only-here --out "$T/oh"
+[ -f "$T/oh/model.safetensors" ] || { echo "FAIL: preset beside a copied binary"; fails=$((fails+1)); }
+bad "neither a config file nor a preset" "$H/bin/zipage" mkmodel --preset tiny-qwen2 --out "$T/oh2"
+ok env ZIPAGE_HOME="$(cd "$(dirname "$0")/.." && pwd)" "$H/bin/zipage" mkmodel --preset tiny-qwen2 --out "$T/oh3"
+bad "ZIPAGE_HOME: \"$T\" is not a harness folder" env ZIPAGE_HOME="$T" "$Z" mkmodel --preset tiny-qwen2 --out "$T/oh4"
+
 if [ $fails -eq 0 ]; then echo "test_cli: all checks passed"; exit 0; fi
 echo "test_cli: $fails failure(s)"; exit 1

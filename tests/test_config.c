@@ -21,7 +21,7 @@ static void test_presets(void) {
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         char dir[512];
-        snprintf(dir, sizeof dir, "%s/%s", ZIPAGE_MODELS_DIR, want[i].name);
+        snprintf(dir, sizeof dir, "%s/%s", ZIPAGE_SOURCE_DIR "/models", want[i].name);
         zp_model_config c;
         CHECK_OK(zp_config_load(dir, &c));
         CHECK(c.arch == want[i].arch);
@@ -32,11 +32,11 @@ static void test_presets(void) {
     }
     zp_model_config c;
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/Qwen3-8B", ZIPAGE_MODELS_DIR);
+    snprintf(dir, sizeof dir, "%s/Qwen3-8B", ZIPAGE_SOURCE_DIR "/models");
     CHECK_OK(zp_config_load(dir, &c));
     CHECK(c.n_eos == 2 && c.eos_ids[0] == 151645 && c.eos_ids[1] == 151643); /* from generation_config.json */
     CHECK(zp_config_is_eos(&c, 151643) && !zp_config_is_eos(&c, 151644));
-    snprintf(dir, sizeof dir, "%s/DeepSeek-R1-Distill-Llama-8B", ZIPAGE_MODELS_DIR);
+    snprintf(dir, sizeof dir, "%s/DeepSeek-R1-Distill-Llama-8B", ZIPAGE_SOURCE_DIR "/models");
     CHECK_OK(zp_config_load(dir, &c));
     CHECK_NEAR(c.rope.factor, 8.0, 0);
     CHECK(c.rope.orig_max_pos == 8192 && c.vocab == 128256 && c.rope.theta == 500000.0);

@@ -14,7 +14,7 @@ static void test_open_all(void) {
     char err[ZP_DS_ERR];
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         ds_dataset d;
-        int rc = ds_open(want[i].name, ZIPAGE_DATASETS_DIR, &d, err);
+        int rc = ds_open(want[i].name, ZIPAGE_SOURCE_DIR "/datasets/data", &d, err);
         if (rc) fprintf(stderr, "%s\n", err);
         CHECK(rc == 0);
         if (rc) continue;
@@ -37,7 +37,7 @@ static void test_open_all(void) {
 static void test_select(void) {
     char err[ZP_DS_ERR];
     ds_dataset d;
-    CHECK(ds_open("livecodebench", ZIPAGE_DATASETS_DIR, &d, err) == 0);
+    CHECK(ds_open("livecodebench", ZIPAGE_SOURCE_DIR "/datasets/data", &d, err) == 0);
     int *idx, n;
     CHECK(ds_select(&d, NULL, 0, 0, &idx, &n, err) == 0 && n == 279);
     free(idx);
@@ -54,7 +54,7 @@ static void test_select(void) {
     free(idx);
     CHECK(ds_select(&d, "lcb-nope", 0, 0, &idx, &n, err) == -1 && strstr(err, "lcb-nope"));
     ds_free(&d);
-    CHECK(ds_open("aime24", ZIPAGE_DATASETS_DIR, &d, err) == 0);
+    CHECK(ds_open("aime24", ZIPAGE_SOURCE_DIR "/datasets/data", &d, err) == 0);
     CHECK(ds_select(&d, NULL, 5, 0, &idx, &n, err) == 0 && n == 5 && idx[4] == 4);
     free(idx);
     ds_free(&d);
@@ -82,7 +82,7 @@ static void test_malformed(void) {
         CHECK(strstr(err, cases[i][1]) && strstr(err, path));
     }
     ds_dataset d;
-    CHECK(ds_open("aime26", ZIPAGE_DATASETS_DIR, &d, err) == -1 && strstr(err, "aime26.jsonl: cannot open"));
+    CHECK(ds_open("aime26", ZIPAGE_SOURCE_DIR "/datasets/data", &d, err) == -1 && strstr(err, "aime26.jsonl: cannot open"));
     snprintf(path, sizeof path, "%s/dir.jsonl", ZP_TEST_TMP); /* a directory (or a FIFO) is not a file */
     mkdir(path, 0755);
     CHECK(ds_open(path, NULL, &d, err) == -1 && strstr(err, "dir.jsonl"));
@@ -91,7 +91,7 @@ static void test_malformed(void) {
 static void test_prompts(void) {
     char err[ZP_DS_ERR];
     ds_dataset d;
-    CHECK(ds_open("livecodebench", ZIPAGE_DATASETS_DIR, &d, err) == 0);
+    CHECK(ds_open("livecodebench", ZIPAGE_SOURCE_DIR "/datasets/data", &d, err) == 0);
     int checked = 0;
     for (int i = 0; i < d.n; i++) {
         char *p = ds_user_prompt(&d, &d.items[i]);
@@ -103,7 +103,7 @@ static void test_prompts(void) {
     }
     CHECK(checked == 279);
     ds_free(&d);
-    CHECK(ds_open("amc23", ZIPAGE_DATASETS_DIR, &d, err) == 0);
+    CHECK(ds_open("amc23", ZIPAGE_SOURCE_DIR "/datasets/data", &d, err) == 0);
     char *p = ds_user_prompt(&d, &d.items[0]);
     CHECK(p && !strcmp(p, d.items[0].problem));
     free(p);

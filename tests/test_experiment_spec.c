@@ -18,22 +18,22 @@ int main(void) {
                                                                  {"concurrency_sweep", 10, 2}, {"policy_comparison", 21, 3},
                                                                  {"ablation_zipage", 9, 1}, {"throughput_random", 4, 1},
                                                                  {"fidelity_policies", 14, 0}, {"fidelity_zipage_ablation", 4, 0},
-                                                                 {"fidelity_zipage_lambda", 12, 0}};
+                                                                 {"fidelity_zipage_lambda", 12, 0}, {"smoke_fidelity", 15, 0}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         experiment x;
-        CHECK_OK(exp_load(want[i].name, ZIPAGE_EXPERIMENTS_DIR, &x));
+        CHECK_OK(exp_load(want[i].name, ZIPAGE_SOURCE_DIR "/experiments", &x));
         if (x.n_runs != want[i].runs || count_policy(&x, "full") != want[i].full)
             fprintf(stderr, "%s: %d runs (%d full), expected %d (%d)\n", want[i].name, x.n_runs, count_policy(&x, "full"), want[i].runs, want[i].full);
         CHECK(x.n_runs == want[i].runs && count_policy(&x, "full") == want[i].full);
         exp_free(&x);
     }
     experiment a, b;
-    CHECK_OK(exp_load("ablation_zipage", ZIPAGE_EXPERIMENTS_DIR, &a));
+    CHECK_OK(exp_load("ablation_zipage", ZIPAGE_SOURCE_DIR "/experiments", &a));
     int distinct = 1;
     for (int i = 0; i < a.n_runs; i++)
         for (int j = 0; j < i; j++) distinct &= strcmp(a.runs[i].policy_params, a.runs[j].policy_params) || strcmp(a.runs[i].policy, a.runs[j].policy);
     CHECK(distinct);
-    CHECK_OK(exp_load("ablation_zipage", ZIPAGE_EXPERIMENTS_DIR, &b));
+    CHECK_OK(exp_load("ablation_zipage", ZIPAGE_SOURCE_DIR "/experiments", &b));
     exp_assign_ids(&a, "abc123", 42);
     exp_assign_ids(&b, "abc123", 42);
     for (int i = 0; i < a.n_runs; i++) CHECK(!strcmp(a.runs[i].run_id, b.runs[i].run_id) && strlen(a.runs[i].run_id) == 16);
@@ -90,7 +90,7 @@ int main(void) {
     /* per-policy windows: each run without a window axis gets its policy's authors' value */
     {
         experiment pc;
-        CHECK_OK(exp_load("policy_comparison", ZIPAGE_EXPERIMENTS_DIR, &pc));
+        CHECK_OK(exp_load("policy_comparison", ZIPAGE_SOURCE_DIR "/experiments", &pc));
         const struct { const char *policy; int window; } want[] = {{"full", 0}, {"zipage", 16}, {"rkv", 8}, {"morphkv", 32}, {"snapkv-d", 8}, {"streaming", 16}, {"gkv", 16}};
         int seen = 0;
         for (int i = 0; i < pc.n_runs; i++)
@@ -110,7 +110,7 @@ int main(void) {
     CHECK_OK(exp_load(path, NULL, &g));
     CHECK(g.n_runs == 1 && g.runs[0].gpu_memory_utilization == 0.8f && strstr(g.runs[0].resolved, "\"gpu_memory_utilization\":0.8}"));
     exp_free(&g);
-    CHECK_OK(exp_load("smoke", ZIPAGE_EXPERIMENTS_DIR, &g));
+    CHECK_OK(exp_load("smoke", ZIPAGE_SOURCE_DIR "/experiments", &g));
     CHECK(g.runs[0].gpu_memory_utilization == 0.9f && !strstr(g.runs[0].resolved, "gpu_memory_utilization"));
     exp_free(&g);
     return zp_test_finish("test_experiment_spec");

@@ -214,7 +214,7 @@ static void test_arch_refused(void) {
 
 /* The real model: a greedy answer pinned when this test was written (CPU engine). */
 static int test_smollm2(void) {
-    const char *dir = ZIPAGE_MODELS_DIR "/cache/SmolLM2-135M-Instruct-Q4_1";
+    const char *dir = ZIPAGE_SOURCE_DIR "/models" "/cache/SmolLM2-135M-Instruct-Q4_1";
     char path[600];
     snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", dir);
     FILE *f = fopen(path, "rb");

@@ -17,7 +17,7 @@
 
 static zp_tokenizer *load(const char *preset) {
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/%s", ZIPAGE_MODELS_DIR, preset);
+    snprintf(dir, sizeof dir, "%s/%s", ZIPAGE_SOURCE_DIR "/models", preset);
     zp_tokenizer *t = NULL;
     CHECK_OK(zp_tokenizer_load(dir, &t));
     return t;

@@ -11,6 +11,7 @@
 #include "prompts.h"   /* ds_user_prompt */
 #include "sampler.h"   /* zp_rng_uniform */
 #include "tokenizer.h" /* zp_tokenizer_* */
+#include "paths.h"
 
 static zp_status alloc_workload(bench_workload *w, int n) {
     memset(w, 0, sizeof *w);
@@ -54,7 +55,7 @@ int bench_reasoning_length(uint64_t seed, int r, int max_tokens) {
 static zp_status load_prompts(zp_tokenizer *t, const zp_chat_opts *co, const char *name, int ***ids, int **lens, int *n) {
     ds_dataset d;
     char err[ZP_DS_ERR];
-    if (ds_open(name, ZIPAGE_DATASETS_DIR, &d, err)) return zp_fail(ZP_ERR_FORMAT, "bench: %s", err);
+    if (ds_open(name, zp_path(ZP_PATH_DATASETS), &d, err)) return zp_fail(ZP_ERR_FORMAT, "bench: %s", err);
     zp_status s = ZP_OK;
     int **ni = realloc(*ids, sizeof(int *) * (size_t)(*n + d.n));
     int *nl = ni ? realloc(*lens, sizeof(int) * (size_t)(*n + d.n)) : NULL;

@@ -14,6 +14,7 @@
 #include "fidelity.h"
 #include "prompts.h"
 #include "tokenizer.h"
+#include "paths.h"
 
 typedef struct {
     const char *model, *dataset, *out;
@@ -63,7 +64,7 @@ static zp_status run(const fid_args *a) {
     ds_dataset d;
     char err[ZP_DS_ERR];
     int *sel = NULL, n_sel = 0;
-    if (ds_open(a->dataset, ZIPAGE_DATASETS_DIR, &d, err) || ds_select(&d, NULL, a->limit, d.is_code, &sel, &n_sel, err)) {
+    if (ds_open(a->dataset, zp_path(ZP_PATH_DATASETS), &d, err) || ds_select(&d, NULL, a->limit, d.is_code, &sel, &n_sel, err)) {
         zp_tokenizer_free(t);
         return zp_fail(ZP_ERR_INVALID, "%s", err);
     }

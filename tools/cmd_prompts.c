@@ -14,6 +14,7 @@
 #include "dataset.h" /* ds_open, ds_select */
 #include "prompts.h" /* ds_user_prompt, LCB_SYSTEM_PROMPT */
 #include "tokenizer.h"
+#include "paths.h"
 
 typedef struct {
     const char *model, *dataset, *ids, *out, *chat;
@@ -86,7 +87,7 @@ int cmd_prompts(int argc, char **argv) {
     ds_dataset d;
     char err[ZP_DS_ERR];
     int *idx = NULL, n = 0;
-    if (ds_open(a.dataset, ZIPAGE_DATASETS_DIR, &d, err) || ds_select(&d, a.ids, a.limit, d.is_code, &idx, &n, err)) {
+    if (ds_open(a.dataset, zp_path(ZP_PATH_DATASETS), &d, err) || ds_select(&d, a.ids, a.limit, d.is_code, &idx, &n, err)) {
         zp_tokenizer_free(t);
         return cli_report("prompts", zp_fail(ZP_ERR_FORMAT, "%s", err));
     }

@@ -7,6 +7,7 @@
 
 #include "cli_common.h" /* cli_value, cli_report */
 #include "runner.h"     /* runner_run_experiment */
+#include "paths.h"
 
 int cmd_run(int argc, char **argv) {
     runner_opts o = {"results", 0, 0, 1, 0, NULL};
@@ -35,7 +36,7 @@ int cmd_run(int argc, char **argv) {
                             o.shard_index < 0 || o.shard_index >= o.shard_count))
         return cli_report("run", zp_fail(ZP_ERR_INVALID, "SHARD=\"%s\": expected i/N with 0 <= i < N", shard));
     experiment x;
-    zp_status s = exp_load(exp, ZIPAGE_EXPERIMENTS_DIR, &x);
+    zp_status s = exp_load(exp, zp_path(ZP_PATH_EXPERIMENTS), &x);
     if (s == ZP_OK) {
         fprintf(stderr, "experiment %s: %d runs\n", x.name, x.n_runs);
         s = runner_run_experiment(&x, &o);

@@ -1,7 +1,13 @@
-/* zipage.c - the command line: dispatches to subcommands. Each subcommand lives in
- * tools/cmd_<name>.c and prints its own flags with --help. */
+/* zipage.c - the command line: finds the harness folder (models/, datasets/data/,
+ * experiments/: ZIPAGE_HOME, else the tree the binary sits in, else the source tree of the
+ * build) and dispatches to subcommands. Each subcommand lives in tools/cmd_<name>.c and prints
+ * its own flags with --help. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "paths.h"
 
 int cmd_mkmodel(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
@@ -38,7 +44,29 @@ static void usage(FILE *f) {
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
 
+/* 0, or -1 after an error line: ZIPAGE_HOME set to a folder that is not a harness folder. */
+static int find_home(void) {
+    const char *env = getenv("ZIPAGE_HOME");
+    if (env && *env) {
+        if (zp_paths_set_home(env) == ZP_OK) return 0;
+        fprintf(stderr, "zipage: error: ZIPAGE_HOME: %s\n", zp_last_error());
+        return -1;
+    }
+    char dir[4096];
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    if (n <= 0) return 0; /* the build's source tree stays the home */
+    dir[n] = 0;
+    for (int up = 0; up < 3; up++) { /* bin/zipage, build/zipage, build/tools/zipage */
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir) break;
+        *slash = 0;
+        if (zp_paths_is_home(dir)) return zp_paths_set_home(dir) == ZP_OK ? 0 : -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (find_home() != 0) return 2;
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

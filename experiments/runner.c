@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <xxhash.h>       /* model checksum */
 
-#include "chat.h"         /* zp_chat_detect, zp_chat_encode */
+#include "chat.h"         /* zp_chat_detect */
 #include "code_grade.h"   /* code_grade */
 #include "config.h"       /* zp_read_file */
 #include "dataset.h"      /* ds_open, ds_select */
@@ -19,7 +19,7 @@
 #include "math_grade.h"   /* math_grade */
 #include "metrics.h"      /* metrics_pass_at_k, metrics_bootstrap_ci */
 #include "mkmodel.h"      /* zp_preset_dir for preset: models */
-#include "prompts.h"      /* ds_user_prompt, LCB_SYSTEM_PROMPT */
+#include "item_prompt.h"  /* item_prompt: system, template, ids */
 #include "results_io.h"   /* rio_*: checked, durable file operations */
 #include "tokenizer.h"
 #include "paths.h"        /* zp_path: the datasets and the grader's environment */
@@ -98,12 +98,8 @@ static zp_status add_requests(run_ctx *c, const exp_run *r, const char *model_di
     sp.max_tokens = r->max_tokens;
     for (int i = 0; i < c->n_sel; i++) {
         const ds_item *it = &c->ds.items[c->sel[i]];
-        char *user = ds_user_prompt(&c->ds, it);
-        ZP_CHECK_ALLOC(user);
-        co.system = c->ds.is_code ? LCB_SYSTEM_PROMPT : r->math_system ? ZP_MATH_SYSTEM_PROMPT : NULL;
         int *ids, n;
-        zp_status s = zp_chat_encode(c->tok, &co, user, &ids, &n);
-        free(user);
+        zp_status s = item_prompt(c->tok, co, &c->ds, it, r->math_system, NULL, &ids, &n);
         ZP_TRY(s);
         for (int k = 0; s == ZP_OK && k < r->samples; k++) s = zp_engine_add_request(c->e, ids, n, &sp, i, k, r->seed);
         free(ids);

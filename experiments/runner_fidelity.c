@@ -12,7 +12,7 @@
 #include "chat.h"
 #include "dataset.h"
 #include "fidelity.h"
-#include "prompts.h"
+#include "item_prompt.h"
 #include "results_io.h"
 #include "runner.h"
 #include "tokenizer.h"
@@ -61,13 +61,11 @@ static zp_status build_refs(const exp_run *r, const char *model_dir) {
     zp_engine_config full = base_config(r, model_dir);
     for (int i = 0; s == ZP_OK && i < n; i++) {
         const ds_item *it = &d.items[sel[i]];
-        co.system = d.is_code ? LCB_SYSTEM_PROMPT : r->math_system ? ZP_MATH_SYSTEM_PROMPT : NULL;
-        char *user = ds_user_prompt(&d, it);
         int *ids = NULL, m = 0;
-        s = user ? zp_chat_encode(t, &co, user, &ids, &m) : ZP_ERR_OOM;
+        s = item_prompt(t, co, &d, it, r->math_system, NULL, &ids, &m);
         if (s == ZP_OK) s = fidelity_reference(&full, ids, m, r->gen, &cache.refs[i]);
         if (s == ZP_OK) { snprintf(cache.ids[i], 128, "%s", it->id); cache.n++; }
-        free(user); free(ids);
+        free(ids);
     }
     if (s == ZP_OK) snprintf(cache.key, sizeof cache.key, "%s", key);
     else cache_clear();

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"      /* zp_chat_detect, zp_chat_encode */
+#include "chat.h"      /* zp_chat_detect */
 #include "dataset.h"   /* ds_open */
-#include "prompts.h"   /* ds_user_prompt */
+#include "item_prompt.h" /* item_prompt */
 #include "sampler.h"   /* zp_rng_uniform */
 #include "tokenizer.h" /* zp_tokenizer_* */
 #include "paths.h"
@@ -63,10 +63,7 @@ static zp_status load_prompts(zp_tokenizer *t, const zp_chat_opts *co, const cha
     if (nl) *lens = nl;
     if (!ni || !nl) s = zp_fail(ZP_ERR_OOM, "bench: no memory for prompts");
     for (int i = 0; s == ZP_OK && i < d.n; i++) {
-        char *user = ds_user_prompt(&d, &d.items[i]);
-        if (!user) { s = zp_fail(ZP_ERR_OOM, "bench: no memory for a prompt"); break; }
-        s = zp_chat_encode(t, co, user, &(*ids)[*n], &(*lens)[*n]);
-        free(user);
+        s = item_prompt(t, *co, &d, &d.items[i], 1, NULL, &(*ids)[*n], &(*lens)[*n]);
         if (s == ZP_OK) (*n)++;
     }
     ds_free(&d);
@@ -77,7 +74,7 @@ zp_status bench_workload_reasoning(const char *tokenizer_dir, const char *datase
                                    bench_workload *w) {
     zp_tokenizer *t;
     ZP_TRY(zp_tokenizer_load(tokenizer_dir, &t));
-    zp_chat_opts co = {ZP_CHAT_QWEN3, 1, ZP_MATH_SYSTEM_PROMPT};
+    zp_chat_opts co = {ZP_CHAT_QWEN3, 1, NULL}; /* item_prompt adds the math instruction */
     zp_status s = zp_chat_detect(tokenizer_dir, &co.family);
     int **ids = NULL, *lens = NULL, n = 0;
     char list[256];

@@ -12,7 +12,7 @@
 #include "cli_common.h"
 #include "dataset.h"
 #include "fidelity.h"
-#include "prompts.h"
+#include "item_prompt.h"
 #include "tokenizer.h"
 #include "paths.h"
 
@@ -49,13 +49,9 @@ static zp_status parse(int argc, char **argv, fid_args *a) {
 }
 
 static zp_status prompt_ids(const fid_args *a, zp_tokenizer *t, const ds_dataset *d, const ds_item *it, int **ids, int *n) {
-    zp_chat_opts co = {ZP_CHAT_QWEN3, 1, d->is_code ? LCB_SYSTEM_PROMPT : ZP_MATH_SYSTEM_PROMPT};
+    zp_chat_opts co = {ZP_CHAT_QWEN3, 1, NULL};
     ZP_TRY(zp_chat_detect(a->model, &co.family));
-    char *user = ds_user_prompt(d, it);
-    ZP_CHECK_ALLOC(user);
-    zp_status s = zp_chat_encode(t, &co, user, ids, n);
-    free(user);
-    return s;
+    return item_prompt(t, co, d, it, 1, NULL, ids, n); /* the math instruction, as the paper's runs */
 }
 
 static zp_status run(const fid_args *a) {

@@ -1,6 +1,7 @@
 /* cmd_prompts.c - `zipage prompts --model DIR --dataset NAME|FILE.jsonl [--system TEXT|--math-system]
  * [--no-thinking] [--raw] [--chat FAMILY] [--limit N] [--ids A,B] [--out F.jsonl]`: LiveCodeBench items get its question
- * template and system message unless --raw;
+ * template and system message unless --raw (the system message and template as the runner builds
+ * them, experiments/item_prompt.c, unless --raw or --system);
  * renders every item of a dataset through the model's chat template and tokenizes it; writes
  * one JSON line per item ({"id", "prompt", "ids"}). For inspecting prompts and for the
  * tokenizer/template comparison with Hugging Face (tests/device/hf_tokenizer_compare.py). */
@@ -12,14 +13,15 @@
 #include "chat.h"
 #include "cli_common.h"
 #include "dataset.h" /* ds_open, ds_select */
-#include "prompts.h" /* ds_user_prompt, LCB_SYSTEM_PROMPT */
+#include "item_prompt.h" /* item_prompt: the runner's prompts */
+#include "prompts.h"     /* ds_user_prompt (--raw, --system) */
 #include "tokenizer.h"
 #include "paths.h"
 
 typedef struct {
     const char *model, *dataset, *ids, *out, *chat;
     zp_chat_opts co;
-    int limit, raw;
+    int limit, raw, math_system;
 } prompts_args;
 
 static zp_status parse(int argc, char **argv, prompts_args *a) {
@@ -27,7 +29,7 @@ static zp_status parse(int argc, char **argv, prompts_args *a) {
     a->co.enable_thinking = 1;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
-        if (!strcmp(f, "--math-system")) { a->co.system = ZP_MATH_SYSTEM_PROMPT; continue; }
+        if (!strcmp(f, "--math-system")) { a->math_system = 1; continue; }
         if (!strcmp(f, "--no-thinking")) { a->co.enable_thinking = 0; continue; }
         if (!strcmp(f, "--raw")) { a->raw = 1; continue; } /* the item text as is, no benchmark template */
         if (!(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
@@ -49,15 +51,20 @@ static zp_status parse(int argc, char **argv, prompts_args *a) {
 
 /* One dataset item -> one output line. */
 static zp_status render_item(zp_tokenizer *t, const prompts_args *a, const ds_dataset *d, const ds_item *it, FILE *out) {
-    char *prompt, *user = a->raw ? strdup(it->problem) : ds_user_prompt(d, it);
+    char *prompt = NULL;
     int *ids = NULL, n = 0;
-    ZP_CHECK_ALLOC(user);
-    zp_chat_opts co = a->co;
-    if (d->is_code && !a->raw && !co.system) co.system = LCB_SYSTEM_PROMPT;
-    zp_status cs = zp_chat_render(&co, user, &prompt);
-    free(user);
-    ZP_TRY(cs);
-    zp_status s = zp_tokenizer_encode(t, prompt, strlen(prompt), 1, &ids, &n);
+    zp_status s;
+    if (a->raw || a->co.system) { /* the item text or a system message as given, not the runner's protocol */
+        char *user = a->raw ? strdup(it->problem) : ds_user_prompt(d, it);
+        ZP_CHECK_ALLOC(user);
+        zp_chat_opts co = a->co;
+        if (!co.system && a->math_system) co.system = ZP_MATH_SYSTEM_PROMPT;
+        s = zp_chat_render(&co, user, &prompt);
+        free(user);
+        if (s == ZP_OK) s = zp_tokenizer_encode(t, prompt, strlen(prompt), 1, &ids, &n);
+    } else {
+        s = item_prompt(t, a->co, d, it, a->math_system, &prompt, &ids, &n); /* as the runner builds it */
+    }
     if (s == ZP_OK) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "id", it->id);

@@ -1,5 +1,5 @@
 /* cmd_fidelity.c - `zipage fidelity --model DIR --dataset NAME [--limit 3] [--gen 512]
- * [--policies zipage,snapkv-d,...] [--nmax 2,4,8] [--block-size 64] [--window 16]
+ * [--policies zipage,snapkv-d,...] [--nmax 2,4,8] [--block-size 64] [--window W]
  * [--kl-window 64] [--out F.csv]`: for each problem prompt (chat template, math system
  * prompt), a full-KV greedy trajectory of --gen tokens, then every (policy, N_max)
  * teacher-forced against full KV. Writes one CSV row per (policy, nmax, problem) and one
@@ -15,6 +15,7 @@
 #include "item_prompt.h"
 #include "tokenizer.h"
 #include "paths.h"
+#include "policy.h" /* policy_find: each policy's authors' window */
 
 typedef struct {
     const char *model, *dataset, *out;
@@ -25,12 +26,12 @@ typedef struct {
 static zp_status parse(int argc, char **argv, fid_args *a) {
     memset(a, 0, sizeof *a);
     snprintf(a->policies, sizeof a->policies, "streaming,h2o,snapkv-d,rkv,morphkv,zipage");
-    a->limit = 3; a->gen = 512; a->block = 64; a->window = 16; a->kl_window = 64;
+    a->limit = 3; a->gen = 512; a->block = 64; a->window = 0; a->kl_window = 64; /* window 0: each policy's authors' */
     static int def_nmax[3] = {2, 4, 8};
     a->nmax = def_nmax; a->n_nmax = 3;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
-        if (!strcmp(f, "--help")) { printf("usage: zipage fidelity --model DIR --dataset NAME [--limit 3] [--gen 512] [--policies A,B] [--nmax 2,4,8] [--block-size 64] [--window 16] [--kl-window 64] [--out F.csv]\n"); exit(0); }
+        if (!strcmp(f, "--help")) { printf("usage: zipage fidelity --model DIR --dataset NAME [--limit 3] [--gen 512] [--policies A,B] [--nmax 2,4,8] [--block-size 64] [--window W (default: each policy's authors' window)] [--kl-window 64] [--out F.csv]\n"); exit(0); }
         if (!(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
         if (!strcmp(f, "--model")) a->model = v;
         else if (!strcmp(f, "--dataset")) a->dataset = v;
@@ -86,13 +87,15 @@ static zp_status run(const fid_args *a) {
             zp_engine_config cmp = full;
             cmp.policy = p;
             cmp.nmax = a->nmax[k];
-            cmp.window = a->window;
+            const zp_policy_ops *ops = policy_find(p);
+            const int w = a->window ? a->window : ops ? ops->default_window : 0; /* unknown policy: the engine says so */
+            cmp.window = w;
             double sum[5] = {0};
             for (int i = 0; s == ZP_OK && i < n_sel; i++) {
                 fidelity_result r;
                 s = fidelity_compare(&refs[i], &cmp, a->kl_window, &r);
                 if (s == ZP_OK) {
-                    if (out) fprintf(out, "%s,%d,%d,%d,%s,%d,%.6g,%.6g,%.4f,%d,%.4f\n", p, a->nmax[k], a->block, a->window, d.items[sel[i]].id,
+                    if (out) fprintf(out, "%s,%d,%d,%d,%s,%d,%.6g,%.6g,%.4f,%d,%.4f\n", p, a->nmax[k], a->block, w, d.items[sel[i]].id,
                                      r.steps, r.mean_kl, r.worst_window_kl, r.agreement, r.first_disagreement, r.retained_share);
                     sum[0] += r.mean_kl; sum[1] += r.worst_window_kl; sum[2] += r.agreement;
                     sum[3] += r.first_disagreement < 0 ? r.steps : r.first_disagreement; sum[4] += r.retained_share;
@@ -100,7 +103,7 @@ static zp_status run(const fid_args *a) {
             }
             if (s == ZP_OK) {
                 printf("%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f\n", p, a->nmax[k], n_sel, sum[0] / n_sel, sum[1] / n_sel, sum[2] / n_sel, sum[3] / n_sel, sum[4] / n_sel);
-                if (out) fprintf(out, "%s,%d,%d,%d,ALL,%d,%.6g,%.6g,%.4f,%.1f,%.4f\n", p, a->nmax[k], a->block, a->window, a->gen, sum[0] / n_sel,
+                if (out) fprintf(out, "%s,%d,%d,%d,ALL,%d,%.6g,%.6g,%.4f,%.1f,%.4f\n", p, a->nmax[k], a->block, w, a->gen, sum[0] / n_sel,
                                  sum[1] / n_sel, sum[2] / n_sel, sum[3] / n_sel, sum[4] / n_sel);
                 fflush(stdout);
             }

@@ -466,14 +466,14 @@ static zp_status route_compressions(zp_engine *e, int *n_run) {
     zp_sched_batch *sb = &e->batch;
     int n = 0, n_new = 0, longest = e->cfg.nmax + 1;
     for (int i = 0; i < sb->n; i++) /* a first compression of a long prompt has more blocks than nmax + 1 */
-        if (sb->seqs[i]->compressing == 1 && sb->seqs[i]->n_blocks > longest) longest = sb->seqs[i]->n_blocks;
+        if (sb->seqs[i]->compressing == ZP_COMPRESS_PLANNED && sb->seqs[i]->n_blocks > longest) longest = sb->seqs[i]->n_blocks;
     const int cap = e->cfg.max_compress_blocks / longest > 0 ? e->cfg.max_compress_blocks / longest : 1; /* as the reference: by the longest table */
     for (int i = 0; i < sb->n; i++) {
         zp_seq *q = sb->seqs[i];
-        if (!q->compressing) { sb->seqs[n++] = q; continue; }
-        if (q->compressing == 2) { e->stats.compress_wait_steps++; continue; } /* in flight */
+        if (q->compressing == ZP_COMPRESS_NONE) { sb->seqs[n++] = q; continue; }
+        if (q->compressing == ZP_COMPRESS_IN_FLIGHT) { e->stats.compress_wait_steps++; continue; }
         if (!e->cfg.async_compress) { e->ctask[e->n_ctask++] = q; sb->seqs[n++] = q; continue; }
-        if (!e->worker_running && n_new < cap) { e->ctask[n_new++] = q; q->compressing = 2; }
+        if (!e->worker_running && n_new < cap) { e->ctask[n_new++] = q; q->compressing = ZP_COMPRESS_IN_FLIGHT; }
         e->stats.compress_wait_steps++;
     }
     if (!e->cfg.async_compress && e->n_ctask) {

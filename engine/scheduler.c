@@ -275,7 +275,7 @@ static int plan_compression(zp_scheduler *s, zp_seq *q) {
     q->n_release = 0;
     for (int i = 0; i < q->n_blocks; i++)
         if (!reused[i]) q->release[q->n_release++] = q->blocks[i];
-    q->compressing = 1;
+    q->compressing = ZP_COMPRESS_PLANNED;
     return 1;
 }
 
@@ -287,7 +287,7 @@ void sched_compress_done(zp_scheduler *s, zp_seq *q) {
     q->n_blocks = nt;
     q->n_kv = s->nmax * s->block_size;
     q->compressed = 1;
-    q->compressing = 0;
+    q->compressing = ZP_COMPRESS_NONE;
     q->n_compressions++;
 }
 

@@ -23,6 +23,9 @@
 #include "sampler.h"
 
 typedef enum { ZP_SEQ_WAITING, ZP_SEQ_RUNNING, ZP_SEQ_FINISHED } zp_seq_status;
+/* Where a request stands with its next compression: none pending; planned by the scheduler
+ * (target and release tables set, not yet started); handed to the compression worker. */
+typedef enum { ZP_COMPRESS_NONE, ZP_COMPRESS_PLANNED, ZP_COMPRESS_IN_FLIGHT } zp_compress_phase;
 typedef enum { ZP_FINISH_NONE, ZP_FINISH_EOS, ZP_FINISH_STOP, ZP_FINISH_LENGTH, ZP_FINISH_MAX_POS, ZP_FINISH_COUNT } zp_finish_reason;
 
 typedef struct {
@@ -45,7 +48,7 @@ typedef struct {
     int n_done;           /* logical tokens whose K/V has been computed */
     int qid;              /* query slot, -1 when none */
     int compressed;       /* compressed at least once (never preempted, never hashed again) */
-    int compressing;      /* selected for compression; target/release below are planned */
+    zp_compress_phase compressing; /* not NONE: selected for compression; target/release below are planned */
     int *target;          /* [nmax+1] target block table of the pending compression */
     int *release;         /* blocks dropped after it */
     int n_release, release_cap;

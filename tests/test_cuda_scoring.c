@@ -106,7 +106,7 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
         for (int j = 0; j < W; j++, nq++) { qrows[nq] = nt - W + j; qslots[nq] = r * W + j; }
         memset(&sq[r], 0, sizeof sq[r]);
         sq[r] = (zp_seq){.request_id = r, .n_kv = nblk[r] * BS, .blocks = tables[r], .n_blocks = nblk[r], .qid = r,
-                         .compressing = 1, .target = targets[r]};
+                         .compressing = ZP_COMPRESS_PLANNED, .target = targets[r]};
         seqs[r] = &sq[r];
     }
     fill(be, &c, nt, slots, pos, nq, qrows, qslots, 11);

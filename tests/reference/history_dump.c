@@ -61,7 +61,7 @@ static void run_rows(replay *r, int t0, int t1) {
 /* The growth block is full: compress in place to the budget, as the engine would. */
 static void compress(replay *r, int compressed) {
     const int n = r->n_kv, L = r->budget + r->bs;
-    zp_seq q = {.n_kv = n, .blocks = r->table, .n_blocks = r->n_blocks, .qid = 0, .compressed = compressed, .compressing = 1,
+    zp_seq q = {.n_kv = n, .blocks = r->table, .n_blocks = r->n_blocks, .qid = 0, .compressed = compressed, .compressing = ZP_COMPRESS_PLANNED,
                 .target = r->table};
     zp_seq *qs = &q;
     TRY(compressor_run(&r->comp, &r->m, &r->kv, &qs, 1));

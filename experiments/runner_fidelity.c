@@ -7,30 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "chat.h"
-#include "dataset.h"
-#include "fidelity.h"
-#include "item_prompt.h"
+#include "fidelity_set.h"
 #include "results_io.h"
 #include "runner.h"
-#include "tokenizer.h"
-#include "paths.h"
 
+/* The full-KV side of the last (model, dataset, items, gen, block size, device) asked for. */
 static struct {
     char key[2048];
-    fidelity_ref *refs;
-    int n;
-    char (*ids)[128];
+    fidelity_set set;
 } cache;
-
-static void cache_clear(void) {
-    for (int i = 0; i < cache.n; i++) fidelity_ref_free(&cache.refs[i]);
-    free(cache.refs);
-    free(cache.ids);
-    memset(&cache, 0, sizeof cache);
-}
 
 static zp_engine_config base_config(const exp_run *r, const char *model_dir) {
     zp_engine_config c = zp_engine_config_default();
@@ -44,35 +30,15 @@ static zp_engine_config base_config(const exp_run *r, const char *model_dir) {
 
 static zp_status build_refs(const exp_run *r, const char *model_dir) {
     char key[2048];
-    snprintf(key, sizeof key, "%s|%s|%s|%d|%d|%d|%s", model_dir, r->dataset, r->ids, r->limit, r->gen, r->block_size, r->device);
+    snprintf(key, sizeof key, "%s|%s|%s|%d|%d|%d|%s|%d|%d", model_dir, r->dataset, r->ids, r->limit, r->gen, r->block_size, r->device,
+             r->thinking, r->math_system);
     if (!strcmp(key, cache.key)) return ZP_OK;
-    cache_clear();
-    ds_dataset d;
-    char err[ZP_DS_ERR];
-    int *sel = NULL, n = 0;
-    if (ds_open(r->dataset, zp_path(ZP_PATH_DATASETS), &d, err) || ds_select(&d, r->ids[0] ? r->ids : NULL, r->limit, d.is_code, &sel, &n, err))
-        return zp_fail(ZP_ERR_INVALID, "%s", err);
-    zp_tokenizer *t = NULL;
-    zp_chat_opts co = {ZP_CHAT_QWEN3, r->thinking, NULL};
-    zp_status s = zp_tokenizer_load(model_dir, &t);
-    if (s == ZP_OK) s = zp_chat_detect(model_dir, &co.family);
-    cache.refs = calloc((size_t)(n ? n : 1), sizeof *cache.refs);
-    cache.ids = calloc((size_t)(n ? n : 1), sizeof *cache.ids);
+    fidelity_set_free(&cache.set);
+    cache.key[0] = 0;
     zp_engine_config full = base_config(r, model_dir);
-    for (int i = 0; s == ZP_OK && i < n; i++) {
-        const ds_item *it = &d.items[sel[i]];
-        int *ids = NULL, m = 0;
-        s = item_prompt(t, co, &d, it, r->math_system, NULL, &ids, &m);
-        if (s == ZP_OK) s = fidelity_reference(&full, ids, m, r->gen, &cache.refs[i]);
-        if (s == ZP_OK) { snprintf(cache.ids[i], 128, "%s", it->id); cache.n++; }
-        free(ids);
-    }
-    if (s == ZP_OK) snprintf(cache.key, sizeof cache.key, "%s", key);
-    else cache_clear();
-    if (t) zp_tokenizer_free(t);
-    free(sel);
-    ds_free(&d);
-    return s;
+    ZP_TRY(fidelity_set_build(&full, r->dataset, r->ids, r->limit, r->gen, r->thinking, r->math_system, &cache.set));
+    snprintf(cache.key, sizeof cache.key, "%s", key);
+    return ZP_OK;
 }
 
 zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char *model_dir) {
@@ -83,14 +49,8 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     cmp.nmax = r->nmax ? r->nmax : 8;
     cmp.window = r->window; /* resolved at expansion: the axis, or the policy's default */
     cmp.scheduler = r->scheduler;
-    double sum[5] = {0};
-    for (int i = 0; i < cache.n; i++) {
-        fidelity_result fr;
-        ZP_TRY(fidelity_compare(&cache.refs[i], &cmp, r->kl_window, &fr));
-        sum[0] += fr.mean_kl; sum[1] += fr.worst_window_kl; sum[2] += fr.agreement;
-        sum[3] += fr.first_disagreement < 0 ? fr.steps : fr.first_disagreement; sum[4] += fr.retained_share;
-    }
-    const int n = cache.n ? cache.n : 1;
+    fidelity_mean mean;
+    ZP_TRY(fidelity_set_compare(&cache.set, &cmp, r->kl_window, NULL, &mean));
     char path[4400];
     snprintf(path, sizeof path, "%s/fidelity.csv", exp_dir);
     char *row = NULL;
@@ -98,7 +58,7 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     FILE *m = open_memstream(&row, &k);
     if (!m) return zp_fail(ZP_ERR_OOM, "%s: no memory for the row of run %s", path, r->run_id);
     fprintf(m, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f,", r->run_id, r->policy, r->nmax, r->window, r->block_size, r->dataset,
-            cache.n, r->gen, sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, sum[4] / n);
+            cache.set.n, r->gen, mean.mean_kl, mean.worst_window_kl, mean.agreement, mean.first_disagreement, mean.retained_share);
     const char *params = r->policy_params[0] ? r->policy_params : "{}";
     csv_fwrite(m, params, strlen(params)); /* quoted: a JSON object has commas */
     fputc('\n', m);
@@ -108,6 +68,6 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     free(row);
     ZP_TRY(st);
     fprintf(stderr, "run %s: %s N=%d: mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id, r->policy, r->nmax,
-            sum[0] / n, sum[2] / n, sum[4] / n);
+            mean.mean_kl, mean.agreement, mean.retained_share);
     return ZP_OK;
 }

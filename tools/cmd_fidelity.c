@@ -8,13 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"
 #include "cli_common.h"
-#include "dataset.h"
-#include "fidelity.h"
-#include "item_prompt.h"
-#include "tokenizer.h"
-#include "paths.h"
+#include "fidelity_set.h"
 #include "policy.h" /* policy_find: each policy's authors' window */
 
 typedef struct {
@@ -49,37 +44,19 @@ static zp_status parse(int argc, char **argv, fid_args *a) {
     return ZP_OK;
 }
 
-static zp_status prompt_ids(const fid_args *a, zp_tokenizer *t, const ds_dataset *d, const ds_item *it, int **ids, int *n) {
-    zp_chat_opts co = {ZP_CHAT_QWEN3, 1, NULL};
-    ZP_TRY(zp_chat_detect(a->model, &co.family));
-    return item_prompt(t, co, d, it, 1, NULL, ids, n); /* the math instruction, as the paper's runs */
-}
-
 static zp_status run(const fid_args *a) {
-    zp_tokenizer *t;
-    ZP_TRY(zp_tokenizer_load(a->model, &t));
-    ds_dataset d;
-    char err[ZP_DS_ERR];
-    int *sel = NULL, n_sel = 0;
-    if (ds_open(a->dataset, zp_path(ZP_PATH_DATASETS), &d, err) || ds_select(&d, NULL, a->limit, d.is_code, &sel, &n_sel, err)) {
-        zp_tokenizer_free(t);
-        return zp_fail(ZP_ERR_INVALID, "%s", err);
-    }
-    FILE *out = a->out ? fopen(a->out, "w") : NULL;
-    zp_status s = (a->out && !out) ? zp_fail(ZP_ERR_IO, "%s: cannot create", a->out) : ZP_OK;
-    if (out) fprintf(out, "policy,nmax,block_size,window,problem,steps,mean_kl,worst_window_kl,agreement,first_disagreement,retained_share\n");
-    printf("policy,nmax,problems,mean_kl,worst_window_kl,agreement,first_disagreement_mean,retained_share\n");
     zp_engine_config full = zp_engine_config_default();
     full.model_dir = a->model;
     full.block_size = a->block;
     full.max_num_seqs = 1;
-    fidelity_ref *refs = calloc((size_t)n_sel, sizeof *refs);
-    if (!refs) s = zp_fail(ZP_ERR_OOM, "fidelity: out of memory");
-    for (int i = 0; s == ZP_OK && i < n_sel; i++) { /* the full-KV side once per prompt */
-        int *ids, n;
-        s = prompt_ids(a, t, &d, &d.items[sel[i]], &ids, &n);
-        if (s == ZP_OK) { s = fidelity_reference(&full, ids, n, a->gen, &refs[i]); free(ids); }
-    }
+    fidelity_set set;
+    ZP_TRY(fidelity_set_build(&full, a->dataset, NULL, a->limit, a->gen, 1, 1, &set)); /* thinking, the math instruction */
+    FILE *out = a->out ? fopen(a->out, "w") : NULL;
+    zp_status s = (a->out && !out) ? zp_fail(ZP_ERR_IO, "%s: cannot create", a->out) : ZP_OK;
+    fidelity_result *per = calloc((size_t)(set.n ? set.n : 1), sizeof *per);
+    if (s == ZP_OK && !per) s = zp_fail(ZP_ERR_OOM, "fidelity: out of memory");
+    if (out) fprintf(out, "policy,nmax,block_size,window,problem,steps,mean_kl,worst_window_kl,agreement,first_disagreement,retained_share\n");
+    printf("policy,nmax,problems,mean_kl,worst_window_kl,agreement,first_disagreement_mean,retained_share\n");
     char pol[512];
     snprintf(pol, sizeof pol, "%s", a->policies);
     for (char *p = strtok(pol, ","); s == ZP_OK && p; p = strtok(NULL, ","))
@@ -90,30 +67,21 @@ static zp_status run(const fid_args *a) {
             const zp_policy_ops *ops = policy_find(p);
             const int w = a->window ? a->window : ops ? ops->default_window : 0; /* unknown policy: the engine says so */
             cmp.window = w;
-            double sum[5] = {0};
-            for (int i = 0; s == ZP_OK && i < n_sel; i++) {
-                fidelity_result r;
-                s = fidelity_compare(&refs[i], &cmp, a->kl_window, &r);
-                if (s == ZP_OK) {
-                    if (out) fprintf(out, "%s,%d,%d,%d,%s,%d,%.6g,%.6g,%.4f,%d,%.4f\n", p, a->nmax[k], a->block, w, d.items[sel[i]].id,
-                                     r.steps, r.mean_kl, r.worst_window_kl, r.agreement, r.first_disagreement, r.retained_share);
-                    sum[0] += r.mean_kl; sum[1] += r.worst_window_kl; sum[2] += r.agreement;
-                    sum[3] += r.first_disagreement < 0 ? r.steps : r.first_disagreement; sum[4] += r.retained_share;
-                }
-            }
-            if (s == ZP_OK) {
-                printf("%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f\n", p, a->nmax[k], n_sel, sum[0] / n_sel, sum[1] / n_sel, sum[2] / n_sel, sum[3] / n_sel, sum[4] / n_sel);
-                if (out) fprintf(out, "%s,%d,%d,%d,ALL,%d,%.6g,%.6g,%.4f,%.1f,%.4f\n", p, a->nmax[k], a->block, w, a->gen, sum[0] / n_sel,
-                                 sum[1] / n_sel, sum[2] / n_sel, sum[3] / n_sel, sum[4] / n_sel);
-                fflush(stdout);
-            }
+            fidelity_mean m;
+            s = fidelity_set_compare(&set, &cmp, a->kl_window, per, &m);
+            if (s != ZP_OK) break;
+            for (int i = 0; out && i < set.n; i++)
+                fprintf(out, "%s,%d,%d,%d,%s,%d,%.6g,%.6g,%.4f,%d,%.4f\n", p, a->nmax[k], a->block, w, set.ids[i], per[i].steps, per[i].mean_kl,
+                        per[i].worst_window_kl, per[i].agreement, per[i].first_disagreement, per[i].retained_share);
+            printf("%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f\n", p, a->nmax[k], set.n, m.mean_kl, m.worst_window_kl, m.agreement,
+                   m.first_disagreement, m.retained_share);
+            if (out) fprintf(out, "%s,%d,%d,%d,ALL,%d,%.6g,%.6g,%.4f,%.1f,%.4f\n", p, a->nmax[k], a->block, w, a->gen, m.mean_kl,
+                             m.worst_window_kl, m.agreement, m.first_disagreement, m.retained_share);
+            fflush(stdout);
         }
-    if (out) fclose(out);
-    for (int i = 0; refs && i < n_sel; i++) fidelity_ref_free(&refs[i]);
-    free(refs);
-    free(sel);
-    ds_free(&d);
-    zp_tokenizer_free(t);
+    if (out && fclose(out) != 0 && s == ZP_OK) s = zp_fail(ZP_ERR_IO, "%s: write failed", a->out);
+    free(per);
+    fidelity_set_free(&set);
     return s;
 }
 

@@ -120,6 +120,7 @@ static zp_status engine_setup(zp_engine *e) {
     }
     e->stats.num_blocks = nb;
     e->stats.block_size = cfg->block_size;
+    e->stats.prefix_cache = e->sched.enable_prefix_cache;
     e->stats.kv_state_bytes = s == ZP_OK ? engine_kv_state_bytes(e, nb) : 0;
     return s;
 }
@@ -583,6 +584,8 @@ zp_status zp_engine_reset_stats(zp_engine *e) {
     e->stats.num_blocks = keep.num_blocks;
     e->stats.block_size = keep.block_size;
     e->stats.kv_state_bytes = keep.kv_state_bytes;
+    e->stats.n_qslots = keep.n_qslots;
+    e->stats.prefix_cache = keep.prefix_cache;
     memset(&e->comp.stats, 0, sizeof e->comp.stats);
     e->sched.n_preemptions = e->sched.n_suspensions = e->sched.prefix_hit_tokens = 0;
     e->pool.peak_used = e->pool.num_blocks - e->pool.n_free;

@@ -87,6 +87,7 @@ typedef struct {
     double saturated_seconds;
     int64_t saturated_tokens;
     int n_qslots;
+    int prefix_cache;          /* 1: the prefix cache is on (off for a policy with a live history, exact H2O) */
 } zp_engine_stats;
 
 typedef struct zp_engine zp_engine;

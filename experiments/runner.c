@@ -246,7 +246,7 @@ static void write_row(FILE *f, const exp_run *r, const char *git, const char *mo
     snprintf(v[k++], 1100, "%lld", (long long)st->num_blocks * r->block_size);
     snprintf(v[k++], 1100, "%s", r->scheduler);
     snprintf(v[k++], 1100, "%d", r->async);
-    snprintf(v[k++], 1100, "%d", r->prefix_cache);
+    snprintf(v[k++], 1100, "%d", st->prefix_cache); /* the engine's: exact H2O turns it off */
     snprintf(v[k++], 1100, "%g", r->temperature);
     snprintf(v[k++], 1100, "%g", r->top_p);
     snprintf(v[k++], 1100, "%d", r->max_tokens);

@@ -236,6 +236,18 @@ static void test_crafted(void) {
                 "added token 90 has empty content");
     CHECK_FAILS(load_crafted("hugeid", "[]", "[{\"id\":16777216,\"content\":\"<x>\",\"special\":true}]", &t), ZP_ERR_FORMAT,
                 "token id 16777216 out of range");
+    /* a split regex with a byte that is not UTF-8 (found by fuzz_tokenizer: PCRE2 was told not to
+     * check the pattern and read out of bounds); now PCRE2 checks it and the file is refused */
+    char dir[4096], path[4200], *txt = NULL;
+    snprintf(dir, sizeof dir, "%s/tok_badregex", ZP_TEST_TMP);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    size_t n_txt = 0;
+    CHECK_OK(zp_read_file(ZIPAGE_SOURCE_DIR "/tests/fuzz/regress/tokenizer/crash-regex-invalid-utf8.json", &txt, &n_txt));
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(txt, 1, n_txt, f) == n_txt && fclose(f) == 0);
+    free(txt);
+    CHECK_FAILS(zp_tokenizer_load(dir, &t), ZP_ERR_FORMAT, "split regex does not compile at offset 6: UTF-8 error");
 }
 
 int main(void) {

@@ -117,7 +117,7 @@ zp_status tok_add_regex_step(zp_tokenizer *t, const char *pattern, const char *s
     if (t->n_steps == 4) return zp_fail(ZP_ERR_UNSUPPORTED, "%s: more than 4 pre-tokenizer steps", src);
     int err;
     PCRE2_SIZE eoff;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &err, &eoff, NULL);
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &err, &eoff, NULL); /* the pattern is checked: a file can hold any bytes */
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);

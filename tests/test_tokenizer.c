@@ -248,6 +248,10 @@ static void test_crafted(void) {
     CHECK(f && fwrite(txt, 1, n_txt, f) == n_txt && fclose(f) == 0);
     free(txt);
     CHECK_FAILS(zp_tokenizer_load(dir, &t), ZP_ERR_FORMAT, "split regex does not compile at offset 6: UTF-8 error");
+    /* a vocab that is an array (found by fuzz_tokenizer: its entries have no token string, a NULL read) */
+    f = fopen(path, "wb");
+    CHECK(f && fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": [0]}}", f) >= 0 && fclose(f) == 0);
+    CHECK_FAILS(zp_tokenizer_load(dir, &t), ZP_ERR_FORMAT, "model.vocab is not an object of token strings to ids");
 }
 
 int main(void) {

@@ -194,6 +194,8 @@ static int unmap_bytes(const char *s, unsigned char *out, int cap) {
 static zp_status load_vocab_object(zp_tokenizer *t, const cJSON *vocab, const char *src) {
     const cJSON *e;
     unsigned char buf[1024];
+    if (!cJSON_IsObject(vocab)) /* an array's entries have no token strings */
+        return zp_fail(ZP_ERR_FORMAT, "%s: model.vocab is not an object of token strings to ids", src);
     cJSON_ArrayForEach(e, vocab) {
         if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble <= ZP_TOK_MAX_ID) || e->valuedouble != (double)(int)e->valuedouble)
             return zp_fail(ZP_ERR_FORMAT, "%s: vocab entry \"%.100s\" has no integer id in [0, %d]", src, e->string, ZP_TOK_MAX_ID);

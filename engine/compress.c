@@ -80,10 +80,11 @@ static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
     return ZP_OK;
 }
 
-/* A request to compress holds a query slot and whole blocks beyond its budget. */
+/* A request to compress holds a query slot and more tokens than its budget, its last block in use. */
 static zp_status check_request(const zp_compressor *c, const zp_seq *q) {
     const int budget = c->nmax * c->block_size;
-    if (q->qid < 0 || !q->compressing || q->n_kv != q->n_blocks * c->block_size || q->n_kv <= budget)
+    if (q->qid < 0 || !q->compressing || q->n_kv > q->n_blocks * c->block_size || q->n_kv <= (q->n_blocks - 1) * c->block_size ||
+        q->n_kv <= budget)
         return zp_fail(ZP_ERR_INVALID, "compression of request %lld: inconsistent state (slot %d, %d tokens in %d blocks, budget %d)",
                        (long long)q->request_id, q->qid, q->n_kv, q->n_blocks, budget);
     return ZP_OK;

@@ -47,12 +47,14 @@ static int default_num_blocks(const zp_model_config *mc, const zp_engine_config 
     return nb < 1 ? 1 : (int)nb;
 }
 
-/* An evicting policy caps requests at nmax + 1 blocks and gives them query slots. */
+/* An evicting policy caps requests at nmax + 1 blocks and gives them query slots; a prompt-only
+ * policy (SnapKV) runs the full scheduler, with query slots for the prefills of long prompts,
+ * each compressed to nmax x block_size tokens right after it. */
 static zp_status init_compression(zp_engine *e, int num_blocks) {
     const zp_engine_config *c = &e->cfg;
     const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
     if (!ops) return policy_create(c->policy, NULL, &e->comp.policy); /* its error names the known ones */
-    zp_sched_kind kind = ops->evicts ? ZP_SCHED_HYBRID : ZP_SCHED_FULL;
+    zp_sched_kind kind = ops->evicts && !ops->prompt_only ? ZP_SCHED_HYBRID : ZP_SCHED_FULL;
     if (c->scheduler && !sched_kind_parse(c->scheduler, &kind))
         return zp_fail(ZP_ERR_INVALID, "unknown scheduler \"%s\" (known: full, strict, hybrid)", c->scheduler);
     if (!ops->evicts) {
@@ -62,20 +64,24 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     if (c->nmax <= 0 || c->window <= 0 || c->window > c->block_size)
         return zp_fail(ZP_ERR_INVALID, "nmax %d must be positive and window %d in [1, block_size %d]%s", c->nmax, c->window, c->block_size,
                        c->window > c->block_size ? " (a policy's default window needs a block at least that large: set the window)" : "");
+    if (ops->prompt_only && kind != ZP_SCHED_FULL)
+        return zp_fail(ZP_ERR_INVALID, "scheduler %s: policy %s compresses only prompts and runs the full scheduler", c->scheduler, ops->name);
     const int m = engine_query_slots(e, num_blocks);
     ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, c->nmax, c->block_size, c->window, c->layer_stride));
     e->comp.device = !c->host_only;
-    ZP_TRY(sched_enable_compression(&e->sched, kind, c->nmax, c->window, m));
+    if (ops->prompt_only) ZP_TRY(sched_enable_prompt_compression(&e->sched, c->nmax * c->block_size, c->window, m));
+    else ZP_TRY(sched_enable_compression(&e->sched, kind, c->nmax, c->window, m));
     ZP_TRY(zp_model_kv_alloc_compression(e->model, &e->kv, c->window, m, policy_stores_history(&e->comp.policy, c->nmax * c->block_size, c->window)));
-    if (e->comp.history_live) { /* each request's history is its own: no K/V blocks shared by a prefix hit */
-        if (!e->kv.score) return zp_fail(ZP_ERR_INVALID, "policy %s: a live history needs a score cache", c->policy);
-        e->kv.history_live = 1;
+    if (e->comp.history_live || ops->prompt_only) { /* each request's history, or compressed prompt, is its own: no prefix hits */
+        if (e->comp.history_live && !e->kv.score) return zp_fail(ZP_ERR_INVALID, "policy %s: a live history needs a score cache", c->policy);
+        e->kv.history_live = e->comp.history_live;
         e->cfg.enable_prefix_cache = 0;
         e->sched.enable_prefix_cache = 0;
     }
     e->ctask = calloc((size_t)c->max_num_seqs, sizeof *e->ctask);
     ZP_CHECK_ALLOC(e->ctask);
-    e->compressing_enabled = 1;
+    e->compressing_enabled = !ops->prompt_only;
+    e->prompt_compress = ops->prompt_only;
     e->stats.n_qslots = m;
     return ZP_OK;
 }
@@ -326,11 +332,13 @@ static zp_status reserve_step(zp_engine *e, int rows, int seqs, int max_blocks) 
  * last one after the step (§1.3), for requests holding a query slot. */
 static zp_status add_query_stores(zp_engine *e, const zp_seq *q, int row0, int n_new, int *n_qs) {
     const int bs = e->cfg.block_size, w = e->cfg.window;
-    if (!e->compressing_enabled || q->qid < 0) return ZP_OK;
+    if ((!e->compressing_enabled && !e->prompt_compress) || q->qid < 0) return ZP_OK;
     const int last_start = (q->n_kv + n_new - 1) / bs * bs;
     for (int j = 0; j < n_new; j++) {
         int p = q->n_kv + j, off = p % bs;
-        if (p < last_start || off < bs - w) continue;
+        if (e->prompt_compress) off = p - (q->n_prompt - w) + (bs - w); /* the prompt's last w queries, in order */
+        else if (p < last_start) continue;
+        if (off < bs - w || off >= bs) continue;
         if (*n_qs >= e->qstore_cap) {
             int cap = e->qstore_cap ? 2 * e->qstore_cap : 64, c1 = e->qstore_cap, c2 = e->qstore_cap;
             ZP_TRY(grow_int(&e->qstore_rows, &c1, cap));
@@ -490,6 +498,22 @@ static zp_status route_compressions(zp_engine *e, int *n_run) {
     return ZP_OK;
 }
 
+/* After a prefill step of a prompt-only policy: the prompts longer than the budget (their
+ * requests hold a slot and are still running) are compressed now, before any decode step. */
+static zp_status compress_prompts(zp_engine *e, zp_seq *const *seqs, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        zp_seq *q = seqs[i];
+        if (q->status != ZP_SEQ_RUNNING || q->qid < 0) continue;
+        if (!sched_plan_prompt_compression(&e->sched, q)) return zp_fail(ZP_ERR_OOM, "request %lld: no memory to plan its compression", (long long)q->request_id);
+        e->ctask[k++] = q;
+    }
+    if (!k) return ZP_OK;
+    ZP_TRY(compressor_run(&e->comp, e->model, &e->kv, e->ctask, k));
+    for (int i = 0; i < k; i++) sched_prompt_compress_done(&e->sched, e->ctask[i]);
+    return ZP_OK;
+}
+
 /* Nothing to run this step: wait for a compression, or break a stall by preempting. */
 static zp_status idle_step(zp_engine *e) {
     if (e->worker_running) return collect_worker(e, 1);
@@ -536,6 +560,7 @@ static zp_status engine_step(zp_engine *e) {
     }
     zp_status s = sample_and_append(e, e->batch.seqs, n_run, used ? e->sids : NULL);
     e->stats.sample_seconds += now_s() - t1;
+    if (s == ZP_OK && e->prompt_compress && b.is_prefill) s = compress_prompts(e, e->batch.seqs, n_run);
     return s;
 }
 

@@ -27,7 +27,7 @@ static zp_status check_seq(const zp_engine *e, const zp_seq *q, int *refs) {
     if (q->n_done != q->n_tokens - 1) return zp_fail(ZP_ERR_INVALID, "request %d: %d tokens computed of %d (one pending expected)", id, q->n_done, q->n_tokens);
     if (q->n_kv > q->n_blocks * bs || q->n_kv < (q->n_blocks - 1) * bs)
         return zp_fail(ZP_ERR_INVALID, "request %d: %d physical tokens in %d blocks of %d", id, q->n_kv, q->n_blocks, bs);
-    if (!q->compressed && q->n_kv != q->n_done)
+    if (!q->compressed && !q->n_compressions && q->n_kv != q->n_done)
         return zp_fail(ZP_ERR_INVALID, "request %d: uncompressed but physical %d != logical %d", id, q->n_kv, q->n_done);
     if (q->compressed && !q->compressing && (q->n_blocks != s->nmax + 1 || q->n_kv < s->nmax * bs))
         return zp_fail(ZP_ERR_INVALID, "request %d: compressed but holds %d blocks, %d tokens", id, q->n_blocks, q->n_kv);

@@ -33,6 +33,7 @@ struct zp_engine {
     void *logits_hook_ctx;
     /* compression */
     int compressing_enabled;
+    int prompt_compress;     /* a prompt-only policy (SnapKV): long prompts compressed once after their prefill */
     zp_compressor comp;
     zp_seq **ctask;           /* requests of the compression in flight (async) or of this step */
     int n_ctask;

@@ -76,7 +76,9 @@ zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks) {
     size_t per_block, per_slot;
     kv_state_costs(e, &per_block, &per_slot);
     const int evicts = per_slot > 0;
-    const size_t reserve = evicts ? per_slot * (size_t)c->max_num_seqs + ZP_COMPRESS_DEVICE_BYTES : 0;
+    const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
+    const size_t slots = ops && ops->prompt_only ? (size_t)engine_query_slots(e, 0) : (size_t)c->max_num_seqs;
+    const size_t reserve = evicts ? per_slot * slots + ZP_COMPRESS_DEVICE_BYTES : 0;
     const double avail = util * (double)total_b - (double)(total_b - free_b) - (double)reserve;
     const double need = (double)per_block * (evicts ? c->nmax + 1 : 1);
     if (avail < need)
@@ -93,7 +95,8 @@ int engine_query_slots(const zp_engine *e, int nb) {
     const zp_engine_config *c = &e->cfg;
     const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
     if (!ops || !ops->evicts || c->nmax <= 0) return 0;
-    int m = c->max_concurrency > 0 ? c->max_concurrency : nb / (c->nmax + 1);
+    int m = ops->prompt_only ? c->max_num_batched_tokens / (c->nmax * c->block_size + 1) /* long prompts in one prefill */
+            : c->max_concurrency > 0 ? c->max_concurrency : nb / (c->nmax + 1);
     if (m > c->max_num_seqs) m = c->max_num_seqs;
     return m < 1 ? 1 : m;
 }

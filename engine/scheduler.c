@@ -111,6 +111,9 @@ static zp_status seq_allocate(zp_scheduler *s, zp_seq *q) {
     return ZP_OK;
 }
 
+/* Blocks a compression keeps: N_max, or the prompt budget's blocks of a prompt-only policy. */
+static int target_blocks(const zp_scheduler *s) { return s->nmax ? s->nmax : s->prompt_budget / s->block_size; }
+
 static int seq_needs_block(const zp_scheduler *s, const zp_seq *q) { return q->n_kv >= q->n_blocks * s->block_size; }
 
 static int seq_preemptible(const zp_seq *q) { return !q->compressed && !q->compressing; }
@@ -160,6 +163,14 @@ zp_status sched_init(zp_scheduler *s, zp_kv_pool *pool, int max_num_seqs, int ma
     return ZP_OK;
 }
 
+static zp_status alloc_slots(zp_scheduler *s, int n_qslots) {
+    s->free_q = malloc(sizeof(int) * (size_t)n_qslots);
+    ZP_CHECK_ALLOC(s->free_q);
+    for (int i = 0; i < n_qslots; i++) s->free_q[i] = n_qslots - 1 - i; /* pop gives 0 first */
+    s->n_free_q = s->n_qslots = n_qslots;
+    return ZP_OK;
+}
+
 zp_status sched_enable_compression(zp_scheduler *s, zp_sched_kind kind, int nmax, int window, int n_qslots) {
     if (kind == ZP_SCHED_FULL) return zp_fail(ZP_ERR_INVALID, "scheduler full runs no compression: use strict or hybrid with an evicting policy");
     if (nmax <= 0 || window <= 0 || window > s->block_size || n_qslots <= 0)
@@ -167,14 +178,20 @@ zp_status sched_enable_compression(zp_scheduler *s, zp_sched_kind kind, int nmax
                        nmax, window, s->block_size, n_qslots);
     if ((nmax + 1) > s->pool->num_blocks)
         return zp_fail(ZP_ERR_CAPACITY, "scheduler: one request needs nmax + 1 = %d blocks, the pool has %d", nmax + 1, s->pool->num_blocks);
-    s->free_q = malloc(sizeof(int) * (size_t)n_qslots);
-    ZP_CHECK_ALLOC(s->free_q);
-    for (int i = 0; i < n_qslots; i++) s->free_q[i] = n_qslots - 1 - i; /* pop gives 0 first */
-    s->n_free_q = n_qslots;
+    ZP_TRY(alloc_slots(s, n_qslots));
     s->kind = kind;
     s->nmax = nmax;
     s->window = window;
-    s->n_qslots = n_qslots;
+    return ZP_OK;
+}
+
+zp_status sched_enable_prompt_compression(zp_scheduler *s, int budget, int window, int n_qslots) {
+    if (budget <= 0 || budget % s->block_size || window <= 0 || window > s->block_size || n_qslots <= 0)
+        return zp_fail(ZP_ERR_INVALID, "scheduler: prompt budget %d (whole blocks of %d), window %d (<= block size) and query slots %d "
+                       "must be positive", budget, s->block_size, window, n_qslots);
+    ZP_TRY(alloc_slots(s, n_qslots));
+    s->prompt_budget = budget;
+    s->window = window;
     return ZP_OK;
 }
 
@@ -201,8 +218,8 @@ zp_status sched_add(zp_scheduler *s, zp_seq *q) {
     if (need > s->pool->num_blocks)
         return zp_fail(ZP_ERR_CAPACITY, "request %lld: %d prompt + %d max tokens need %d blocks of %d, the pool has %d",
                        (long long)q->request_id, q->n_prompt, q->sp.max_tokens, need, s->block_size, s->pool->num_blocks);
-    if (s->nmax) {
-        q->target = malloc(sizeof(int) * (size_t)(s->nmax + 1));
+    if (s->nmax || s->prompt_budget) {
+        q->target = malloc(sizeof(int) * (size_t)(target_blocks(s) + 1));
         ZP_CHECK_ALLOC(q->target);
     }
     q->qid = -1;
@@ -236,14 +253,14 @@ static void refill_slots(zp_scheduler *s) {
  * every write lands at or before its read. front = min(shared, nmax) fresh blocks replace the
  * leading shared ones. Returns the number of fresh blocks needed; fills plan[] (-1 = fresh). */
 static int compression_layout(const zp_scheduler *s, const zp_seq *q, int *plan) {
-    const int nt = s->nmax + 1;
+    const int nk = target_blocks(s), nt = nk + 1;
     int shared = 0, fresh = 0;
     if (!q->compressed)
         while (shared < q->n_blocks && s->pool->ref[q->blocks[shared]] > 1) shared++;
-    int front = shared < s->nmax ? shared : s->nmax;
+    int front = shared < nk ? shared : nk;
     for (int k = 0; k < nt; k++) {
         int j = shared + k - front;
-        int ok = k >= front && j < q->n_blocks && s->pool->ref[q->blocks[j]] == 1 && (j <= k || k == s->nmax);
+        int ok = k >= front && j < q->n_blocks && s->pool->ref[q->blocks[j]] == 1 && (j <= k || k == nk);
         plan[k] = ok ? j : -1;
         fresh += !ok;
     }
@@ -251,7 +268,7 @@ static int compression_layout(const zp_scheduler *s, const zp_seq *q, int *plan)
 }
 
 static int plan_compression(zp_scheduler *s, zp_seq *q) {
-    const int nt = s->nmax + 1;
+    const int nt = target_blocks(s) + 1;
     int plan[nt];
     int fresh = compression_layout(s, q, plan);
     if (kv_pool_num_free(s->pool) < fresh) return 0;
@@ -279,16 +296,28 @@ static int plan_compression(zp_scheduler *s, zp_seq *q) {
     return 1;
 }
 
-void sched_compress_done(zp_scheduler *s, zp_seq *q) {
-    const int nt = s->nmax + 1;
+/* Drops the released blocks and installs the target table (budget tokens, a growth block). */
+static void install_target(zp_scheduler *s, zp_seq *q) {
+    const int nt = target_blocks(s) + 1;
     for (int i = q->n_release - 1; i >= 0; i--) kv_pool_unref_block(s->pool, q->release[i]);
     q->n_release = 0;
     if (seq_reserve_blocks(q, nt) == ZP_OK) memcpy(q->blocks, q->target, sizeof(int) * (size_t)nt);
     q->n_blocks = nt;
-    q->n_kv = s->nmax * s->block_size;
-    q->compressed = 1;
+    q->n_kv = (nt - 1) * s->block_size;
     q->compressing = ZP_COMPRESS_NONE;
     q->n_compressions++;
+}
+
+void sched_compress_done(zp_scheduler *s, zp_seq *q) {
+    install_target(s, q);
+    q->compressed = 1;
+}
+
+int sched_plan_prompt_compression(zp_scheduler *s, zp_seq *q) { return plan_compression(s, q); }
+
+void sched_prompt_compress_done(zp_scheduler *s, zp_seq *q) {
+    install_target(s, q);
+    slot_return(s, q);
 }
 
 /* ---------------------------------------------------------------- scheduling */
@@ -300,9 +329,12 @@ static zp_status schedule_prefill(zp_scheduler *s, zp_sched_batch *out) {
          * checked against the budget in sched_add; a preempted one may have grown past it) */
         if (out->n > 0 && out->n_tokens + q->n_tokens > s->max_num_batched_tokens) break;
         if (kv_pool_num_free(s->pool) < sched_blocks_for(s, q->n_tokens)) break;
+        /* a long prompt of a prompt-only policy needs a slot for its first prefill's window */
+        const int prompt_slot = s->prompt_budget && q->n_prompt > s->prompt_budget && q->n_preemptions == 0;
         if (s->nmax && s->n_free_q == 0 && (s->kind == ZP_SCHED_STRICT || !needs_no_slot(s, q))) break;
+        if (prompt_slot && s->n_free_q == 0) break;
         ZP_TRY(seq_allocate(s, q));
-        if (s->nmax) slot_give(s, q);
+        if (s->nmax || prompt_slot) slot_give(s, q);
         seq_list_pop_front(&s->waiting);
         q->status = ZP_SEQ_RUNNING;
         ZP_TRY(seq_list_push_back(&s->running, q));

@@ -70,6 +70,8 @@ typedef struct {
     int enable_prefix_cache;
     zp_sched_kind kind;
     int nmax;             /* block cap N_max (0: no cap, full KV) */
+    int prompt_budget;    /* C > 0: a prompt-only policy (SnapKV), no cap; a prompt longer than C gets a
+                             query slot for its prefill and is compressed to C right after it */
     int window;           /* w: query-window length */
     int n_qslots;         /* M */
     int *free_q, n_free_q;
@@ -92,6 +94,15 @@ zp_status sched_init(zp_scheduler *s, zp_kv_pool *pool, int max_num_seqs, int ma
 zp_status sched_enable_compression(zp_scheduler *s, zp_sched_kind kind, int nmax, int window, int n_qslots);
 /* After a compression ran: drops the released blocks, installs the target table. */
 void sched_compress_done(zp_scheduler *s, zp_seq *seq);
+/* Full-KV scheduling with one compression of long prompts (a prompt-only policy): prompts
+ * longer than `budget` tokens take one of n_qslots query slots for their first prefill. */
+zp_status sched_enable_prompt_compression(zp_scheduler *s, int budget, int window, int n_qslots);
+/* Plans the compression of a request that just finished the prefill of a prompt longer than
+ * the budget (it holds a slot): target table in place. 0 when out of host memory. */
+int sched_plan_prompt_compression(zp_scheduler *s, zp_seq *seq);
+/* After it ran: the request holds budget tokens (and an empty growth block), gives its slot
+ * back, and decodes like full KV from there; it stays preemptible (recomputed uncompressed). */
+void sched_prompt_compress_done(zp_scheduler *s, zp_seq *seq);
 /* Last resort when a step found nothing to run: preempts the newest preemptible request.
  * Returns 1 if one was preempted. */
 int sched_break_stall(zp_scheduler *s);

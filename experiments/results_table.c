@@ -89,6 +89,7 @@ static const char *policy_label(const char *policy) {
                                            {"streaming", "StreamingLLM (no position shift)"},
                                            {"h2o", "H2O (block-granular)"},
                                            {"snapkv-d", "SnapKV-D"},
+                                           {"snapkv", "SnapKV (prompt only)"},
                                            {"rkv", "R-KV"},
                                            {"morphkv", "MorphKV (block-granular)"},
                                            {"gkv", "G-KV"}};

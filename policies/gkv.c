@@ -81,4 +81,4 @@ static void gkv_describe(const void *state, char *buf, size_t len) {
 }
 
 const zp_policy_ops policy_gkv_ops = {"gkv", "global attention score with decay - raw redundancy (G-KV)", 1, 1, 1,
-                                      gkv_init, free, gkv_plan, gkv_describe, 16};
+                                      gkv_init, free, gkv_plan, gkv_describe, 16, 0};

@@ -56,4 +56,4 @@ static void h2o_describe(const void *state, char *buf, size_t len) {
 }
 
 const zp_policy_ops policy_h2o_ops = {"h2o", "heavy hitters by cumulative attention of every query + recent tokens (H2O)", 1, 1, 1,
-                                      h2o_init, free, h2o_plan, h2o_describe, 16};
+                                      h2o_init, free, h2o_plan, h2o_describe, 16, 0};

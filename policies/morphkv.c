@@ -50,4 +50,4 @@ static void morphkv_describe(const void *state, char *buf, size_t len) {
 }
 
 const zp_policy_ops policy_morphkv_ops = {"morphkv", "recent-window attention history (MorphKV)", 1, 0, 1,
-                                          morphkv_init, free, morphkv_plan, morphkv_describe, 32};
+                                          morphkv_init, free, morphkv_plan, morphkv_describe, 32, 0};

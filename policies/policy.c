@@ -7,11 +7,11 @@
 #include <string.h>
 
 extern const zp_policy_ops policy_full_ops, policy_streaming_ops, policy_h2o_ops, policy_snapkv_d_ops, policy_rkv_ops,
-    policy_morphkv_ops, policy_zipage_ops, policy_gkv_ops;
+    policy_morphkv_ops, policy_zipage_ops, policy_gkv_ops, policy_snapkv_ops;
 
 static const zp_policy_ops *const registry[] = {&policy_full_ops,  &policy_streaming_ops, &policy_h2o_ops,
                                                 &policy_snapkv_d_ops, &policy_rkv_ops,       &policy_morphkv_ops,
-                                                &policy_zipage_ops, &policy_gkv_ops, NULL};
+                                                &policy_zipage_ops, &policy_gkv_ops, &policy_snapkv_ops, NULL};
 
 const zp_policy_ops *const *policy_registry(void) { return registry; }
 
@@ -38,8 +38,7 @@ zp_status policy_create(const char *name, const char *params_json, zp_policy *ou
     if (!ops) {
         char names[256];
         policy_names(names, sizeof names);
-        return zp_fail(ZP_ERR_INVALID, "unknown policy \"%s\" (known: %s%s)", name, names,
-                       !strcmp(name, "snapkv") ? "; the decode-time SnapKV is snapkv-d, the original prefill-time SnapKV is not implemented" : "");
+        return zp_fail(ZP_ERR_INVALID, "unknown policy \"%s\" (known: %s)", name, names);
     }
     cJSON *params = NULL;
     if (params_json && *params_json) {

@@ -45,6 +45,8 @@ typedef struct {
     /* Resolved parameters as a JSON object text into buf. */
     void (*describe)(const void *state, char *buf, size_t len);
     int default_window;    /* w when a run sets none: its authors' query window (0 for full) */
+    int prompt_only;       /* compresses once, after the prefill of a prompt longer than the budget;
+                              decoding keeps every token and the request is not capped (SnapKV) */
 } zp_policy_ops;
 
 typedef struct {

@@ -54,4 +54,4 @@ static void rkv_describe(const void *state, char *buf, size_t len) {
     snprintf(buf, len, "{\"lambda\": %g, %s, \"theta\": %g, \"parity\": %s}", s->lambda, imp, s->theta, s->parity ? "true" : "false");
 }
 
-const zp_policy_ops policy_rkv_ops = {"rkv", "importance minus key redundancy (R-KV)", 1, 0, 1, rkv_init, free, rkv_plan, rkv_describe, 8};
+const zp_policy_ops policy_rkv_ops = {"rkv", "importance minus key redundancy (R-KV)", 1, 0, 1, rkv_init, free, rkv_plan, rkv_describe, 8, 0};

@@ -8,7 +8,7 @@
  * and keys (non_window, R-KV's; all) give the SnapKV of G-KV's scripts (gqa max_prob, keys all,
  * kernel 5, window 16; ref_snapkv_d.keep_gkv_recipe). Survivors stay in position order; R-KV's
  * code gathers them in score order (issue 19). The original SnapKV, which compresses once at
- * prefill, is not this policy (and not implemented yet).
+ * prefill, is policies/snapkv.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,4 +65,4 @@ static void snapkv_describe(const void *state, char *buf, size_t len) {
 }
 
 const zp_policy_ops policy_snapkv_d_ops = {"snapkv-d", "window attention of recent queries, max-pooled (SnapKV, decode-time)", 1, 0, 1,
-                                         snapkv_init, free, snapkv_plan, snapkv_describe, 8};
+                                         snapkv_init, free, snapkv_plan, snapkv_describe, 8, 0};

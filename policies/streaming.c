@@ -33,4 +33,4 @@ static void streaming_describe(const void *state, char *buf, size_t len) {
 }
 
 const zp_policy_ops policy_streaming_ops = {"streaming", "attention sinks + recent window (StreamingLLM)", 1, 0, 1,
-                                            streaming_init, free, streaming_plan, streaming_describe, 16};
+                                            streaming_init, free, streaming_plan, streaming_describe, 16, 0};

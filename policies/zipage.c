@@ -89,4 +89,4 @@ static void zipage_describe(const void *state, char *buf, size_t len) {
 }
 
 const zp_policy_ops policy_zipage_ops = {"zipage", "global window attention + pooling - lightning redundancy (Zipage)", 1, 1, 1,
-                                         zipage_init, free, zipage_plan, zipage_describe, 16};
+                                         zipage_init, free, zipage_plan, zipage_describe, 16, 0};

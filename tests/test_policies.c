@@ -280,7 +280,7 @@ static void test_policy_contracts(void) {
         CHECK(desc[0] == '{');
         policy_destroy(&p);
     }
-    CHECK(n_pol == 8);
+    CHECK(n_pol == 9);
     zp_policy p;
     CHECK_FAILS(policy_create("lru", NULL, &p), ZP_ERR_INVALID, "unknown policy \"lru\"");
     CHECK_FAILS(policy_create("zipage", "{\"lamda\": 0.3}", &p), ZP_ERR_INVALID, "unknown parameter \"lamda\"");

@@ -248,9 +248,9 @@ static zp_status compress_pack(cuda_ctx *c, const zp_attn_dims *d, int budget, i
     size_t n_tab = 0, rows = 0;
     int max_n = 0;
     for (int r = 0; r < n_req; r++) {
-        if (reqs[r].n % bs || reqs[r].n <= budget || budget % bs)
+        if (reqs[r].n <= budget || budget % bs)
             return zp_fail(ZP_ERR_INVALID, "cuda compress: request %d has %d tokens for a budget of %d (block %d)", r, reqs[r].n, budget, bs);
-        n_tab += (size_t)reqs[r].n / bs + (size_t)budget / bs;
+        n_tab += (size_t)zp_ceil_div(reqs[r].n, bs) + (size_t)budget / bs;
         rows += (size_t)reqs[r].n * per_req;
         max_n = reqs[r].n > max_n ? reqs[r].n : max_n;
     }
@@ -264,7 +264,7 @@ static zp_status compress_pack(cuda_ctx *c, const zp_attn_dims *d, int budget, i
     int *jobs = c->hpack, *rq = jobs + 4 * n_jobs, *tab = rq + ZP_REQ_FIELDS * n_req;
     size_t t = 0, row = 0, jn = 0;
     for (int r = 0; r < n_req; r++) {
-        const int nb = reqs[r].n / bs, tb = budget / bs;
+        const int nb = zp_ceil_div(reqs[r].n, bs), tb = budget / bs; /* a prompt's last block may be partial */
         int *f = rq + ZP_REQ_FIELDS * r;
         f[ZP_REQ_N] = reqs[r].n;
         f[ZP_REQ_NHIST] = reqs[r].n_hist;

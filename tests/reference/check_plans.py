@@ -7,7 +7,9 @@ queries) the case is written for plan_dump (the C policy_select), and the kept s
 head must be identical to the oracle's, in fp32.
 
 Asserted: zipage (lightning and raw redundancy), streaming, gkv (three parameter sets), morphkv
-(max_prob, sum_logit, sum fusion at w 32), one
+(max_prob, sum_logit, sum fusion at w 32), SnapKV's one prompt compression (window 32, max pool
+7 or 5; the authors' kept set where G is 1, their score reduced over the group per row where it
+is 3 or 4: ref_snapkv.keep_kv_head), one
 compression of SnapKV-D and R-KV as G-KV's scripts run them (window 16), and of SnapKV-D
 and R-KV at their authors' window of 8 (the harness runs them at 16 by default, and their
 authors gather survivors in score order, which changes later compressions of a request: neither
@@ -32,6 +34,7 @@ import ref_gkv  # noqa: E402
 import ref_h2o  # noqa: E402
 import ref_morphkv  # noqa: E402
 import ref_rkv  # noqa: E402
+import ref_snapkv  # noqa: E402
 import ref_snapkv_d  # noqa: E402
 import ref_streaming  # noqa: E402
 import ref_zipage  # noqa: E402
@@ -47,6 +50,10 @@ ROWS = [
      '{"gqa": "max_prob", "keys": "all", "kernel": 5}', 16, None, True),
     ("rkv, G-KV's script", lambda *a: np.sort(ref_rkv.keep_gkv_recipe(*a), axis=-1), {}, "rkv",
      '{"gqa": "max_prob", "keys": "all", "kernel": 5}', 16, None, True),
+    ("snapkv (mean_prob)", ref_snapkv.keep_kv_head, {"window": 32}, "snapkv", "{}", 32, None, True),
+    ("snapkv (gqa max_prob)", ref_snapkv.keep_kv_head, {"window": 32, "gqa": "max_prob"}, "snapkv", '{"gqa": "max_prob"}', 32, None,
+     True),
+    ("snapkv (kernel 5)", ref_snapkv.keep_kv_head, {"window": 32, "kernel": 5}, "snapkv", '{"kernel": 5}', 32, None, True),
     ("gkv", ref_gkv.keep_sorted, {}, "gkv", "{}", 16, "maxnorm", True),
     ("gkv (no history clip)", ref_gkv.keep_sorted, {"clip_history": False}, "gkv", '{"clip_history": false}', 16, "maxnorm", True),
     ("gkv (sum, pooling)", ref_gkv.keep_sorted, {"smooth_method": "sum", "enable_pooling": True}, "gkv",
@@ -99,6 +106,13 @@ def main(dump):
         print(f"{label:28s} identical kept sets: {same}/{heads} heads ({100 * share:.1f}%){verdict}"
               + ("" if asserted else "  (known to differ: reported)"))
         failures += asserted and same != heads
+    g1 = [c for c in cases if c["queries"].shape[2] == 1]  # SnapKV: where G is 1 the KV-head form is the authors' own
+    g1_same = sum(np.array_equal(np.sort(ref_snapkv.keep(c["keys"], c["queries"], None, 0, c["block_size"], c["budget"], ref_snapkv.LONGBENCH)[:, 0], -1),
+                                 np.sort(ref_snapkv.keep_kv_head(c["keys"], c["queries"], None, 0, c["block_size"], c["budget"]), -1))
+                  for c in g1)
+    print(f"snapkv G 1: the per-KV-head oracle equals the authors' per-query-head selection in {g1_same}/{len(g1)} cases"
+          + ("  PASS" if g1 and g1_same == len(g1) else "  FAIL"))
+    failures += not g1 or g1_same != len(g1)
     print(f"check_plans: {len(cases)} cases; {'all asserted policies identical' if not failures else f'{failures} asserted policy differs'}")
     return 1 if failures else 0
 

@@ -22,6 +22,12 @@ Follows (FasterDecoding/SnapKV @ e216ddc):
                                              window tokens
 Output shape differs from the common interface: [H_kv, G, budget] (one row per query head,
 query head h*G + g); G == 1 gives [H_kv, 1, budget].
+
+keep_kv_head is the common interface ([H_kv, budget]) for the harness's `snapkv`, which keeps one
+set per KV head: the authors' per-query-head probabilities are reduced over the group per window
+row (gqa "mean_prob", the harness's default, or "max_prob") before the sum over the rows, the
+pooling and the top-k above. That reduction is the harness's, not the authors'; with G == 1 it is
+the identity and keep_kv_head returns the authors' kept set.
 """
 import numpy as np
 
@@ -50,6 +56,24 @@ def keep(keys, queries, history, n_hist, block_size, budget, params=None):
     pooled = avg_pool1d(a, p["kernel"]) if p["pooling"] == "avgpool" else max_pool1d(a, p["kernel"])
     idx = topk_desc(pooled, budget - W)
     win = np.broadcast_to(np.arange(n - W, n), (H, G, W))
+    return np.concatenate([idx, win], axis=-1)
+
+
+def keep_kv_head(keys, queries, history, n_hist, block_size, budget, params=None):
+    """The harness's per-KV-head SnapKV (see the module note): [H_kv, budget], top-k order."""
+    p = merge_params(dict(LONGBENCH, gqa="mean_prob"), params)
+    W = p["window"]
+    keys, queries = as_f32(keys), as_f32(queries)
+    H, n, _ = keys.shape
+    if n < budget:
+        return np.broadcast_to(np.arange(n), (H, n)).copy()
+    z = logits(queries[:, -W:], keys)                          # [H, G, W, n]
+    z = np.where(causal_window_mask(W, n)[None, None], NEG_INF, z)
+    pr = softmax(z, axis=-1)[:, :, :, :n - W]                  # [H, G, W, n - W]
+    a = (pr.mean(axis=1) if p["gqa"] == "mean_prob" else pr.max(axis=1)).sum(axis=1)   # [H, n - W]
+    pooled = avg_pool1d(a, p["kernel"]) if p["pooling"] == "avgpool" else max_pool1d(a, p["kernel"])
+    idx = topk_desc(pooled, budget - W)
+    win = np.broadcast_to(np.arange(n - W, n), (H, W))
     return np.concatenate([idx, win], axis=-1)
 
 

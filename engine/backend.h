@@ -157,12 +157,13 @@ struct zp_backend {
     /* out[Hkv][n]: score cache [L][num_blocks*bs][Hkv] at the same tokens */
     zp_status (*score_read)(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n,
                             float *out);
-    /* Order-preserving compaction of one layer: for each KV head, the tokens t of src (n
-     * tokens) with keep[head][t] are written, in order, to positions 0.. of dst. src and dst
-     * may share blocks (every write lands at or before its read). When score_cache is not
-     * NULL, scores[head][t] of the kept tokens go to the same target positions. */
+    /* Compaction of one layer: for each KV head, the tokens t of src (n tokens) with
+     * keep[head][t] are written to positions 0.. of dst, in position order, or, when order is
+     * not NULL, in the order order[head][0..kept) gives (order [Hkv][n]: R-KV's score order).
+     * src and dst may share blocks. When score_cache is not NULL, scores[head][t] of the kept
+     * tokens go to the same target positions. */
     zp_status (*kv_compact)(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
-                            const int *src, int n, const int *dst, const uint8_t *keep, const float *scores);
+                            const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order);
 
     /* ---- device-side compression (NULL where the policies score on the host: CPU) ---- */
     /* For layers [layer0, layer1) of n_req requests and every KV head: runs `plan` on the

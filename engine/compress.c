@@ -22,20 +22,24 @@ zp_status compressor_init(zp_compressor *c, const char *policy, const char *para
     c->layer_stride = layer_stride;
     c->device = 1;
     zp_score_plan plan;
-    if (c->policy.ops->evicts && policy_plan(&c->policy, nmax * block_size, window, &plan) == ZP_OK) c->history_live = plan.history_live;
+    if (c->policy.ops->evicts && policy_plan(&c->policy, nmax * block_size, window, &plan) == ZP_OK) {
+        c->history_live = plan.history_live;
+        c->order_score = plan.order_score;
+    }
     return ZP_OK;
 }
 
 void compressor_free(zp_compressor *c) {
     policy_destroy(&c->policy);
-    free(c->keys); free(c->queries); free(c->qhead); free(c->hist); free(c->new_hist); free(c->scratch); free(c->keep);
+    free(c->keys); free(c->queries); free(c->qhead); free(c->hist); free(c->new_hist); free(c->scratch); free(c->keep); free(c->order);
     memset(c, 0, sizeof *c);
 }
 
 static zp_status reserve(zp_compressor *c, const zp_model_config *mc, int n) {
     if (n <= c->cap_n) return ZP_OK;
     const size_t D = (size_t)mc->head_dim, Hkv = (size_t)mc->n_kv_heads, L = (size_t)c->layer_stride, N = (size_t)n;
-    free(c->keys); free(c->queries); free(c->qhead); free(c->hist); free(c->new_hist); free(c->scratch); free(c->keep);
+    free(c->keys); free(c->queries); free(c->qhead); free(c->hist); free(c->new_hist); free(c->scratch); free(c->keep); free(c->order);
+    c->order = NULL;
     c->keys = malloc(sizeof(float) * Hkv * N * D);
     c->queries = malloc(sizeof(float) * (size_t)c->window * mc->n_heads * D);
     c->qhead = malloc(sizeof(float) * (size_t)c->window * (mc->n_heads / mc->n_kv_heads) * D);
@@ -43,8 +47,9 @@ static zp_status reserve(zp_compressor *c, const zp_model_config *mc, int n) {
     c->new_hist = malloc(sizeof(float) * L * Hkv * N);
     c->scratch = malloc(sizeof(float) * (6 * N + N * D));
     c->keep = malloc(L * Hkv * N);
+    if (c->order_score) c->order = malloc(sizeof(int) * L * Hkv * N);
     c->cap_n = n;
-    if (!c->keys || !c->queries || !c->qhead || !c->hist || !c->new_hist || !c->scratch || !c->keep) {
+    if (!c->keys || !c->queries || !c->qhead || !c->hist || !c->new_hist || !c->scratch || !c->keep || (c->order_score && !c->order)) {
         c->cap_n = 0;
         return zp_fail(ZP_ERR_OOM, "compression: no host memory for %d tokens", n);
     }
@@ -53,7 +58,7 @@ static zp_status reserve(zp_compressor *c, const zp_model_config *mc, int n) {
 
 /* keep/new_hist rows [Hkv][n] of one layer of request q. */
 static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_seq *q, int layer, uint8_t *keep,
-                              float *new_hist) {
+                              float *new_hist, int *order) {
     zp_backend *be = m->be;
     const zp_model_config *mc = &m->cfg;
     const int n = q->n_kv, D = mc->head_dim, G = mc->n_heads / mc->n_kv_heads, w = c->window;
@@ -74,7 +79,7 @@ static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
                               c->block_size,
                               c->nmax * c->block_size,
                               c->scratch};
-        ZP_TRY(policy_select(&c->policy, &in, keep + (size_t)g * n, new_hist + (size_t)g * n));
+        ZP_TRY(policy_select(&c->policy, &in, keep + (size_t)g * n, new_hist + (size_t)g * n, order ? order + (size_t)g * n : NULL));
     }
     c->stats.score_seconds += now_s() - t1;
     return ZP_OK;
@@ -106,12 +111,16 @@ static zp_status compress_one(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
     ZP_TRY(reserve(c, mc, n));
     for (int l0 = 0; l0 < mc->n_layers; l0 += c->layer_stride) {
         int l1 = l0 + c->layer_stride < mc->n_layers ? l0 + c->layer_stride : mc->n_layers;
-        for (int l = l0; l < l1; l++)
-            ZP_TRY(select_layer(c, m, kv, q, l, c->keep + (size_t)(l - l0) * Hkv * n, c->new_hist + (size_t)(l - l0) * Hkv * n));
+        for (int l = l0; l < l1; l++) {
+            const size_t at = (size_t)(l - l0) * Hkv * n;
+            ZP_TRY(select_layer(c, m, kv, q, l, c->keep + at, c->new_hist + at, c->order ? c->order + at : NULL));
+        }
         double t1 = now_s();
-        for (int l = l0; l < l1; l++)
+        for (int l = l0; l < l1; l++) {
+            const size_t at = (size_t)(l - l0) * Hkv * n;
             ZP_TRY(be->kv_compact(be, &kv->dims, kv->k, kv->v, c->policy.ops->needs_history ? kv->score : NULL, l, q->blocks, n,
-                                  q->target, c->keep + (size_t)(l - l0) * Hkv * n, c->new_hist + (size_t)(l - l0) * Hkv * n));
+                                  q->target, c->keep + at, c->new_hist + at, c->order ? c->order + at : NULL));
+        }
         c->stats.compact_seconds += now_s() - t1;
     }
     count_compression(c, mc, n);

@@ -66,17 +66,18 @@ zp_status policy_plan(const zp_policy *p, int budget, int window, zp_score_plan 
     return ZP_OK;
 }
 
-zp_status policy_select(const zp_policy *p, const zp_select_input *in, uint8_t *keep, float *new_history) {
+zp_status policy_select(const zp_policy *p, const zp_select_input *in, uint8_t *keep, float *new_history, int *order) {
     if (!p->ops->evicts) {
         if (in->view.n > in->budget)
             return zp_fail(ZP_ERR_INVALID, "policy %s: asked to evict (%d tokens over a budget of %d)", p->ops->name, in->view.n, in->budget);
         for (int t = 0; t < in->view.n; t++) keep[t] = 1;
+        for (int t = 0; order && t < in->view.n; t++) order[t] = t;
         return ZP_OK;
     }
     zp_score_plan plan;
     ZP_TRY(policy_plan(p, in->budget, in->view.window, &plan));
     return scorer_plan_run(&plan, &in->view, in->history, in->n_hist, in->block_size, in->budget, in->scratch, keep,
-                           p->ops->needs_history ? new_history : NULL);
+                           p->ops->needs_history ? new_history : NULL, order);
 }
 
 zp_status policy_check_keys(const cJSON *params, const char *policy, const char *const *known) {

@@ -55,9 +55,10 @@ typedef struct {
 } zp_policy;
 
 /* keep[n]: exactly budget ones. new_history[n] (only when needs_history; may be NULL): the
- * score to store for each token (only kept tokens' values survive compaction). Runs the
- * policy's plan on the host. */
-zp_status policy_select(const zp_policy *p, const zp_select_input *in, uint8_t *keep, float *new_history);
+ * score to store for each token (only kept tokens' values survive compaction). order[budget]
+ * (may be NULL): the kept tokens in the order compaction writes them (scorer_plan_run). Runs
+ * the policy's plan on the host. */
+zp_status policy_select(const zp_policy *p, const zp_select_input *in, uint8_t *keep, float *new_history, int *order);
 /* 1 when p's plan keeps a per-token history (needs_history and a global score configured, e.g.
  * not Zipage with use_global false): only then is a score cache allocated. */
 int policy_stores_history(const zp_policy *p, int budget, int window);
@@ -84,14 +85,15 @@ zp_status policy_param_bool(const cJSON *params, const char *policy, const char 
 zp_status policy_param_choice(const cJSON *params, const char *policy, const char *key, const char *const *choices, int *v);
 
 /* SnapKV-D's importance options, shared by snapkv_d.c and rkv.c: pool kernel, GQA reduction
- * (0 max of logits, 1 max of probabilities), keys of the softmax (0 non-window, 1 all, causal). */
+ * (0 max of logits, 1 max of probabilities), keys of the softmax (0 non-window, 1 all, causal),
+ * cache order of the survivors (0 score, as R-KV's code gathers them; 1 position). */
 typedef struct {
-    int kernel, gqa_prob, all_keys;
+    int kernel, gqa_prob, all_keys, position_order;
 } snapkv_d_opts;
 void policy_snapkv_d_plan(const snapkv_d_opts *o, int window, zp_score_plan *p);
-/* Parses kernel, gqa and keys of params (keys already checked by the caller). */
+/* Parses kernel, gqa, keys and order of params (keys already checked by the caller). */
 zp_status policy_snapkv_d_parse(const cJSON *params, const char *policy, snapkv_d_opts *o);
-/* Writes `"kernel": k, "gqa": "...", "keys": "..."` (no braces); snprintf's count. */
+/* Writes `"kernel": k, "gqa": "...", "keys": "...", "order": "..."` (no braces); snprintf's count. */
 int policy_snapkv_d_describe(const snapkv_d_opts *o, char *buf, size_t len);
 
 #endif

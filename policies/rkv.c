@@ -4,8 +4,10 @@
  * m = r / n, R = softmax(m). Score f = lambda * a - (1 - lambda) * R; keep the top budget - w
  * with the w window tokens. `parity: true` reproduces the reference code's column-0 quirk.
  * gqa max_prob, keys all and kernel 5 at window 16 give the R-KV of G-KV's scripts
- * (ref_rkv.keep_gkv_recipe; G-KV's redundancy has no quirk). Survivors stay in position order;
- * R-KV's code gathers them in score order (issue 19).
+ * with order position (ref_rkv.keep_gkv_recipe; G-KV's redundancy has no quirk, and G-KV sorts
+ * its survivors). Survivors go to the cache in score order, then the window, as R-KV's code
+ * gathers them (r1_kv.py:82,168-179): the next compression's pooling and its "latest duplicate"
+ * rule then act on cache neighbours, as the authors'; "order": "position" keeps position order.
  * Redundancy is O(n^2 D) per (layer, KV head). No history. Prefix-compatible.
  */
 #include <stdio.h>
@@ -20,7 +22,7 @@ typedef struct {
 } rkv_state;
 
 static zp_status rkv_init(const cJSON *params, void **state) {
-    static const char *const known[] = {"lambda", "kernel", "gqa", "keys", "theta", "parity", NULL};
+    static const char *const known[] = {"lambda", "kernel", "gqa", "keys", "order", "theta", "parity", NULL};
     rkv_state *s = calloc(1, sizeof *s);
     ZP_CHECK_ALLOC(s);
     s->lambda = 0.1f;

@@ -6,9 +6,10 @@
  * per-query-head selection that multiplies the cache by G. No history. Prefix-compatible.
  * Default window 8 (R-KV's rkv/compression/snapkv.py). Parameters gqa (max_logit, R-KV's; max_prob)
  * and keys (non_window, R-KV's; all) give the SnapKV of G-KV's scripts (gqa max_prob, keys all,
- * kernel 5, window 16; ref_snapkv_d.keep_gkv_recipe). Survivors stay in position order; R-KV's
- * code gathers them in score order (issue 19). The original SnapKV, which compresses once at
- * prefill, is policies/snapkv.c.
+ * kernel 5, window 16, order position; ref_snapkv_d.keep_gkv_recipe). Survivors go to the cache
+ * in score order, then the window, as R-KV's code gathers them (snapkv.py:61,131-142), so the next
+ * compression pools rank neighbours; "order": "position" keeps position order (G-KV sorts). The
+ * original SnapKV, which compresses once at prefill, is policies/snapkv.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,24 +26,27 @@ void policy_snapkv_d_plan(const snapkv_d_opts *o, int window, zp_score_plan *p) 
     p->pool_kernel = o->kernel;
     p->pool_candidates = 1;
     p->recent = window;
+    p->order_score = !o->position_order;
 }
 
 zp_status policy_snapkv_d_parse(const cJSON *params, const char *policy, snapkv_d_opts *o) {
     static const char *const gqa[] = {"max_logit", "max_prob", NULL}, *const keys[] = {"non_window", "all", NULL};
+    static const char *const order[] = {"score", "position", NULL};
     ZP_TRY(policy_param_int(params, policy, "kernel", 1, 63, &o->kernel));
     ZP_TRY(policy_param_choice(params, policy, "gqa", gqa, &o->gqa_prob));
     ZP_TRY(policy_param_choice(params, policy, "keys", keys, &o->all_keys));
+    ZP_TRY(policy_param_choice(params, policy, "order", order, &o->position_order));
     if (o->kernel % 2 == 0) return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"kernel\" must be odd", policy);
     return ZP_OK;
 }
 
 int policy_snapkv_d_describe(const snapkv_d_opts *o, char *buf, size_t len) {
-    return snprintf(buf, len, "\"kernel\": %d, \"gqa\": \"%s\", \"keys\": \"%s\"", o->kernel, o->gqa_prob ? "max_prob" : "max_logit",
-                    o->all_keys ? "all" : "non_window");
+    return snprintf(buf, len, "\"kernel\": %d, \"gqa\": \"%s\", \"keys\": \"%s\", \"order\": \"%s\"", o->kernel,
+                    o->gqa_prob ? "max_prob" : "max_logit", o->all_keys ? "all" : "non_window", o->position_order ? "position" : "score");
 }
 
 static zp_status snapkv_init(const cJSON *params, void **state) {
-    static const char *const known[] = {"kernel", "gqa", "keys", NULL};
+    static const char *const known[] = {"kernel", "gqa", "keys", "order", NULL};
     snapkv_d_opts *s = calloc(1, sizeof *s);
     ZP_CHECK_ALLOC(s);
     s->kernel = 7;

@@ -1,6 +1,7 @@
-/* normalize.c - softmax with a divisor (temperature), max normalisation, the lambda mix and
- * the per-head top-k that every score-based policy ends with. Complexity O(n) except top-k,
- * O(n log n) (a sort of indices; fine for the reference). */
+/* normalize.c - softmax with a divisor (temperature), max normalisation, the lambda mix, the
+ * per-head top-k that every score-based policy ends with, and the score order of the kept
+ * tokens (R-KV's cache order). Complexity O(n) except top-k and the order, O(n log n) (a sort
+ * of indices; fine for the reference). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -47,4 +48,19 @@ void scorer_topk(const float *score, int n, int k, uint8_t *keep) {
     qsort(v, (size_t)n, sizeof *v, by_score_desc);
     for (int i = 0; i < k; i++) keep[v[i].t] = 1;
     free(v);
+}
+
+zp_status scorer_rank_order(const float *score, const uint8_t *keep, int m, int n, int *order) {
+    int k = 0;
+    for (int t = 0; t < m; t++) k += keep[t] != 0;
+    scored *v = malloc(sizeof *v * (size_t)(k > 0 ? k : 1));
+    if (!v) return zp_fail(ZP_ERR_OOM, "score order: no memory for %d tokens", k);
+    for (int t = 0, i = 0; t < m; t++)
+        if (keep[t]) { v[i].s = score[t] != score[t] ? -INFINITY : score[t]; v[i].t = t; i++; }
+    qsort(v, (size_t)k, sizeof *v, by_score_desc);
+    for (int i = 0; i < k; i++) order[i] = v[i].t;
+    free(v);
+    for (int t = m; t < n; t++)
+        if (keep[t]) order[k++] = t;
+    return ZP_OK;
 }

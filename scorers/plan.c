@@ -26,7 +26,7 @@ static void plan_pool(const zp_score_plan *p, const float *S, int n, int w, int 
 }
 
 zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const float *history, int n_hist, int block_size,
-                          int budget, float *scratch, uint8_t *keep, float *new_history) {
+                          int budget, float *scratch, uint8_t *keep, float *new_history, int *order) {
     const int n = v->n;
     float *A = scratch, *S = A + n, *P = A + 2 * n, *r = A + 3 * n, *tmp = A + 4 * n, *knorm = A + 6 * n;
     if (p->attention) ZP_TRY(scorer_window_attention(v, &p->attn, A, tmp));
@@ -51,5 +51,7 @@ zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const 
     }
     for (int t = 0; t < p->sink && t < n; t++) C[t] = INFINITY;
     scorer_keep_topk_recent(C, n, budget, p->recent, keep);
-    return ZP_OK;
+    if (!order) return ZP_OK;
+    const int recent = p->recent < budget ? (p->recent < n ? p->recent : n) : budget;
+    return scorer_rank_order(C, keep, p->order_score ? n - (recent > 0 ? recent : 0) : 0, n, order);
 }

@@ -75,6 +75,9 @@ void scorer_mix(const float *P, const float *R, int n, float lambda, float *out)
 void scorer_topk(const float *score, int n, int k, uint8_t *keep);
 /* Keeps the last `recent` tokens and the top (budget - recent) of the others by score. */
 void scorer_keep_topk_recent(const float *score, int n, int budget, int recent, uint8_t *keep);
+/* order[]: the kept tokens t < m by descending score (on equal scores the earlier first, NaN
+ * last), then the kept tokens of [m, n) in position order: the cache order R-KV's code leaves. */
+zp_status scorer_rank_order(const float *score, const uint8_t *keep, int m, int n, int *order);
 
 /* A policy's score as a fixed pipeline of the scorers above (plan.c runs it on the host,
  * engine/cuda/score_cuda.cu on the device; policies/ fill it from their parameters):
@@ -86,7 +89,9 @@ void scorer_keep_topk_recent(const float *score, int n, int budget, int recent, 
  *       (pool_candidates: pool t < n - w only, window scores 0)
  *   C = redundancy ? lambda P - (1 - lambda) R : P, R = softmax(r / (temperature * span)),
  *       r raw (span n) or lightning (span block_size); if max_norm: R /= max R
- *   C[t < sink] = +inf; keep the last `recent` tokens and the top budget - recent of the rest. */
+ *   C[t < sink] = +inf; keep the last `recent` tokens and the top budget - recent of the rest;
+ *   the kept tokens go to the cache in position order, or (order_score) by descending C and then
+ *   the recent ones, so that the next compression sees them in that physical order. */
 typedef enum { ZP_RED_NONE, ZP_RED_RAW, ZP_RED_LIGHTNING } zp_redundancy_kind;
 typedef enum { ZP_GLOBAL_NONE, ZP_GLOBAL_MAX, ZP_GLOBAL_SUM } zp_global_kind;
 typedef struct {
@@ -105,12 +110,16 @@ typedef struct {
     float theta, temperature, lambda;
     int rkv_quirk;
     int sink, recent;
+    int order_score;              /* survivors in descending C order, then the recent tokens (the order
+                                     R-KV's code gathers them in); 0: position order */
 } zp_score_plan;
 
 /* Runs a plan on one (request, layer, KV head): keep[n] (exactly budget ones when n >
- * budget), new_history[n] = S when not NULL. history[n] may be NULL (then S = A).
+ * budget), new_history[n] = S when not NULL, order[] (when not NULL) the kept tokens in the
+ * order compaction writes them: position order, or with order_score the kept candidates by
+ * descending C then the recent tokens. history[n] may be NULL (then S = A).
  * scratch: [6n + n D] floats. */
 zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const float *history, int n_hist, int block_size,
-                          int budget, float *scratch, uint8_t *keep, float *new_history);
+                          int budget, float *scratch, uint8_t *keep, float *new_history, int *order);
 
 #endif

@@ -57,7 +57,7 @@ static void test_compaction_op(void) {
         for (int t = 0; t < N; t++) { keep[g * N + t] = (t % 3 != g) && t != 11 - g; scores[g * N + t] = 100.f * g + t; }
     float before_k[L * NB * BS * HKV * D];
     memcpy(before_k, k, sizeof k);
-    CHECK_OK(be->kv_compact(be, &d, k, v, sc, LAYER, src, N, dst, keep, scores));
+    CHECK_OK(be->kv_compact(be, &d, k, v, sc, LAYER, src, N, dst, keep, scores, NULL));
     const size_t lo = (size_t)LAYER * NB * BS * HKV * D;
     for (int g = 0; g < HKV; g++) {
         int i = 0;

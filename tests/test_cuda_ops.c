@@ -234,12 +234,33 @@ static void test_attention_path(pair *p) {
         for (int t = 0; t < 37; t++) keep[g * 37 + t] = ((t * (g + 3)) % 5 < 3) && t < 34;
     int dst[3] = {9, 2, 6};
     for (int g = 0; g < Hkv; g++) { int c = 0; for (int t = 0; t < 37; t++) c += keep[g * 37 + t]; CHECK(c > 0); }
-    for (int k = 0; k < 2; k++) CHECK_OK(be[k]->kv_compact(be[k], &d, KC[k], VC[k], NULL, LAYER, bt[0], 37, dst, keep, NULL));
+    for (int k = 0; k < 2; k++) CHECK_OK(be[k]->kv_compact(be[k], &d, KC[k], VC[k], NULL, LAYER, bt[0], 37, dst, keep, NULL, NULL));
     CHECK_OK(be[0]->key_gather(be[0], &d, KC[0], LAYER, dst, 37, k0));
     CHECK_OK(be[1]->key_gather(be[1], &d, KC[1], LAYER, dst, 37, k1));
     dk = zp_max_abs_diff(k0, k1, Hkv * 37 * D);
     printf("  %-18s max|diff| %.3e\n", "compacted keys", dk);
     CHECK(dk <= 1e-2 * p->tight * sk + 1e-6);
+    /* the first 16 compacted tokens of every head again, in place, into a per-head order
+     * (R-KV's score order path: compaction, then the kept rows permuted in place) */
+    enum { N2 = 16 };
+    uint8_t keep2[Hkv * N2];
+    int order[Hkv * N2];
+    memset(keep2, 1, sizeof keep2);
+    for (int g = 0; g < Hkv; g++)
+        for (int i = 0; i < N2; i++) order[g * N2 + i] = (i * 5 + 3 * g) % N2;
+    for (int k = 0; k < 2; k++) CHECK_OK(be[k]->kv_compact(be[k], &d, KC[k], VC[k], NULL, LAYER, dst, N2, dst, keep2, NULL, order));
+    float *k2 = malloc(sizeof(float) * Hkv * N2 * D);
+    CHECK_OK(be[0]->key_gather(be[0], &d, KC[0], LAYER, dst, N2, k2));
+    int moved = 1; /* the CPU result is the permutation of its own compacted keys k0 */
+    for (int g = 0; g < Hkv; g++)
+        for (int i = 0; i < N2; i++)
+            moved &= !memcmp(k2 + ((size_t)g * N2 + i) * D, k0 + ((size_t)g * 37 + order[g * N2 + i]) * D, sizeof(float) * D);
+    CHECK(moved);
+    CHECK_OK(be[1]->key_gather(be[1], &d, KC[1], LAYER, dst, N2, k1));
+    dk = zp_max_abs_diff(k2, k1, Hkv * N2 * D);
+    printf("  %-18s max|diff| %.3e\n", "ordered keys", dk);
+    CHECK(dk <= 1e-2 * p->tight * sk + 1e-6);
+    free(k2);
     free(k0); free(k1); free(qkv);
     for (int k = 0; k < 2; k++) { void *bufs[8] = {QKV[k], Q[k], O[k], KC[k], VC[k], QC[k], QN[k], KN[k]}; for (int i = 0; i < 8; i++) be[k]->release(be[k], bufs[i]); }
 }

@@ -156,7 +156,8 @@ int main(void) {
         {"zipage", "{\"use_redundancy\": false, \"max_norm\": true}"}, {"zipage", "{\"use_global\": false, \"use_pooling\": false}"},
         {"gkv", NULL}, {"gkv", "{\"clip_history\": false, \"smooth\": \"sum\", \"pooling\": true}"}, {"morphkv", "{\"gqa\": \"sum_logit\"}"},
         {"rkv", "{\"gqa\": \"max_prob\", \"keys\": \"all\", \"kernel\": 5}"}, {"snapkv-d", "{\"gqa\": \"max_prob\", \"keys\": \"all\"}"},
-        {"snapkv", NULL}, {"snapkv", "{\"gqa\": \"max_prob\", \"kernel\": 5}"},
+        {"snapkv", NULL}, {"snapkv", "{\"gqa\": \"max_prob\", \"kernel\": 5}"}, {"rkv", "{\"order\": \"position\"}"},
+        {"snapkv-d", "{\"order\": \"position\", \"kernel\": 3}"}, {"rkv", "{\"parity\": true, \"lambda\": 0.5}"},
     };
     for (int fp32 = 1; fp32 >= 0; fp32--) {
         zp_backend *be;

@@ -1,6 +1,7 @@
 /* test_policies.c - the worked examples of eviction-policies.md at the component level, each
  * scorer against a naive implementation on random inputs, and every registered policy's
  * contract (exactly `budget` kept per head, window always kept, parameters validated). */
+#include <math.h>
 #include <string.h>
 
 #include "policy.h"
@@ -41,7 +42,7 @@ static void test_streaming_example(void) {
     uint8_t keep[8];
     float scratch[6 * 8 + 8];
     zp_select_input in = {.view = {.n = 8, .head_dim = 1, .window = 1}, .budget = 5, .scratch = scratch};
-    CHECK_OK(policy_select(&p, &in, keep, NULL));
+    CHECK_OK(policy_select(&p, &in, keep, NULL, NULL));
     const int want[] = {0, 1, 5, 6, 7};
     expect_keep(keep, 8, want, 5, "streaming S=2 R=3");
     policy_destroy(&p);
@@ -157,11 +158,11 @@ static void test_zipage_example(void) {
     const float H[4] = {.40f, .30f, .05f, .35f};
     uint8_t keep[8];
     zp_select_input in = {v, H, 0, 4, 4, big};
-    CHECK_OK(policy_select(&p, &in, keep, hist_out));
+    CHECK_OK(policy_select(&p, &in, keep, hist_out, NULL));
     const int first[] = {0, 2, 6, 7};
     expect_keep(keep, 8, first, 4, "zipage no history");
     in.n_hist = 4; /* compressed before: block 0 has history */
-    CHECK_OK(policy_select(&p, &in, keep, hist_out));
+    CHECK_OK(policy_select(&p, &in, keep, hist_out, NULL));
     const int glob[] = {0, 3, 6, 7};
     expect_keep(keep, 8, glob, 4, "zipage global decay 0.8");
     const float stored[4] = {.32f, .28f, .25f, .10f};
@@ -268,8 +269,8 @@ static void test_policy_contracts(void) {
         CHECK_OK(policy_create(reg[i]->name, NULL, &p));
         zp_select_input in = {{N, D, G, W, 0.35f, keys, q}, reg[i]->needs_history ? H : NULL, reg[i]->needs_history ? N - BS : 0, BS, BUDGET, scratch};
         uint8_t keep[N], keep2[N];
-        CHECK_OK(policy_select(&p, &in, keep, hist));
-        CHECK_OK(policy_select(&p, &in, keep2, hist));
+        CHECK_OK(policy_select(&p, &in, keep, hist, NULL));
+        CHECK_OK(policy_select(&p, &in, keep2, hist, NULL));
         int count = 0;
         for (int t = 0; t < N; t++) count += keep[t];
         CHECK(count == BUDGET);
@@ -299,12 +300,49 @@ static void test_policy_contracts(void) {
               pl.redundancy == ZP_RED_RAW);
         char d[256];
         r.ops->describe(r.state, d, sizeof d);
-        CHECK(!strcmp(d, "{\"lambda\": 0.1, \"kernel\": 5, \"gqa\": \"max_prob\", \"keys\": \"all\", \"theta\": 0.5, \"parity\": false}"));
+        CHECK(!strcmp(d, "{\"lambda\": 0.1, \"kernel\": 5, \"gqa\": \"max_prob\", \"keys\": \"all\", \"order\": \"score\", \"theta\": 0.5, "
+                         "\"parity\": false}"));
+        CHECK(pl.order_score); /* R-KV's code gathers its survivors in score order */
         policy_destroy(&r);
         CHECK_OK(policy_create("snapkv-d", NULL, &r));
         r.ops->describe(r.state, d, sizeof d);
-        CHECK(!strcmp(d, "{\"kernel\": 7, \"gqa\": \"max_logit\", \"keys\": \"non_window\"}"));
+        CHECK(!strcmp(d, "{\"kernel\": 7, \"gqa\": \"max_logit\", \"keys\": \"non_window\", \"order\": \"score\"}"));
+        CHECK_OK(policy_plan(&r, 64, 8, &pl));
+        CHECK(pl.order_score);
         policy_destroy(&r);
+        CHECK_OK(policy_create("snapkv-d", "{\"order\": \"position\"}", &r));
+        CHECK_OK(policy_plan(&r, 64, 8, &pl));
+        CHECK(!pl.order_score);
+        policy_destroy(&r);
+        CHECK_FAILS(policy_create("rkv", "{\"order\": \"rank\"}", &p), ZP_ERR_INVALID, "\"order\" must be one of score, position");
+    }
+    {   /* the cache order policy_select returns: score order puts the kept candidates by descending
+         * score, then the window; position order is ascending; both hold exactly the kept set */
+        enum { NN = 40, WW = 4, BB = 16 };
+        float keys[NN * 8], q[WW * 2 * 8], scratch[6 * NN + NN * 8];
+        for (int i = 0; i < NN * 8; i++) keys[i] = sinf(0.37f * (float)i) + 0.2f * cosf(1.3f * (float)(i % 13));
+        for (int i = 0; i < WW * 2 * 8; i++) q[i] = cosf(0.71f * (float)i);
+        zp_select_input in = {{NN, 8, 2, WW, 0.35f, keys, q}, NULL, 0, 8, BB, scratch};
+        uint8_t k1[NN], k2[NN];
+        int o1[NN], o2[NN];
+        zp_policy a, b;
+        CHECK_OK(policy_create("rkv", NULL, &a));
+        CHECK_OK(policy_create("rkv", "{\"order\": \"position\"}", &b));
+        CHECK_OK(policy_select(&a, &in, k1, NULL, o1));
+        CHECK_OK(policy_select(&b, &in, k2, NULL, o2));
+        CHECK(!memcmp(k1, k2, NN));
+        int asc = 1, same_set = 1, window = 1;
+        for (int i = 0; i < BB; i++) {
+            asc &= i == 0 || o2[i] > o2[i - 1];
+            same_set &= k1[o1[i]] && k2[o2[i]];
+        }
+        for (int j = 0; j < WW; j++) window &= o1[BB - WW + j] == NN - WW + j;
+        CHECK(asc && same_set && window);
+        int sorted = 1;
+        for (int i = 1; i < BB - WW; i++) sorted &= o1[i] > o1[i - 1];
+        CHECK(!sorted); /* score order is not position order on these keys */
+        policy_destroy(&a);
+        policy_destroy(&b);
     }
     CHECK_FAILS(policy_create("gkv", "{\"alpha\": 0.8}", &p), ZP_ERR_INVALID, "alpha");
     {   /* G-KV: maxima over the candidates, no history for the kept window tokens, raw redundancy */

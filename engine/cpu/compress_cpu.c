@@ -1,6 +1,8 @@
 /* compress_cpu.c - the CPU backend's compression ops: query-cache store/read, key and score
- * gathers through a block table, and order-preserving compaction of K, V and scores.
+ * gathers through a block table, and compaction of K, V and scores (position order, or the
+ * order a policy gives: R-KV's score order).
  * Plain loops (memcpy per token and head); part of the fp32 reference backend. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_ops.h"
@@ -42,8 +44,41 @@ zp_status cpu_score_read(zp_backend *be, const zp_attn_dims *d, const void *scor
     return ZP_OK;
 }
 
+/* Rewrites positions [0, k) of head g's target so that position i holds the kept token
+ * order[i] (they were compacted in position order: token t sits at pos[t], its rank among the
+ * kept). Stages the k rows in host memory first (in place, any permutation is safe). */
+static zp_status permute_head(const zp_attn_dims *d, float *kc, float *vc, float *sc, const int *dst, int g, int n, const uint8_t *keep,
+                              const int *order) {
+    const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size;
+    int k = 0;
+    int *pos = malloc(sizeof(int) * (size_t)n);
+    if (!pos) return zp_fail(ZP_ERR_OOM, "kv_compact: no memory to order %d tokens", n);
+    for (int t = 0; t < n; t++) pos[t] = keep[t] ? k++ : -1;
+    float *tmp = malloc(sizeof(float) * ((size_t)2 * k * D + (size_t)k));
+    if (!tmp) { free(pos); return zp_fail(ZP_ERR_OOM, "kv_compact: no memory to order %d tokens", k); }
+    float *tk = tmp, *tv = tmp + (size_t)k * D, *ts = tmp + (size_t)2 * k * D;
+    for (int i = 0; i < k; i++) {
+        const size_t at = SLOT(dst, i, bs) * Hkv + g;
+        memcpy(tk + (size_t)i * D, kc + at * D, sizeof(float) * (size_t)D);
+        memcpy(tv + (size_t)i * D, vc + at * D, sizeof(float) * (size_t)D);
+        ts[i] = sc ? sc[at] : 0.f;
+    }
+    zp_status st = ZP_OK;
+    for (int i = 0; i < k && st == ZP_OK; i++) {
+        const int t = order[i], j = t >= 0 && t < n ? pos[t] : -1;
+        if (j < 0) { st = zp_fail(ZP_ERR_INVALID, "kv_compact: order entry %d (token %d) is not a kept token", i, t); break; }
+        const size_t at = SLOT(dst, i, bs) * Hkv + g;
+        memcpy(kc + at * D, tk + (size_t)j * D, sizeof(float) * (size_t)D);
+        memcpy(vc + at * D, tv + (size_t)j * D, sizeof(float) * (size_t)D);
+        if (sc) sc[at] = ts[j];
+    }
+    free(tmp);
+    free(pos);
+    return st;
+}
+
 zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
-                         const int *src, int n, const int *dst, const uint8_t *keep, const float *scores) {
+                         const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order) {
     const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size;
     const size_t layer_off = (size_t)layer * d->num_blocks * bs * Hkv * D;
     float *kc = (float *)k_cache + layer_off, *vc = (float *)v_cache + layer_off;
@@ -60,6 +95,7 @@ zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, v
             if (sc && scores) sc[to] = scores[(size_t)g * n + t];
             i++;
         }
+        if (order) ZP_TRY(permute_head(d, kc, vc, sc && scores ? sc : NULL, dst, g, n, keep + (size_t)g * n, order + (size_t)g * n));
     }
     return ZP_OK;
 }

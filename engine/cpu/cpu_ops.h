@@ -19,6 +19,6 @@ zp_status cpu_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q,
                            int layer);
 zp_status cpu_score_read(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n, float *out);
 zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
-                         const int *src, int n, const int *dst, const uint8_t *keep, const float *scores);
+                         const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order);
 
 #endif

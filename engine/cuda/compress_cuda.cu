@@ -1,6 +1,7 @@
 /* compress_cuda.cu - the CUDA backend's compression ops: query-cache store and read, key and
  * score gathers through a block table (to the host, where the reference policies score), and
- * order-preserving compaction of K, V and scores per (layer, KV head).
+ * compaction of K, V and scores per (layer, KV head): in position order, then, for a policy
+ * that keeps R-KV's score order, a permutation of the kept rows in place.
  * `compress` is the device path the engine uses on this backend: the policy's score plan runs
  * on the GPU (scorers/cuda/plan_cuda.cu) and the kept tokens of many (request, layer, KV
  * head) jobs are compacted in one launch, on a stream of its own; only block tables go up.
@@ -59,6 +60,61 @@ __global__ static void compact_kernel(T *kc, T *vc, float *sc, const int *src, c
         __syncthreads();
         i++;
     }
+}
+
+/* Positions [0, k) of one (layer, KV head) target, compacted in position order, are rewritten
+ * so that position i holds the row that was at p[i] (p: shared, a permutation of [0, k); it is
+ * consumed, entries become -1). Cycle by cycle, one row at a time through tmp (shared, 2 D):
+ * every thread follows the same cycle (p is shared), the D elements of a row are moved by all. */
+template <typename T>
+__device__ static void permute_cycles(T *kc, T *vc, float *sc, const int *dst, size_t lk, int g, int Hkv, int D, int bs, int *p, int k,
+                                      T *tmp) {
+    __shared__ float ts;
+#define ROW(i) ((lk + (size_t)dst[(i) / bs] * bs + (i) % bs) * Hkv + g)
+    for (int s = 0; s < k; s++) {
+        if (p[s] < 0 || p[s] == s) continue; /* done, or a fixed point */
+        const size_t rs = ROW(s);
+        for (int e = threadIdx.x; e < D; e += blockDim.x) { tmp[e] = kc[rs * D + e]; tmp[D + e] = vc[rs * D + e]; }
+        if (sc && threadIdx.x == 0) ts = sc[rs];
+        __syncthreads();
+        for (int i = s;;) {
+            const int j = p[i];
+            const size_t ri = ROW(i);
+            __syncthreads(); /* p[i] read by every thread before it is marked */
+            if (threadIdx.x == 0) p[i] = -1;
+            if (j == s) {
+                for (int e = threadIdx.x; e < D; e += blockDim.x) { kc[ri * D + e] = tmp[e]; vc[ri * D + e] = tmp[D + e]; }
+                if (sc && threadIdx.x == 0) sc[ri] = ts;
+                __syncthreads();
+                break;
+            }
+            const size_t rj = ROW(j);
+            for (int e = threadIdx.x; e < D; e += blockDim.x) { kc[ri * D + e] = kc[rj * D + e]; vc[ri * D + e] = vc[rj * D + e]; }
+            if (sc && threadIdx.x == 0) sc[ri] = sc[rj];
+            __syncthreads();
+            i = j;
+        }
+    }
+#undef ROW
+}
+
+/* Host path: one block per KV head, perm [Hkv][k] from the host. Shared: p [k] | tmp [2 D]. */
+template <typename T>
+__global__ static void permute_kernel(T *kc, T *vc, float *sc, const int *dst, const int *perm, int k, int Hkv, int D, int bs) {
+    extern __shared__ int psm[];
+    const int g = blockIdx.x;
+    for (int i = threadIdx.x; i < k; i += blockDim.x) psm[i] = perm[(size_t)g * k + i];
+    __syncthreads();
+    permute_cycles<T>(kc, vc, sc, dst, 0, g, Hkv, D, bs, psm, k, (T *)(psm + k + (k & 1)));
+}
+
+/* Dynamic shared memory of a permutation of k rows of D elements of `elem` bytes (opted into
+ * above the default 48 KB). */
+template <typename T>
+static zp_status permute_smem(const void *fn, int k, int D, size_t *bytes) {
+    *bytes = sizeof(int) * (size_t)(k + 1) + 2 * sizeof(T) * (size_t)D + 16;
+    if (*bytes > 48u * 1024u) ZP_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)*bytes));
+    return ZP_OK;
 }
 
 zp_status cuda_scratch(cuda_ctx *c, size_t floats) { return cuda_grow((void **)&c->gather, &c->gather_cap, floats * sizeof(float)); }
@@ -151,8 +207,26 @@ zp_status cuda_score_read(zp_backend *be, const zp_attn_dims *d, const void *sco
     return gather_finish(c, out, total, "score_read");
 }
 
+/* perm[g][i] = the position-order rank of order[g][i] among head g's kept tokens (host). */
+static zp_status order_to_perm(const uint8_t *keep, const int *order, int n, int Hkv, int k, int *perm) {
+    int *pos = (int *)malloc(sizeof(int) * (size_t)n);
+    if (!pos) return zp_fail(ZP_ERR_OOM, "cuda kv_compact: no memory to order %d tokens", n);
+    zp_status st = ZP_OK;
+    for (int g = 0; g < Hkv && st == ZP_OK; g++) {
+        int c = 0;
+        for (int t = 0; t < n; t++) pos[t] = keep[(size_t)g * n + t] ? c++ : -1;
+        for (int i = 0; i < k && st == ZP_OK; i++) {
+            const int t = order[(size_t)g * n + i];
+            perm[(size_t)g * k + i] = t >= 0 && t < n ? pos[t] : -1;
+            if (perm[(size_t)g * k + i] < 0) st = zp_fail(ZP_ERR_INVALID, "cuda kv_compact: order entry %d (token %d) is not kept", i, t);
+        }
+    }
+    free(pos);
+    return st;
+}
+
 zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
-                          const int *src, int n, const int *dst, const uint8_t *keep, const float *scores) {
+                          const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order) {
     cuda_ctx *c = CUDA_CTX(be);
     const int bs = d->block_size, Hkv = d->n_kv_heads, D = d->head_dim, nb = zp_ceil_div(n, bs);
     const size_t nk = (size_t)Hkv * n;
@@ -174,6 +248,27 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
     ZP_DISPATCH_STORAGE(c->fp32, compact_kernel<T><<<Hkv, D < 256 ? D : 256, 0, c->stream>>>(
                                      (T *)k_cache + layer_off, (T *)v_cache + layer_off, has_scores ? (float *)score_cache + score_off : (float *)NULL,
                                      dsrc, ddst, n, c->keep, c->scores, Hkv, D, bs));
+    if (order && max_kept > 0) { /* then the kept rows into the given order */
+        int *perm = (int *)malloc(sizeof(int) * (size_t)Hkv * max_kept), *dperm = NULL;
+        if (!perm) return zp_fail(ZP_ERR_OOM, "cuda kv_compact: no memory for %d x %d order entries", Hkv, max_kept);
+        zp_status st = order_to_perm(keep, order, n, Hkv, max_kept, perm);
+        cudaError_t e = st == ZP_OK ? cudaMalloc((void **)&dperm, sizeof(int) * (size_t)Hkv * max_kept) : cudaSuccess;
+        if (st == ZP_OK && e == cudaSuccess) e = cudaMemcpyAsync(dperm, perm, sizeof(int) * (size_t)Hkv * max_kept, cudaMemcpyHostToDevice, c->stream);
+        size_t smem = 0;
+        if (st == ZP_OK && e == cudaSuccess)
+            ZP_DISPATCH_STORAGE(c->fp32, {
+                st = permute_smem<T>((const void *)permute_kernel<T>, max_kept, D, &smem);
+                if (st == ZP_OK)
+                    permute_kernel<T><<<Hkv, 256, smem, c->stream>>>((T *)k_cache + layer_off, (T *)v_cache + layer_off,
+                                                                  has_scores ? (float *)score_cache + score_off : (float *)NULL, ddst, dperm,
+                                                                  max_kept, Hkv, D, bs);
+            });
+        if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
+        cudaFree(dperm);
+        free(perm);
+        if (st != ZP_OK) return st;
+        if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda kv_compact (order) failed: %s", cudaGetErrorString(e));
+    }
     cudaError_t le = cudaGetLastError(), se = cudaStreamSynchronize(c->stream);
     if (le != cudaSuccess || se != cudaSuccess)
         return zp_fail(ZP_ERR_BACKEND, "cuda kv_compact failed: %s", cudaGetErrorString(le != cudaSuccess ? le : se));
@@ -240,6 +335,39 @@ __global__ static void compact_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc
     }
 }
 
+/* After compact_jobs_kernel, with order_score: each job's budget kept rows into the order the
+ * plan gave (J.order): p[i] = the position-order rank of J.order[i], from a prefix count of
+ * the keep flags written to J.last (free after the plan), then permute_cycles. Shared:
+ * p [budget] | tmp [2 D]. */
+template <typename T>
+__global__ static void permute_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc, T *vc, float *sc, int budget) {
+    extern __shared__ int psm[];
+    __shared__ int part[257];
+    const int4 jb = J.jobs[blockIdx.x];
+    const int *rq = J.reqs + ZP_REQ_FIELDS * jb.x;
+    const int n = rq[ZP_REQ_N], bs = d.block_size, chunk = (n + blockDim.x - 1) / blockDim.x;
+    const size_t off = (size_t)jb.w;
+    int *pre = J.last + off;
+    const int t0 = threadIdx.x * chunk, t1 = t0 + chunk < n ? t0 + chunk : n;
+    int c = 0;
+    for (int t = t0; t < t1; t++) c += J.keep[off + t] != 0;
+    part[threadIdx.x + 1] = c;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        part[0] = 0;
+        for (int i = 1; i <= (int)blockDim.x; i++) part[i] += part[i - 1];
+    }
+    __syncthreads();
+    c = part[threadIdx.x];
+    for (int t = t0; t < t1; t++) pre[t] = J.keep[off + t] ? c++ : -1;
+    __syncthreads();
+    for (int i = threadIdx.x; i < budget; i += blockDim.x) psm[i] = pre[J.order[off + i]];
+    __syncthreads();
+    const size_t lk = (size_t)jb.y * d.num_blocks * bs;
+    permute_cycles<T>(kc, vc, sc, J.tables + rq[ZP_REQ_DST], lk, jb.z, d.n_kv_heads, d.head_dim, bs, psm, budget,
+                      (T *)(psm + budget + (budget & 1)));
+}
+
 /* Packs jobs, requests and tables into c->hpack and uploads them; lays the per-job rows out
  * in c->cwork. Layout of the upload: jobs (int4) | requests | tables. */
 static zp_status compress_pack(cuda_ctx *c, const zp_attn_dims *d, int budget, int layer0, int layer1, const zp_compress_req *reqs,
@@ -285,11 +413,11 @@ static zp_status compress_pack(cuda_ctx *c, const zp_attn_dims *d, int budget, i
     ZP_TRY(cuda_grow((void **)&c->cpack, &c->cpack_cap, sizeof(int) * ints));
     ZP_CUDA_CHECK(cudaMemcpyAsync(c->cpack, c->hpack, sizeof(int) * ints, cudaMemcpyHostToDevice, c->cstream));
     const size_t fbytes = sizeof(float) * rows;
-    ZP_TRY(cuda_grow(&c->cwork, &c->cwork_cap, 5 * fbytes + rows));
+    ZP_TRY(cuda_grow(&c->cwork, &c->cwork_cap, 6 * fbytes + rows));
     char *w = (char *)c->cwork;
     *j = (zp_plan_jobs){(const int4 *)c->cpack, c->cpack + 4 * n_jobs, c->cpack + 4 * n_jobs + ZP_REQ_FIELDS * n_req, (int)n_jobs, max_n,
                         (float *)w, (float *)(w + fbytes), (float *)(w + 2 * fbytes), (float *)(w + 3 * fbytes), (int *)(w + 4 * fbytes),
-                        (uint8_t *)(w + 5 * fbytes)};
+                        (uint8_t *)(w + 6 * fbytes), (int *)(w + 5 * fbytes)};
     return ZP_OK;
 }
 
@@ -309,6 +437,14 @@ zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_pl
     ZP_DISPATCH_STORAGE(c->fp32, compact_jobs_kernel<T><<<j.n_jobs, 256, smem, c->cstream>>>(j, *d, (T *)k_cache, (T *)v_cache,
                                                                                               (float *)score_cache));
     ZP_LAUNCH_CHECK("compact_jobs");
+    if (plan->order_score) {
+        size_t psmem = 0;
+        ZP_DISPATCH_STORAGE(c->fp32, {
+            ZP_TRY(permute_smem<T>((const void *)permute_jobs_kernel<T>, budget, d->head_dim, &psmem));
+            permute_jobs_kernel<T><<<j.n_jobs, 256, psmem, c->cstream>>>(j, *d, (T *)k_cache, (T *)v_cache, (float *)score_cache, budget);
+        });
+        ZP_LAUNCH_CHECK("permute_jobs");
+    }
     ZP_CUDA_CHECK(cudaEventRecord(c->ev_done, c->cstream));
     c->done_pending = 1;
     return ZP_OK;

@@ -367,7 +367,35 @@ __device__ static unsigned long long kth_largest_key(const float *C, int m, int 
     return prefix;
 }
 
-/* Finish stage, one block per job. Shared: C [n] | R [n]. */
+/* J.order[off ..]: the kept candidates t < m (kc of them) by descending rank_key (a bitonic sort
+ * of their keys in K [pow2 >= kc], shared), then the tokens [m, n) in order: R-KV's cache
+ * order. Reads the keep flags this block just wrote. */
+__device__ static void score_order(const zp_plan_jobs &J, const float *C, size_t off, int m, int n, int kc, unsigned long long *K) {
+    __shared__ int cnt;
+    int K2 = 1;
+    while (K2 < kc) K2 <<= 1;
+    if (threadIdx.x == 0) cnt = 0;
+    for (int i = threadIdx.x; i < K2; i += blockDim.x) K[i] = 0ull; /* below every real key */
+    __syncthreads();
+    for (int t = threadIdx.x; t < m; t += blockDim.x)
+        if (J.keep[off + t]) K[atomicAdd(&cnt, 1)] = rank_key(C[t], t);
+    __syncthreads();
+    for (int size = 2; size <= K2; size <<= 1)
+        for (int stride = size / 2; stride > 0; stride >>= 1) {
+            for (int i = threadIdx.x; i < K2; i += blockDim.x) {
+                const int j = i ^ stride;
+                if (j <= i) continue;
+                const unsigned long long a = K[i], b = K[j];
+                if ((a < b) == ((i & size) == 0)) { K[i] = b; K[j] = a; } /* descending at the last stage */
+            }
+            __syncthreads();
+        }
+    for (int i = threadIdx.x; i < kc; i += blockDim.x) J.order[off + i] = (int)(0xffffffffu - (unsigned)(K[i] & 0xffffffffull));
+    for (int t = m + threadIdx.x; t < n; t += blockDim.x) J.order[off + kc + (t - m)] = t;
+}
+
+/* Finish stage, one block per job. Shared: C [max_n] | R [max_n] | with order_score the sort keys
+ * [pow2 >= budget] (u64). */
 __global__ static void plan_finish_kernel(zp_plan_jobs J, zp_score_plan P, int block_size, int window, int budget) {
     extern __shared__ float smem[];
     __shared__ float red[32];
@@ -406,6 +434,7 @@ __global__ static void plan_finish_kernel(zp_plan_jobs J, zp_score_plan P, int b
     const unsigned long long kth = k > 0 && k < m ? kth_largest_key(C, m, k) : 0ull;
     for (int t = threadIdx.x; t < n; t += blockDim.x)
         J.keep[off + t] = (uint8_t)(t >= m || k >= m || (k > 0 && rank_key(C[t], t) >= kth));
+    if (P.order_score) score_order(J, C, off, m, n, k < m ? k : m, (unsigned long long *)(smem + 2 * J.max_n));
 }
 
 /* The most dynamic shared memory a block of this device may opt into. */
@@ -452,7 +481,9 @@ static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, c
         plan_pairs_kernel<T><<<grid, 256, s2, stream>>>(*j, *d, kc, plan->redundancy == ZP_RED_LIGHTNING, plan->theta);
         ZP_LAUNCH_CHECK("plan_pairs");
     }
-    size_t s3 = sizeof(float) * 2 * (size_t)j->max_n;
+    size_t s3 = sizeof(float) * 2 * (size_t)j->max_n, k2 = 1;
+    while (k2 < (size_t)budget) k2 <<= 1;
+    if (plan->order_score) s3 += sizeof(unsigned long long) * k2;
     ZP_TRY(smem_limit((const void *)plan_finish_kernel, s3, "selection", j->max_n));
     plan_finish_kernel<<<j->n_jobs, 256, s3, stream>>>(*j, *plan, d->block_size, d->window, budget);
     ZP_LAUNCH_CHECK("plan_finish");

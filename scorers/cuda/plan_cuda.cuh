@@ -17,11 +17,13 @@ typedef struct {
     float *rs, *cl;    /* [sum n] redundancy row sums and the similarity each token gives away */
     int *last;         /* [sum n] latest partner above theta (-1: none) */
     uint8_t *keep;     /* [sum n] 1 for the budget kept tokens */
+    int *order;        /* [sum n] with the plan's order_score: each job's kept tokens in cache order
+                          (its first budget entries: candidates by descending score, then the recent) */
 } zp_plan_jobs;
 
 enum { ZP_REQ_N, ZP_REQ_NHIST, ZP_REQ_QID, ZP_REQ_SRC, ZP_REQ_DST, ZP_REQ_FIELDS };
 
-/* Runs `plan` for every job on `stream`: fills S, P and keep. k_cache/q_cache/score_cache are
+/* Runs `plan` for every job on `stream`: fills S, P, keep and (order_score) order. k_cache/q_cache/score_cache are
  * the whole caches (score_cache NULL: no history). Fails (naming the limit) when a request is
  * too long for the shared-memory rows of the kernels. */
 zp_status cuda_plan_select(cudaStream_t stream, int fp32, const zp_attn_dims *d, const zp_score_plan *plan, int budget,

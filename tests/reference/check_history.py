@@ -2,13 +2,13 @@
 """check_history.py - exact H2O: the harness's live attention history and compression against
 the authors' running hh_score (ref_h2o.keep_exact, FMInference/H2O modify_llama.py:317-326 and
 :258-287). For each case a whole request's post-RoPE keys and queries (make_inputs.make_sequence:
-a shared key direction, RoPE, near-duplicate runs) go to history_dump, which runs the library's
+a shared key direction, RoPE, near-duplicate runs) go to replay_dump, which runs the library's
 CPU attn_history over every prompt row (two prefill chunks) and every decode row and compresses
 with policy h2o whenever the growth block fills; the oracle replays H2O with the same cadence
 (block 1: the original, one eviction a step). The final kept positions of every KV head must be
 identical.
 
-    python3 tests/reference/check_history.py build/tests/history_dump
+    python3 tests/reference/check_history.py build/tests/replay_dump
 """
 import os
 import subprocess
@@ -38,12 +38,9 @@ def main(dump):
         seq = mi.make_sequence(D, G, N, H, seed=100 + i)
         K, Q = seq["keys_all"], seq["queries_all"]
         path = os.path.join(tmp, f"case{i}.bin")
-        with open(path, "wb") as f:
-            f.write(np.array([H, N, D, G, P, budget, bs, w], dtype="<i4").tobytes())
-            f.write(np.ascontiguousarray(K, dtype="<f4").tobytes())
-            f.write(np.ascontiguousarray(Q, dtype="<f4").tobytes())
-        out = subprocess.run([dump, path, "{}"], check=True, capture_output=True, text=True).stdout
-        got = [np.array([int(x) for x in line.split()]) for line in out.strip().split("\n")]
+        mi.write_replay_case(path, K, Q, P, budget, bs, w)
+        out = subprocess.run([dump, path, "h2o", "{}"], check=True, capture_output=True, text=True).stdout
+        got = [np.sort(np.array([int(x) for x in line.split()])) for line in out.strip().split("\n")]
         want, _ = ref_h2o.keep_exact(K, Q, P, budget, {"gqa": "mean"}, block=bs)
         same = sum(np.array_equal(got[h], np.sort(want[h])) for h in range(H))
         print(f"D {D:3d} G {G} block {bs:3d} budget {budget:3d} prompt {P:3d} tokens {N}: identical kept sets {same}/{H} heads"

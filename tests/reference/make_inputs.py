@@ -180,3 +180,14 @@ if __name__ == "__main__":
               f"budget={c['budget']} mean cos={off.mean():.2f} pairs>0.5={np.mean(off > 0.5):.3f} "
               f"tokens with a partner>0.5={np.mean((cs - np.eye(n)[None] * 2 > 0.5).any(-1)):.2f} "
               f"pairs>0.9={np.mean(off > 0.9):.4f}")
+
+
+def write_replay_case(path, K, Q, P, budget, block_size, window):
+    """A whole request as replay_dump reads it: int32 H, N, D, G, P, budget, block, window, then
+    float32 keys [H, N, D] and queries [H, N, G, D]."""
+    H, N, D = K.shape
+    G = Q.shape[2]
+    with open(path, "wb") as f:
+        f.write(np.array([H, N, D, G, P, budget, block_size, window], dtype="<i4").tobytes())
+        f.write(np.ascontiguousarray(K, dtype="<f4").tobytes())
+        f.write(np.ascontiguousarray(Q, dtype="<f4").tobytes())

@@ -7,7 +7,9 @@
 #
 # The GPU machine has no Debian -dev packages: carry the .debs that `make devdeps` downloads
 # (folder .devdeps, git-ignored); they are unpacked into /tmp, not installed.
-# Usage there:  bash tests/device/run_gpu_tests.sh [--no-bench]     (logs under $OUT if set)
+# Usage there:  bash tests/device/run_gpu_tests.sh [--no-bench | --suites]     (logs under $OUT if set)
+#   --suites: only the build, the gpu-labelled suites and memcheck of test_cuda_scoring (fits
+#   one 10-minute device call; the whole script no longer does)
 set -uo pipefail
 LOG=${OUT:-/tmp}/gpu_tests.log
 exec > >(tee "$LOG") 2>&1
@@ -29,6 +31,13 @@ if [ $s -ne 0 ] && [ $s -ne 1 ]; then
   cuda-gdb -batch -ex run -ex bt build-gpu/tests/test_cuda_ops 2>&1 | tail -25
 fi
 (cd build-gpu && ctest -L gpu --output-on-failure -V 2>&1 | grep -vE "^[0-9]+: Test command|^[0-9]+: Working|^[0-9]+: Environment|^UpdateCTest|^Parse|^Test project|^Constructing|^Checking|^Updating") || rc=1
+if [ "${1:-}" = "--suites" ]; then
+  compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/tests/test_cuda_scoring > /tmp/san_memcheck.log 2>&1
+  s=$?; echo "test_cuda_scoring memcheck: exit $s; $(grep -E 'ERROR SUMMARY' /tmp/san_memcheck.log | tail -1)"
+  [ $s -eq 0 ] || { rc=1; grep -E -A6 "Invalid|Error:" /tmp/san_memcheck.log | head -60; }
+  echo "run_gpu_tests: exit $rc"
+  exit $rc
+fi
 echo "== CUDA engine (fp32 storage) against Hugging Face transformers"
 bash tests/device/prepare_hf_compare.sh build-gpu /tmp/hfcases --device cuda --precision fp32 >/dev/null && \
   python3 tests/device/hf_compare.py /tmp/hfcases || rc=1

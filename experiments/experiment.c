@@ -221,6 +221,7 @@ static zp_status expand(const cJSON *r, const exp_run *base0, const char *src, e
                         run.kv_pool_tokens = vals[3] ? (int64_t)vals[3]->valuedouble : 0;
                         int full = !strcmp(run.policy, "full"), count = 1;
                         if (full) { run.nmax = run.window = run.max_concurrency = 0; snprintf(run.scheduler, sizeof run.scheduler, "full"); }
+                        if (ops->prompt_only) snprintf(run.scheduler, sizeof run.scheduler, "full"); /* SnapKV: no cap, no slots to share */
                         for (int q = 0; q < count; q++) {
                             ZP_TRY(expand_params(full ? NULL : pp, q, run.policy_params, sizeof run.policy_params, &count));
                             resolve_json(&run);

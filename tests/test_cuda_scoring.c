@@ -4,7 +4,8 @@
  * same random caches, for every evicting policy and the Zipage ablation switches. Two rounds:
  * a first compression of three requests (in place and into fresh blocks), then a second one
  * that reads the history scores the first stored. Expected: the same tokens kept (compacted
- * K and V bit-identical, both paths copy the same stored values) and history scores within
+ * K and V bit-identical, both paths copy the same stored values; in R-KV's score order the same
+ * order too, except that in bf16 storage near-equal scores may swap) and history scores within
  * 1e-4 relative (only summation order differs). Both storage precisions. Exits 77 without a GPU.
  */
 #include <math.h>
@@ -50,11 +51,27 @@ static void fill(zp_backend *be, caches *c, int nt, const int *slots, const int 
     free(ids);
 }
 
-/* Compares what both paths left at the requests' tables: K and V exactly, S within 1e-4. */
-static void compare_paths(zp_backend *be, caches *c, zp_seq *const *seqs, int with_scores, const char *what) {
+/* Rows of head block x [n][D] that are not in y [n][D] (as a multiset). */
+static int rows_missing(const float *x, const float *y, int n) {
+    int missing = 0;
+    uint8_t used[BUDGET] = {0};
+    for (int i = 0; i < n; i++) {
+        int found = 0;
+        for (int j = 0; j < n && !found; j++)
+            if (!used[j] && !memcmp(x + (size_t)i * D, y + (size_t)j * D, sizeof(float) * D)) used[j] = found = 1;
+        missing += !found;
+    }
+    return missing;
+}
+
+/* Compares what both paths left at the requests' tables: K and V exactly, S within 1e-4. With
+ * `sets` (a score-order plan in bf16 storage) the kept rows of each head must be the same set
+ * and may stand in another order: two kept tokens whose scores differ by less than the paths'
+ * summation-order error can swap places in score order without changing the kept set. */
+static void compare_paths(zp_backend *be, caches *c, zp_seq *const *seqs, int with_scores, int sets, const char *what) {
     const int n = BUDGET;
     float *a = malloc(sizeof(float) * HKV * n * D), *b = malloc(sizeof(float) * HKV * n * D);
-    int tokens_differ = 0;
+    int tokens_differ = 0, not_in_set = 0;
     double sdiff = 0, smax = 0;
     for (int r = 0; r < NREQ; r++)
         for (int l = 0; l < L; l++) {
@@ -62,6 +79,7 @@ static void compare_paths(zp_backend *be, caches *c, zp_seq *const *seqs, int wi
                 CHECK_OK(be->key_gather(be, &c->kv[0].dims, kvv ? c->kv[0].v : c->kv[0].k, l, seqs[r]->blocks, n, a));
                 CHECK_OK(be->key_gather(be, &c->kv[1].dims, kvv ? c->kv[1].v : c->kv[1].k, l, seqs[r]->blocks, n, b));
                 for (int i = 0; i < HKV * n; i++) tokens_differ += memcmp(a + (size_t)i * D, b + (size_t)i * D, sizeof(float) * D) != 0;
+                for (int g = 0; g < HKV; g++) not_in_set += rows_missing(a + (size_t)g * n * D, b + (size_t)g * n * D, n);
             }
             if (with_scores) {
                 CHECK_OK(be->score_read(be, &c->kv[0].dims, c->kv[0].score, l, seqs[r]->blocks, n, a));
@@ -71,8 +89,11 @@ static void compare_paths(zp_backend *be, caches *c, zp_seq *const *seqs, int wi
                 smax = m > smax ? m : smax;
             }
         }
-    printf("    %-7s %d (token, head) rows differ; history max|diff| %.2e of %.2e\n", what, tokens_differ, sdiff, smax);
-    CHECK(tokens_differ == 0);
+    printf("    %-7s %d (token, head) rows differ, %d not in the other's kept set; history max|diff| %.2e of %.2e\n", what, tokens_differ,
+           not_in_set, sdiff, smax);
+    CHECK(not_in_set == 0);
+    CHECK(sets || tokens_differ == 0);
+    CHECK(tokens_differ <= HKV * n * L * NREQ / 50); /* a swap of near-equal scores, not a reordering */
     CHECK(sdiff <= 1e-4 * smax + 1e-6);
     free(a);
     free(b);
@@ -115,11 +136,11 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
         CHECK_OK(compressor_init(&comp[k], policy, params, NMAX, BS, W, 1));
         comp[k].device = k;
     }
-    const int hist = comp[0].policy.ops->needs_history;
+    const int hist = comp[0].policy.ops->needs_history, sets = !fp32 && comp[0].order_score;
     printf("  %-6s %-9s %s\n", fp32 ? "fp32" : "bf16", policy, params ? params : "");
     for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], seqs, NREQ));
     for (int r = 0; r < NREQ; r++) { sq[r].blocks = targets[r]; sq[r].n_blocks = NMAX; sq[r].n_kv = BUDGET; sq[r].compressed = 1; }
-    compare_paths(be, &c, seqs, hist, "round 1");
+    compare_paths(be, &c, seqs, hist, sets, "round 1");
     /* round 2: one more block per request (fresh), new window queries, history from round 1 */
     nt = nq = 0;
     for (int r = 0; r < NREQ; r++) {
@@ -136,7 +157,7 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
         sq[r].target = targets2[r];
     }
     for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], seqs, NREQ));
-    compare_paths(be, &c, seqs, hist, "round 2");
+    compare_paths(be, &c, seqs, hist, sets, "round 2");
     CHECK(comp[1].stats.compressions == 2 * NREQ && comp[0].stats.compressions == 2 * NREQ);
     for (int k = 0; k < 2; k++) {
         compressor_free(&comp[k]);

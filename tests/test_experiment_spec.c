@@ -98,6 +98,9 @@ int main(void) {
             for (size_t k = 0; k < sizeof want / sizeof *want; k++)
                 if (!strcmp(pc.runs[i].policy, want[k].policy)) {
                     CHECK(pc.runs[i].window == want[k].window);
+                    /* the prompt-only SnapKV and full KV run the full scheduler, the rest hybrid */
+                    const int full_sched = !strcmp(want[k].policy, "full") || !strcmp(want[k].policy, "snapkv");
+                    CHECK(!strcmp(pc.runs[i].scheduler, full_sched ? "full" : "hybrid"));
                     seen |= 1 << k;
                 }
         CHECK(seen == 255);

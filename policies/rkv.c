@@ -2,10 +2,12 @@
  * the non-window keys, mean over the window, max pool 7) minus redundancy: cosine similarity
  * of keys over the whole request with the "last above 0.5 is protected" rule, column mean
  * m = r / n, R = softmax(m). Score f = lambda * a - (1 - lambda) * R; keep the top budget - w
- * with the w window tokens. `parity: true` reproduces the reference code's column-0 quirk.
- * gqa max_prob, keys all and kernel 5 at window 16 give the R-KV of G-KV's scripts
- * with order position (ref_rkv.keep_gkv_recipe; G-KV's redundancy has no quirk, and G-KV sorts
- * its survivors). Survivors go to the cache in score order, then the window, as R-KV's code
+ * with the w window tokens. `parity: true` (the default, as R-KV's code runs) keeps its code's
+ * column-0 quirk: a row with no partner above theta zeroes its similarity with cache slot 0;
+ * `parity: false` drops it.
+ * gqa max_prob, keys all and kernel 5 at window 16, with order position and parity false,
+ * give the R-KV of G-KV's scripts (ref_rkv.keep_gkv_recipe; G-KV's redundancy has no quirk,
+ * and G-KV sorts its survivors). Survivors go to the cache in score order, then the window, as R-KV's code
  * gathers them (r1_kv.py:82,168-179): the next compression's pooling and its "latest duplicate"
  * rule then act on cache neighbours, as the authors'; "order": "position" keeps position order.
  * Redundancy is O(n^2 D) per (layer, KV head). No history. Prefix-compatible.
@@ -27,6 +29,7 @@ static zp_status rkv_init(const cJSON *params, void **state) {
     ZP_CHECK_ALLOC(s);
     s->lambda = 0.1f;
     s->theta = 0.5f;
+    s->parity = 1;
     s->imp.kernel = 7;
     zp_status st = policy_check_keys(params, "rkv", known);
     if (st == ZP_OK) st = policy_param_float(params, "rkv", "lambda", 0.f, 1.f, &s->lambda);

@@ -171,12 +171,12 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     static const char *const cases[][2] = {
-        {"streaming", NULL}, {"h2o", NULL}, {"snapkv-d", NULL}, {"rkv", NULL}, {"rkv", "{\"parity\": true}"}, {"morphkv", NULL},
+        {"streaming", NULL}, {"h2o", NULL}, {"snapkv-d", NULL}, {"rkv", NULL}, {"rkv", "{\"parity\": false}"}, {"morphkv", NULL},
         {"morphkv", "{\"fusion\": \"sum\"}"}, {"morphkv", "{\"rows\": \"window\"}"}, {"zipage", NULL}, {"zipage", "{\"lightning\": false}"},
         {"zipage", "{\"global_mode\": \"sum\", \"continues_pooling\": true, \"use_sink\": true}"},
         {"zipage", "{\"use_redundancy\": false, \"max_norm\": true}"}, {"zipage", "{\"use_global\": false, \"use_pooling\": false}"},
         {"gkv", NULL}, {"gkv", "{\"clip_history\": false, \"smooth\": \"sum\", \"pooling\": true}"}, {"morphkv", "{\"gqa\": \"sum_logit\"}"},
-        {"rkv", "{\"gqa\": \"max_prob\", \"keys\": \"all\", \"kernel\": 5}"}, {"snapkv-d", "{\"gqa\": \"max_prob\", \"keys\": \"all\"}"},
+        {"rkv", "{\"gqa\": \"max_prob\", \"keys\": \"all\", \"kernel\": 5, \"order\": \"position\", \"parity\": false}"}, {"snapkv-d", "{\"gqa\": \"max_prob\", \"keys\": \"all\"}"},
         {"snapkv", NULL}, {"snapkv", "{\"gqa\": \"max_prob\", \"kernel\": 5}"}, {"rkv", "{\"order\": \"position\"}"},
         {"snapkv-d", "{\"order\": \"position\", \"kernel\": 3}"}, {"rkv", "{\"parity\": true, \"lambda\": 0.5}"},
     };

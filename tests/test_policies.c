@@ -301,7 +301,7 @@ static void test_policy_contracts(void) {
         char d[256];
         r.ops->describe(r.state, d, sizeof d);
         CHECK(!strcmp(d, "{\"lambda\": 0.1, \"kernel\": 5, \"gqa\": \"max_prob\", \"keys\": \"all\", \"order\": \"score\", \"theta\": 0.5, "
-                         "\"parity\": false}"));
+                         "\"parity\": true}"));
         CHECK(pl.order_score); /* R-KV's code gathers its survivors in score order */
         policy_destroy(&r);
         CHECK_OK(policy_create("snapkv-d", NULL, &r));

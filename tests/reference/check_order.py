@@ -33,8 +33,8 @@ CASES = [
     (64, 1, 2, 30, 64, 32, 8, 400),
     (128, 4, 2, 100, 128, 64, 8, 520),
 ]
-# R-KV with its column-0 quirk ("parity": true), as its code: the quirk zeroes a similarity with the
-# token in cache slot 0, which in score order is the best-ranked token, not the first one
+# R-KV with its column-0 quirk ("parity": true, the default, as its code): the quirk zeroes a
+# similarity with the token in cache slot 0, which in score order is the best-ranked token
 POLICIES = [("rkv", ref_rkv.keep, ', "parity": true'), ("snapkv-d", ref_snapkv_d.keep, "")]
 
 

@@ -49,7 +49,7 @@ ROWS = [
     ("snapkv-d, G-KV's script", lambda *a: np.sort(ref_snapkv_d.keep_gkv_recipe(*a), axis=-1), {}, "snapkv-d",
      '{"gqa": "max_prob", "keys": "all", "kernel": 5, "order": "position"}', 16, None, True),
     ("rkv, G-KV's script", lambda *a: np.sort(ref_rkv.keep_gkv_recipe(*a), axis=-1), {}, "rkv",
-     '{"gqa": "max_prob", "keys": "all", "kernel": 5, "order": "position"}', 16, None, True),
+     '{"gqa": "max_prob", "keys": "all", "kernel": 5, "order": "position", "parity": false}', 16, None, True),
     ("snapkv (mean_prob)", ref_snapkv.keep_kv_head, {"window": 32}, "snapkv", "{}", 32, None, True),
     ("snapkv (gqa max_prob)", ref_snapkv.keep_kv_head, {"window": 32, "gqa": "max_prob"}, "snapkv", '{"gqa": "max_prob"}', 32, None,
      True),

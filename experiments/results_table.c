@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h" /* zp_read_file */
+#include "policy.h" /* policy_find: labels */
 
 typedef struct {
     char fields[40][600];
@@ -83,19 +84,11 @@ zp_status results_read(const char *path, result_row **rows, int *n) {
     return s;
 }
 
-/* What a table calls a policy: its paper's name, and what it approximates where it does. */
+/* What a table calls a policy: its registry label (its paper's name, and what it approximates
+ * where it does); an unknown name as written. */
 static const char *policy_label(const char *policy) {
-    static const char *const names[][2] = {{"zipage", "Zipage"},
-                                           {"streaming", "StreamingLLM (no position shift)"},
-                                           {"h2o", "H2O (block-granular)"},
-                                           {"snapkv-d", "SnapKV-D"},
-                                           {"snapkv", "SnapKV (prompt only)"},
-                                           {"rkv", "R-KV"},
-                                           {"morphkv", "MorphKV (block-granular)"},
-                                           {"gkv", "G-KV"}};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (!strcmp(names[i][0], policy)) return names[i][1];
-    return policy;
+    const zp_policy_ops *ops = policy_find(policy);
+    return ops ? ops->label : policy;
 }
 
 static void label(const result_row *w, char *out, size_t n) {

@@ -13,4 +13,17 @@ static zp_status full_init(const cJSON *params, void **state) {
 
 static void full_describe(const void *state, char *buf, size_t len) { snprintf(buf, len, "{}"); }
 
-const zp_policy_ops policy_full_ops = {"full", "no eviction (full KV baseline)", 0, 0, 1, full_init, NULL, NULL, full_describe, 0, 0};
+const zp_policy_ops policy_full_ops = {
+    .name = "full",
+    .label = "full KV",
+    .summary = "no eviction (full KV baseline)",
+    .evicts = 0,
+    .needs_history = 0,
+    .prefix_compatible = 1,
+    .prompt_only = 0,
+    .default_window = 0,
+    .init = full_init,
+    .destroy = NULL,
+    .plan = NULL,
+    .describe = full_describe,
+};

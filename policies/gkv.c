@@ -80,5 +80,17 @@ static void gkv_describe(const void *state, char *buf, size_t len) {
              s->clip_history ? "true" : "false", s->norm ? "true" : "false", s->theta);
 }
 
-const zp_policy_ops policy_gkv_ops = {"gkv", "global attention score with decay - raw redundancy (G-KV)", 1, 1, 1,
-                                      gkv_init, free, gkv_plan, gkv_describe, 16, 0};
+const zp_policy_ops policy_gkv_ops = {
+    .name = "gkv",
+    .label = "G-KV",
+    .summary = "global attention score with decay - raw redundancy (G-KV)",
+    .evicts = 1,
+    .needs_history = 1,
+    .prefix_compatible = 1,
+    .prompt_only = 0,
+    .default_window = 16,
+    .init = gkv_init,
+    .destroy = free,
+    .plan = gkv_plan,
+    .describe = gkv_describe,
+};

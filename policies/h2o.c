@@ -55,5 +55,17 @@ static void h2o_describe(const void *state, char *buf, size_t len) {
     snprintf(buf, len, "{\"recent_ratio\": %g, \"history\": \"%s\"}", s->recent_ratio, s->live ? "all" : "window");
 }
 
-const zp_policy_ops policy_h2o_ops = {"h2o", "heavy hitters by cumulative attention of every query + recent tokens (H2O)", 1, 1, 1,
-                                      h2o_init, free, h2o_plan, h2o_describe, 16, 0};
+const zp_policy_ops policy_h2o_ops = {
+    .name = "h2o",
+    .label = "H2O (block-granular)",
+    .summary = "heavy hitters by cumulative attention of every query + recent tokens (H2O)",
+    .evicts = 1,
+    .needs_history = 1,
+    .prefix_compatible = 1,
+    .prompt_only = 0,
+    .default_window = 16,
+    .init = h2o_init,
+    .destroy = free,
+    .plan = h2o_plan,
+    .describe = h2o_describe,
+};

@@ -49,5 +49,17 @@ static void morphkv_describe(const void *state, char *buf, size_t len) {
              s->sum_logit ? "sum_logit" : "max_prob", s->all_rows ? "window" : "previous");
 }
 
-const zp_policy_ops policy_morphkv_ops = {"morphkv", "recent-window attention history (MorphKV)", 1, 0, 1,
-                                          morphkv_init, free, morphkv_plan, morphkv_describe, 32, 0};
+const zp_policy_ops policy_morphkv_ops = {
+    .name = "morphkv",
+    .label = "MorphKV (block-granular)",
+    .summary = "recent-window attention history (MorphKV)",
+    .evicts = 1,
+    .needs_history = 0,
+    .prefix_compatible = 1,
+    .prompt_only = 0,
+    .default_window = 32,
+    .init = morphkv_init,
+    .destroy = free,
+    .plan = morphkv_plan,
+    .describe = morphkv_describe,
+};

@@ -31,6 +31,7 @@ typedef struct {
 
 typedef struct {
     const char *name;
+    const char *label;     /* what tables and plots call it: its paper's name and what it approximates */
     const char *summary;
     int evicts;            /* 0 only for `full` */
     int needs_history;     /* stores a per-token score that moves with the K/V */

@@ -59,4 +59,17 @@ static void rkv_describe(const void *state, char *buf, size_t len) {
     snprintf(buf, len, "{\"lambda\": %g, %s, \"theta\": %g, \"parity\": %s}", s->lambda, imp, s->theta, s->parity ? "true" : "false");
 }
 
-const zp_policy_ops policy_rkv_ops = {"rkv", "importance minus key redundancy (R-KV)", 1, 0, 1, rkv_init, free, rkv_plan, rkv_describe, 8, 0};
+const zp_policy_ops policy_rkv_ops = {
+    .name = "rkv",
+    .label = "R-KV",
+    .summary = "importance minus key redundancy (R-KV)",
+    .evicts = 1,
+    .needs_history = 0,
+    .prefix_compatible = 1,
+    .prompt_only = 0,
+    .default_window = 8,
+    .init = rkv_init,
+    .destroy = free,
+    .plan = rkv_plan,
+    .describe = rkv_describe,
+};

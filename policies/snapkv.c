@@ -54,5 +54,17 @@ static void snapkv_describe(const void *state, char *buf, size_t len) {
     snprintf(buf, len, "{\"kernel\": %d, \"gqa\": \"%s\"}", s->kernel, s->max_prob ? "max_prob" : "mean_prob");
 }
 
-const zp_policy_ops policy_snapkv_ops = {"snapkv", "prompt compressed once at prefill, decoding keeps everything (SnapKV)", 1, 0, 0,
-                                         snapkv_init, free, snapkv_plan, snapkv_describe, 32, 1};
+const zp_policy_ops policy_snapkv_ops = {
+    .name = "snapkv",
+    .label = "SnapKV (prompt only)",
+    .summary = "prompt compressed once at prefill, decoding keeps everything (SnapKV)",
+    .evicts = 1,
+    .needs_history = 0,
+    .prefix_compatible = 0,
+    .prompt_only = 1,
+    .default_window = 32,
+    .init = snapkv_init,
+    .destroy = free,
+    .plan = snapkv_plan,
+    .describe = snapkv_describe,
+};

@@ -68,5 +68,17 @@ static void snapkv_describe(const void *state, char *buf, size_t len) {
     snprintf(buf, len, "{%s}", imp);
 }
 
-const zp_policy_ops policy_snapkv_d_ops = {"snapkv-d", "window attention of recent queries, max-pooled (SnapKV, decode-time)", 1, 0, 1,
-                                         snapkv_init, free, snapkv_plan, snapkv_describe, 8, 0};
+const zp_policy_ops policy_snapkv_d_ops = {
+    .name = "snapkv-d",
+    .label = "SnapKV-D",
+    .summary = "window attention of recent queries, max-pooled (SnapKV, decode-time)",
+    .evicts = 1,
+    .needs_history = 0,
+    .prefix_compatible = 1,
+    .prompt_only = 0,
+    .default_window = 8,
+    .init = snapkv_init,
+    .destroy = free,
+    .plan = snapkv_plan,
+    .describe = snapkv_describe,
+};

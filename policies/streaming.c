@@ -32,5 +32,17 @@ static void streaming_describe(const void *state, char *buf, size_t len) {
     snprintf(buf, len, "{\"sink\": %d}", ((const streaming_state *)state)->sink);
 }
 
-const zp_policy_ops policy_streaming_ops = {"streaming", "attention sinks + recent window (StreamingLLM)", 1, 0, 1,
-                                            streaming_init, free, streaming_plan, streaming_describe, 16, 0};
+const zp_policy_ops policy_streaming_ops = {
+    .name = "streaming",
+    .label = "StreamingLLM (no position shift)",
+    .summary = "attention sinks + recent window (StreamingLLM)",
+    .evicts = 1,
+    .needs_history = 0,
+    .prefix_compatible = 1,
+    .prompt_only = 0,
+    .default_window = 16,
+    .init = streaming_init,
+    .destroy = free,
+    .plan = streaming_plan,
+    .describe = streaming_describe,
+};

@@ -88,5 +88,17 @@ static void zipage_describe(const void *state, char *buf, size_t len) {
              s->use_sink ? "true" : "false", s->sink_len);
 }
 
-const zp_policy_ops policy_zipage_ops = {"zipage", "global window attention + pooling - lightning redundancy (Zipage)", 1, 1, 1,
-                                         zipage_init, free, zipage_plan, zipage_describe, 16, 0};
+const zp_policy_ops policy_zipage_ops = {
+    .name = "zipage",
+    .label = "Zipage",
+    .summary = "global window attention + pooling - lightning redundancy (Zipage)",
+    .evicts = 1,
+    .needs_history = 1,
+    .prefix_compatible = 1,
+    .prompt_only = 0,
+    .default_window = 16,
+    .init = zipage_init,
+    .destroy = free,
+    .plan = zipage_plan,
+    .describe = zipage_describe,
+};

@@ -1,5 +1,5 @@
 /* cmd_fidelity.c - `zipage fidelity --model DIR --dataset NAME [--limit 3] [--gen 512]
- * [--policies zipage,snapkv-d,...] [--nmax 2,4,8] [--block-size 64] [--window W]
+ * [--policies zipage,snapkv-d,... (default: every evicting policy)] [--nmax 2,4,8] [--block-size 64] [--window W]
  * [--kl-window 64] [--out F.csv]`: for each problem prompt (chat template, math system
  * prompt), a full-KV greedy trajectory of --gen tokens, then every (policy, N_max)
  * teacher-forced against full KV. Writes one CSV row per (policy, nmax, problem) and one
@@ -10,7 +10,7 @@
 
 #include "cli_common.h"
 #include "fidelity_set.h"
-#include "policy.h" /* policy_find: each policy's authors' window */
+#include "policy.h" /* policy_find: each policy's authors' window; policy_registry: the default list */
 
 typedef struct {
     const char *model, *dataset, *out;
@@ -20,13 +20,15 @@ typedef struct {
 
 static zp_status parse(int argc, char **argv, fid_args *a) {
     memset(a, 0, sizeof *a);
-    snprintf(a->policies, sizeof a->policies, "streaming,h2o,snapkv-d,rkv,morphkv,zipage");
+    size_t n = 0; /* default: every evicting policy of the registry */
+    for (const zp_policy_ops *const *r = policy_registry(); *r; r++)
+        if ((*r)->evicts && n < sizeof a->policies) n += (size_t)snprintf(a->policies + n, sizeof a->policies - n, "%s%s", n ? "," : "", (*r)->name);
     a->limit = 3; a->gen = 512; a->block = 64; a->window = 0; a->kl_window = 64; /* window 0: each policy's authors' */
     static int def_nmax[3] = {2, 4, 8};
     a->nmax = def_nmax; a->n_nmax = 3;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
-        if (!strcmp(f, "--help")) { printf("usage: zipage fidelity --model DIR --dataset NAME [--limit 3] [--gen 512] [--policies A,B] [--nmax 2,4,8] [--block-size 64] [--window W (default: each policy's authors' window)] [--kl-window 64] [--out F.csv]\n"); exit(0); }
+        if (!strcmp(f, "--help")) { printf("usage: zipage fidelity --model DIR --dataset NAME [--limit 3] [--gen 512] [--policies A,B (default: every evicting policy)] [--nmax 2,4,8] [--block-size 64] [--window W (default: each policy's authors' window)] [--kl-window 64] [--out F.csv]\n"); exit(0); }
         if (!(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
         if (!strcmp(f, "--model")) a->model = v;
         else if (!strcmp(f, "--dataset")) a->dataset = v;

@@ -11,18 +11,15 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, int nmax, int block_size, int window,
-                          int layer_stride) {
+zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, const zp_kv_geometry *geo, int layer_stride) {
     memset(c, 0, sizeof *c);
     if (layer_stride <= 0) return zp_fail(ZP_ERR_INVALID, "layer_stride %d must be positive", layer_stride);
     ZP_TRY(policy_create(policy, params_json, &c->policy));
-    c->nmax = nmax;
-    c->block_size = block_size;
-    c->window = window;
+    c->geo = *geo;
     c->layer_stride = layer_stride;
     c->device = 1;
     zp_score_plan plan;
-    if (c->policy.ops->evicts && policy_plan(&c->policy, nmax * block_size, window, &plan) == ZP_OK) {
+    if (c->policy.ops->evicts && policy_plan(&c->policy, geo->budget, geo->window, &plan) == ZP_OK) {
         c->history_live = plan.history_live;
         c->order_score = plan.order_score;
     }
@@ -41,8 +38,8 @@ static zp_status reserve(zp_compressor *c, const zp_model_config *mc, int n) {
     free(c->keys); free(c->queries); free(c->qhead); free(c->hist); free(c->new_hist); free(c->scratch); free(c->keep); free(c->order);
     c->order = NULL;
     c->keys = malloc(sizeof(float) * Hkv * N * D);
-    c->queries = malloc(sizeof(float) * (size_t)c->window * mc->n_heads * D);
-    c->qhead = malloc(sizeof(float) * (size_t)c->window * (mc->n_heads / mc->n_kv_heads) * D);
+    c->queries = malloc(sizeof(float) * (size_t)c->geo.window * mc->n_heads * D);
+    c->qhead = malloc(sizeof(float) * (size_t)c->geo.window * (mc->n_heads / mc->n_kv_heads) * D);
     c->hist = malloc(sizeof(float) * Hkv * N);
     c->new_hist = malloc(sizeof(float) * L * Hkv * N);
     c->scratch = malloc(sizeof(float) * (6 * N + N * D));
@@ -61,9 +58,9 @@ static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
                               float *new_hist, int *order) {
     zp_backend *be = m->be;
     const zp_model_config *mc = &m->cfg;
-    const int n = q->n_kv, D = mc->head_dim, G = mc->n_heads / mc->n_kv_heads, w = c->window;
+    const int n = q->n_kv, D = mc->head_dim, G = mc->n_heads / mc->n_kv_heads, w = c->geo.window;
     const int use_hist = c->policy.ops->needs_history && kv->score != NULL;
-    const int n_hist = c->history_live ? n : q->compressed ? c->nmax * c->block_size : 0;
+    const int n_hist = c->history_live ? n : q->compressed ? c->geo.budget : 0;
     double t0 = now_s();
     ZP_TRY(be->key_gather(be, &kv->dims, kv->k, layer, q->blocks, n, c->keys));
     ZP_TRY(be->query_read(be, &kv->dims, kv->q, layer, q->qid, c->queries));
@@ -76,8 +73,8 @@ static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
         zp_select_input in = {{n, D, G, w, kv->dims.scale, c->keys + (size_t)g * n * D, c->qhead},
                               use_hist ? c->hist + (size_t)g * n : NULL,
                               use_hist ? n_hist : 0,
-                              c->block_size,
-                              c->nmax * c->block_size,
+                              c->geo.block_size,
+                              c->geo.budget,
                               c->scratch};
         ZP_TRY(policy_select(&c->policy, &in, keep + (size_t)g * n, new_hist + (size_t)g * n, order ? order + (size_t)g * n : NULL));
     }
@@ -87,8 +84,8 @@ static zp_status select_layer(zp_compressor *c, zp_model *m, zp_kv_storage *kv, 
 
 /* A request to compress holds a query slot and more tokens than its budget, its last block in use. */
 static zp_status check_request(const zp_compressor *c, const zp_seq *q) {
-    const int budget = c->nmax * c->block_size;
-    if (q->qid < 0 || !q->compressing || q->n_kv > q->n_blocks * c->block_size || q->n_kv <= (q->n_blocks - 1) * c->block_size ||
+    const int budget = c->geo.budget, bs = c->geo.block_size;
+    if (q->qid < 0 || !q->compressing || q->n_kv > q->n_blocks * bs || q->n_kv <= (q->n_blocks - 1) * bs ||
         q->n_kv <= budget)
         return zp_fail(ZP_ERR_INVALID, "compression of request %lld: inconsistent state (slot %d, %d tokens in %d blocks, budget %d)",
                        (long long)q->request_id, q->qid, q->n_kv, q->n_blocks, budget);
@@ -97,7 +94,7 @@ static zp_status check_request(const zp_compressor *c, const zp_seq *q) {
 
 /* Counters of one finished request compression of n_kv tokens. */
 static void count_compression(zp_compressor *c, const zp_model_config *mc, int n_kv) {
-    const int budget = c->nmax * c->block_size;
+    const int budget = c->geo.budget;
     c->stats.compressions++;
     c->stats.tokens_evicted += (int64_t)(n_kv - budget) * mc->n_layers * mc->n_kv_heads;
     c->stats.retained_sum += budget;
@@ -143,9 +140,9 @@ static int device_layer_group(const zp_model_config *mc, zp_seq *const *seqs, in
 static zp_status compress_device(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n) {
     zp_backend *be = m->be;
     const zp_model_config *mc = &m->cfg;
-    const int budget = c->nmax * c->block_size, use_hist = c->policy.ops->needs_history && kv->score != NULL;
+    const int budget = c->geo.budget, use_hist = c->policy.ops->needs_history && kv->score != NULL;
     zp_score_plan plan;
-    ZP_TRY(policy_plan(&c->policy, budget, c->window, &plan));
+    ZP_TRY(policy_plan(&c->policy, budget, c->geo.window, &plan));
     zp_compress_req *reqs = malloc(sizeof *reqs * (size_t)(n > 0 ? n : 1));
     ZP_CHECK_ALLOC(reqs);
     zp_status st = ZP_OK;

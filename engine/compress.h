@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "geometry.h"
 #include "model.h"
 #include "policy.h"
 #include "scheduler.h"
@@ -35,7 +36,8 @@ typedef struct {
 
 typedef struct {
     zp_policy policy;
-    int nmax, block_size, window, layer_stride;
+    zp_kv_geometry geo; /* block size, budget (N_max blocks) and window of the engine */
+    int layer_stride;
     /* scratch sized for cap_n tokens */
     int cap_n;
     int device; /* 1: score and compact on the device when the backend has `compress` */
@@ -47,8 +49,7 @@ typedef struct {
     zp_compress_stats stats;
 } zp_compressor;
 
-zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, int nmax, int block_size, int window,
-                          int layer_stride);
+zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, const zp_kv_geometry *geo, int layer_stride);
 void compressor_free(zp_compressor *c);
 /* Compacts every request in seqs (each marked compressing, with a planned target). */
 zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n);

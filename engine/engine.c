@@ -61,17 +61,15 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
         if (kind != ZP_SCHED_FULL) return zp_fail(ZP_ERR_INVALID, "scheduler %s needs an evicting policy (policy is full)", c->scheduler);
         return policy_create("full", c->policy_params, &e->comp.policy);
     }
-    if (c->nmax <= 0 || c->window <= 0 || c->window > c->block_size)
-        return zp_fail(ZP_ERR_INVALID, "nmax %d must be positive and window %d in [1, block_size %d]%s", c->nmax, c->window, c->block_size,
-                       c->window > c->block_size ? " (a policy's default window needs a block at least that large: set the window)" : "");
     if (ops->prompt_only && kind != ZP_SCHED_FULL)
         return zp_fail(ZP_ERR_INVALID, "scheduler %s: policy %s compresses only prompts and runs the full scheduler", c->scheduler, ops->name);
     const int m = engine_query_slots(e, num_blocks);
-    ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, c->nmax, c->block_size, c->window, c->layer_stride));
+    const zp_kv_geometry *g = &e->geo;
+    ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, g, c->layer_stride));
     e->comp.device = !c->host_only;
-    if (ops->prompt_only) ZP_TRY(sched_enable_prompt_compression(&e->sched, c->nmax * c->block_size, c->window, m));
-    else ZP_TRY(sched_enable_compression(&e->sched, kind, c->nmax, c->window, m));
-    ZP_TRY(zp_model_kv_alloc_compression(e->model, &e->kv, c->window, m, policy_stores_history(&e->comp.policy, c->nmax * c->block_size, c->window)));
+    if (ops->prompt_only) ZP_TRY(sched_enable_prompt_compression(&e->sched, g, m));
+    else ZP_TRY(sched_enable_compression(&e->sched, kind, g, m));
+    ZP_TRY(zp_model_kv_alloc_compression(e->model, &e->kv, g, m, policy_stores_history(&e->comp.policy, g->budget, g->window)));
     if (e->comp.history_live || ops->prompt_only) { /* each request's history, or compressed prompt, is its own: no prefix hits */
         if (e->comp.history_live && !e->kv.score) return zp_fail(ZP_ERR_INVALID, "policy %s: a live history needs a score cache", c->policy);
         e->kv.history_live = e->comp.history_live;
@@ -86,10 +84,16 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     return ZP_OK;
 }
 
-static zp_status check_block_size(const zp_engine_config *cfg) {
-    if (cfg->block_size <= 0 || cfg->block_size > 65536)
-        return zp_fail(ZP_ERR_INVALID, "block_size %d must be in [1, 65536]", cfg->block_size);
-    return ZP_OK;
+/* The geometry of cfg (geometry.h), before anything is loaded: an unknown policy, a bad block
+ * size, nmax or window fail here. */
+static zp_status engine_geometry(const zp_engine_config *cfg, zp_kv_geometry *geo) {
+    const char *name = cfg->policy ? cfg->policy : "full";
+    const zp_policy_ops *ops = policy_find(name);
+    if (!ops) {
+        zp_policy p;
+        return policy_create(name, NULL, &p); /* its error names the known ones */
+    }
+    return zp_geometry_resolve(ops, cfg->block_size, cfg->nmax, cfg->window, geo);
 }
 
 /* The backend's switches of cfg (CUDA graphs). */
@@ -107,8 +111,7 @@ static zp_status engine_setup(zp_engine *e) {
     const zp_engine_config *cfg = &e->cfg;
     int nb = 0;
     zp_status s = ZP_OK;
-    const zp_policy_ops *ops = policy_find(cfg->policy ? cfg->policy : "full");
-    if (ops && e->cfg.window == 0) e->cfg.window = ops->default_window; /* the policy's authors' window, before any sizing */
+    e->cfg.window = e->geo.window; /* the policy's authors' window when unset, before any sizing */
     if (cfg->kv_pool_bytes > 0 && (cfg->kv_pool_tokens > 0 || cfg->num_blocks > 0))
         return zp_fail(ZP_ERR_INVALID, "kv_pool_bytes excludes kv_pool_tokens and num_blocks");
     if (cfg->num_blocks > 0) nb = cfg->num_blocks;
@@ -132,10 +135,12 @@ static zp_status engine_setup(zp_engine *e) {
 }
 
 zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
-    ZP_TRY(check_block_size(cfg));
+    zp_kv_geometry geo;
+    ZP_TRY(engine_geometry(cfg, &geo));
     zp_engine *e = calloc(1, sizeof *e);
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
+    e->geo = geo;
     zp_status s = zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &e->be);
     if (s == ZP_OK) s = engine_backend_flags(e, cfg);
     if (s == ZP_OK)
@@ -152,7 +157,8 @@ static int same_str(const char *a, const char *b) { return (!a && !b) || (a && b
 zp_status zp_engine_reinit(zp_engine **ep, const zp_engine_config *cfg) {
     zp_engine *old = *ep;
     const zp_engine_config *oc = &old->cfg;
-    ZP_TRY(check_block_size(cfg));
+    zp_kv_geometry geo;
+    ZP_TRY(engine_geometry(cfg, &geo));
     if (!old->abandoned && zp_engine_has_unfinished(old))
         return zp_fail(ZP_ERR_INVALID, "engine reinit: requests are still unfinished");
     if (!same_str(cfg->model_dir, oc->model_dir) || cfg->random_weights != oc->random_weights ||
@@ -162,6 +168,7 @@ zp_status zp_engine_reinit(zp_engine **ep, const zp_engine_config *cfg) {
     zp_engine *e = calloc(1, sizeof *e);
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
+    e->geo = geo;
     e->be = old->be; /* take the backend and the weights; the old KV pool goes */
     e->model = old->model;
     zp_model_kv_free(old->model, &old->kv);
@@ -331,7 +338,7 @@ static zp_status reserve_step(zp_engine *e, int rows, int seqs, int max_blocks) 
 /* Window rows of q this step: tokens landing in window offsets of the block that will be the
  * last one after the step (§1.3), for requests holding a query slot. */
 static zp_status add_query_stores(zp_engine *e, const zp_seq *q, int row0, int n_new, int *n_qs) {
-    const int bs = e->cfg.block_size, w = e->cfg.window;
+    const int bs = e->geo.block_size, w = e->geo.window;
     if ((!e->compressing_enabled && !e->prompt_compress) || q->qid < 0) return ZP_OK;
     const int last_start = (q->n_kv + n_new - 1) / bs * bs;
     for (int j = 0; j < n_new; j++) {
@@ -473,7 +480,7 @@ static zp_status collect_worker(zp_engine *e, int wait) {
  * wait for a later step. Returns the number of requests left to run in e->batch.seqs. */
 static zp_status route_compressions(zp_engine *e, int *n_run) {
     zp_sched_batch *sb = &e->batch;
-    int n = 0, n_new = 0, longest = e->cfg.nmax + 1;
+    int n = 0, n_new = 0, longest = e->geo.cap_blocks;
     for (int i = 0; i < sb->n; i++) /* a first compression of a long prompt has more blocks than nmax + 1 */
         if (sb->seqs[i]->compressing == ZP_COMPRESS_PLANNED && sb->seqs[i]->n_blocks > longest) longest = sb->seqs[i]->n_blocks;
     const int cap = e->cfg.max_compress_blocks / longest > 0 ? e->cfg.max_compress_blocks / longest : 1; /* as the reference: by the longest table */

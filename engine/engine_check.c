@@ -29,7 +29,7 @@ static zp_status check_seq(const zp_engine *e, const zp_seq *q, int *refs) {
         return zp_fail(ZP_ERR_INVALID, "request %d: %d physical tokens in %d blocks of %d", id, q->n_kv, q->n_blocks, bs);
     if (!q->compressed && !q->n_compressions && q->n_kv != q->n_done)
         return zp_fail(ZP_ERR_INVALID, "request %d: uncompressed but physical %d != logical %d", id, q->n_kv, q->n_done);
-    if (q->compressed && !q->compressing && (q->n_blocks != s->nmax + 1 || q->n_kv < s->nmax * bs))
+    if (q->compressed && !q->compressing && (q->n_blocks != s->cap_blocks || q->n_kv < s->nmax * bs))
         return zp_fail(ZP_ERR_INVALID, "request %d: compressed but holds %d blocks, %d tokens", id, q->n_blocks, q->n_kv);
     if (q->compressed && q->qid < 0) return zp_fail(ZP_ERR_INVALID, "request %d: compressed without a query slot", id);
     if (s->kind == ZP_SCHED_STRICT && q->qid < 0) return zp_fail(ZP_ERR_INVALID, "request %d: strict scheduler, no slot", id);

@@ -7,9 +7,11 @@
 #include <stdatomic.h>
 
 #include "engine.h"
+#include "geometry.h"
 
 struct zp_engine {
     zp_engine_config cfg;
+    zp_kv_geometry geo;       /* resolved from cfg once: block size, N_max, budget, window */
     zp_backend *be;
     zp_model *model;
     zp_kv_storage kv;

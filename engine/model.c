@@ -339,12 +339,13 @@ zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_s
     return s;
 }
 
-zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, int window, int n_qslots, int with_scores) {
+zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, const zp_kv_geometry *geo, int n_qslots, int with_scores) {
     const zp_model_config *c = &m->cfg;
     zp_attn_dims *d = &kv->dims;
-    if (window <= 0 || window > d->block_size || n_qslots <= 0)
-        return zp_fail(ZP_ERR_INVALID, "query cache: window %d must be in [1, block_size %d] and slots %d positive", window,
-                       d->block_size, n_qslots);
+    const int window = geo->window; /* validated by zp_geometry_resolve */
+    if (!geo->evicts || geo->block_size != d->block_size || n_qslots <= 0)
+        return zp_fail(ZP_ERR_INVALID, "query cache: a geometry of block %d for a pool of block %d, %d slots", geo->block_size, d->block_size,
+                       n_qslots);
     d->window = window;
     d->n_qslots = n_qslots;
     ZP_TRY(m->be->alloc_cache(m->be, (size_t)c->n_layers * n_qslots * window * c->n_heads * c->head_dim, &kv->q));

@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "config.h"
+#include "geometry.h"
 
 typedef struct {
     void *attn_norm;   /* [H] */
@@ -54,7 +55,7 @@ void zp_model_free(zp_model *m);
 
 zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv);
 /* Adds the compression state: a query cache of n_qslots x window rows, and a score cache. */
-zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, int window, int n_qslots, int with_scores);
+zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, const zp_kv_geometry *geo, int n_qslots, int with_scores);
 void zp_model_kv_free(zp_model *m, zp_kv_storage *kv);
 
 /* One step: writes K/V of every batch row, returns logits [b->n_out][V] into host memory. */

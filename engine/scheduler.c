@@ -171,27 +171,32 @@ static zp_status alloc_slots(zp_scheduler *s, int n_qslots) {
     return ZP_OK;
 }
 
-zp_status sched_enable_compression(zp_scheduler *s, zp_sched_kind kind, int nmax, int window, int n_qslots) {
-    if (kind == ZP_SCHED_FULL) return zp_fail(ZP_ERR_INVALID, "scheduler full runs no compression: use strict or hybrid with an evicting policy");
-    if (nmax <= 0 || window <= 0 || window > s->block_size || n_qslots <= 0)
-        return zp_fail(ZP_ERR_INVALID, "scheduler: nmax %d, window %d (<= block size %d) and query slots %d must be positive",
-                       nmax, window, s->block_size, n_qslots);
-    if ((nmax + 1) > s->pool->num_blocks)
-        return zp_fail(ZP_ERR_CAPACITY, "scheduler: one request needs nmax + 1 = %d blocks, the pool has %d", nmax + 1, s->pool->num_blocks);
-    ZP_TRY(alloc_slots(s, n_qslots));
-    s->kind = kind;
-    s->nmax = nmax;
-    s->window = window;
+/* geo is resolved and validated (zp_geometry_resolve); only that it fits this pool is checked. */
+static zp_status check_geometry(const zp_scheduler *s, const zp_kv_geometry *geo, int n_qslots) {
+    if (!geo->evicts || geo->block_size != s->block_size || n_qslots <= 0)
+        return zp_fail(ZP_ERR_INVALID, "scheduler: a geometry of block %d for a pool of block %d, %d query slots", geo->block_size,
+                       s->block_size, n_qslots);
     return ZP_OK;
 }
 
-zp_status sched_enable_prompt_compression(zp_scheduler *s, int budget, int window, int n_qslots) {
-    if (budget <= 0 || budget % s->block_size || window <= 0 || window > s->block_size || n_qslots <= 0)
-        return zp_fail(ZP_ERR_INVALID, "scheduler: prompt budget %d (whole blocks of %d), window %d (<= block size) and query slots %d "
-                       "must be positive", budget, s->block_size, window, n_qslots);
+zp_status sched_enable_compression(zp_scheduler *s, zp_sched_kind kind, const zp_kv_geometry *geo, int n_qslots) {
+    if (kind == ZP_SCHED_FULL) return zp_fail(ZP_ERR_INVALID, "scheduler full runs no compression: use strict or hybrid with an evicting policy");
+    ZP_TRY(check_geometry(s, geo, n_qslots));
+    if (geo->cap_blocks > s->pool->num_blocks)
+        return zp_fail(ZP_ERR_CAPACITY, "scheduler: one request needs nmax + 1 = %d blocks, the pool has %d", geo->cap_blocks, s->pool->num_blocks);
     ZP_TRY(alloc_slots(s, n_qslots));
-    s->prompt_budget = budget;
-    s->window = window;
+    s->kind = kind;
+    s->nmax = geo->nmax;
+    s->cap_blocks = geo->cap_blocks;
+    s->window = geo->window;
+    return ZP_OK;
+}
+
+zp_status sched_enable_prompt_compression(zp_scheduler *s, const zp_kv_geometry *geo, int n_qslots) {
+    ZP_TRY(check_geometry(s, geo, n_qslots));
+    ZP_TRY(alloc_slots(s, n_qslots));
+    s->prompt_budget = geo->budget;
+    s->window = geo->window;
     return ZP_OK;
 }
 
@@ -206,7 +211,7 @@ int sched_blocks_needed(const zp_scheduler *s, int n_prompt, int max_tokens) {
     int total = sched_blocks_for(s, n_prompt + max_tokens);
     if (!s->nmax) return total;
     int capped = sched_blocks_for(s, n_prompt + 1);
-    if (capped < s->nmax + 1) capped = s->nmax + 1;
+    if (capped < s->cap_blocks) capped = s->cap_blocks;
     return capped < total ? capped : total;
 }
 
@@ -238,7 +243,7 @@ zp_status sched_add(zp_scheduler *s, zp_seq *q) {
 static int needs_no_slot(const zp_scheduler *s, const zp_seq *q) {
     const int bs = s->block_size;
     int logical_blocks = (q->n_tokens + bs - 1) / bs, r = (q->n_tokens - 1) % bs + 1;
-    return logical_blocks < s->nmax + 1 || r <= bs - s->window;
+    return logical_blocks < s->cap_blocks || r <= bs - s->window;
 }
 
 static void refill_slots(zp_scheduler *s) {
@@ -379,8 +384,8 @@ static zp_status decode_one(zp_scheduler *s, int i, int *verdict) {
             *verdict = -1;
             return ZP_OK;
         }
-    } else if (q->qid >= 0 && need && q->n_blocks >= s->nmax + 1) {
-        int plan[s->nmax + 1];
+    } else if (q->qid >= 0 && need && q->n_blocks >= s->cap_blocks) {
+        int plan[s->cap_blocks];
         if (make_room(s, i, compression_layout(s, q, plan), s->enable_prefix_cache) && plan_compression(s, q)) return ZP_OK;
         *verdict = 0;
         return ZP_OK;

@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "geometry.h"
 #include "kvcache.h"
 #include "sampler.h"
 
@@ -70,6 +71,7 @@ typedef struct {
     int enable_prefix_cache;
     zp_sched_kind kind;
     int nmax;             /* block cap N_max (0: no cap, full KV) */
+    int cap_blocks;       /* nmax + 1: most blocks a request holds (0: no cap) */
     int prompt_budget;    /* C > 0: a prompt-only policy (SnapKV), no cap; a prompt longer than C gets a
                              query slot for its prefill and is compressed to C right after it */
     int window;           /* w: query-window length */
@@ -90,13 +92,13 @@ typedef struct {
 } zp_sched_batch;
 
 zp_status sched_init(zp_scheduler *s, zp_kv_pool *pool, int max_num_seqs, int max_num_batched_tokens, int prefix_cache);
-/* Turns on the block cap and query slots (strict or hybrid). */
-zp_status sched_enable_compression(zp_scheduler *s, zp_sched_kind kind, int nmax, int window, int n_qslots);
+/* Turns on the block cap of geo (nmax + 1 blocks) and query slots (strict or hybrid). */
+zp_status sched_enable_compression(zp_scheduler *s, zp_sched_kind kind, const zp_kv_geometry *geo, int n_qslots);
 /* After a compression ran: drops the released blocks, installs the target table. */
 void sched_compress_done(zp_scheduler *s, zp_seq *seq);
 /* Full-KV scheduling with one compression of long prompts (a prompt-only policy): prompts
- * longer than `budget` tokens take one of n_qslots query slots for their first prefill. */
-zp_status sched_enable_prompt_compression(zp_scheduler *s, int budget, int window, int n_qslots);
+ * longer than geo's budget take one of n_qslots query slots for their first prefill. */
+zp_status sched_enable_prompt_compression(zp_scheduler *s, const zp_kv_geometry *geo, int n_qslots);
 /* Plans the compression of a request that just finished the prefill of a prompt longer than
  * the budget (it holds a slot): target table in place. 0 when out of host memory. */
 int sched_plan_prompt_compression(zp_scheduler *s, zp_seq *seq);

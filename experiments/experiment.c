@@ -216,7 +216,7 @@ static zp_status expand(const cJSON *r, const exp_run *base0, const char *src, e
                             return zp_fail(ZP_ERR_INVALID, "%s: unknown policy \"%s\" (known: %s)", src, run.policy, names);
                         }
                         run.nmax = vals[0] ? vals[0]->valueint : 8;
-                        run.window = vals[1] ? vals[1]->valueint : ops->default_window; /* its authors' window */
+                        run.window = policy_window(ops, vals[1] ? vals[1]->valueint : 0); /* its authors' window unless set */
                         run.max_concurrency = vals[2] ? vals[2]->valueint : 0;
                         run.kv_pool_tokens = vals[3] ? (int64_t)vals[3]->valuedouble : 0;
                         int full = !strcmp(run.policy, "full"), count = 1;

@@ -21,6 +21,8 @@ const zp_policy_ops *policy_find(const char *name) {
     return NULL;
 }
 
+int policy_window(const zp_policy_ops *ops, int window) { return window > 0 ? window : ops->default_window; }
+
 int policy_stores_history(const zp_policy *p, int budget, int window) {
     zp_score_plan pl;
     return p->ops->needs_history && policy_plan(p, budget, window, &pl) == ZP_OK && pl.global != ZP_GLOBAL_NONE;

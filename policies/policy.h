@@ -29,7 +29,7 @@ typedef struct {
     float *scratch;         /* [6n + n*D] floats owned by the caller */
 } zp_select_input;
 
-typedef struct {
+typedef struct zp_policy_ops {
     const char *name;
     const char *label;     /* what tables and plots call it: its paper's name and what it approximates */
     const char *summary;
@@ -70,6 +70,8 @@ zp_status policy_plan(const zp_policy *p, int budget, int window, zp_score_plan 
 zp_status policy_create(const char *name, const char *params_json, zp_policy *out);
 void policy_destroy(zp_policy *p);
 const zp_policy_ops *policy_find(const char *name);
+/* The query window a run of ops uses: `window` when set (> 0), else its authors' value. */
+int policy_window(const zp_policy_ops *ops, int window);
 /* The registered names, comma separated, into buf (for error messages). */
 void policy_names(char *buf, size_t len);
 /* NULL-terminated list of every registered policy. */

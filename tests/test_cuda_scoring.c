@@ -133,7 +133,9 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
     fill(be, &c, nt, slots, pos, nq, qrows, qslots, 11);
     zp_compressor comp[2];
     for (int k = 0; k < 2; k++) {
-        CHECK_OK(compressor_init(&comp[k], policy, params, NMAX, BS, W, 1));
+        zp_kv_geometry geo;
+        CHECK_OK(zp_geometry_resolve(policy_find(policy), BS, NMAX, W, &geo));
+        CHECK_OK(compressor_init(&comp[k], policy, params, &geo, 1));
         comp[k].device = k;
     }
     const int hist = comp[0].policy.ops->needs_history, sets = !fp32 && comp[0].order_score;

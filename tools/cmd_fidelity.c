@@ -67,7 +67,7 @@ static zp_status run(const fid_args *a) {
             cmp.policy = p;
             cmp.nmax = a->nmax[k];
             const zp_policy_ops *ops = policy_find(p);
-            const int w = a->window ? a->window : ops ? ops->default_window : 0; /* unknown policy: the engine says so */
+            const int w = ops ? policy_window(ops, a->window) : a->window; /* unknown policy: the engine says so */
             cmp.window = w;
             fidelity_mean m;
             s = fidelity_set_compare(&set, &cmp, a->kl_window, per, &m);

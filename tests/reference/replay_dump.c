@@ -110,7 +110,11 @@ int main(int argc, char **argv) {
     TRY(r.be->alloc(r.be, (size_t)NB * r.bs * r.H, &r.kv.score));
     TRY(r.be->alloc(r.be, (size_t)r.P * Hq * r.D, &r.qbuf));
     TRY(r.be->alloc(r.be, (size_t)r.P * Hq * 2, &r.stats));
-    TRY(compressor_init(&r.comp, argv[2], argv[3], r.budget / r.bs, r.bs, r.w, 1));
+    const zp_policy_ops *ops = policy_find(argv[2]);
+    zp_kv_geometry geo;
+    if (!ops) { fprintf(stderr, "replay_dump: unknown policy %s\n", argv[2]); return 1; }
+    TRY(zp_geometry_resolve(ops, r.bs, r.budget / r.bs, r.w, &geo));
+    TRY(compressor_init(&r.comp, argv[2], argv[3], &geo, 1));
     r.comp.device = 0;
     r.kv.history_live = r.comp.history_live;
     r.table = malloc(sizeof(int) * (NB + 1));

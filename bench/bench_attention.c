@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     zp_backend *be;
-    if (zp_backend_cuda_create(0, 0, &be) != ZP_OK) {
+    if (zp_backend_cuda_create(0, 0, NULL, &be) != ZP_OK) {
         printf("bench_attention: skipped (%s)\n", zp_last_error());
         return 77;
     }

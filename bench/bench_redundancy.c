@@ -78,7 +78,7 @@ static zp_status fill(zp_backend *be, const zp_attn_dims *d, int nr, void *k, vo
 int main(int argc, char **argv) {
     const int nr = argc > 1 ? atoi(argv[1]) : 16;
     zp_backend *be;
-    if (zp_backend_cuda_create(0, 0, &be) != ZP_OK || !be->compress) {
+    if (zp_backend_cuda_create(0, 0, NULL, &be) != ZP_OK || !be->compress) {
         printf("bench_redundancy: skipped (%s)\n", zp_last_error());
         return 77;
     }

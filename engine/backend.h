@@ -201,15 +201,35 @@ struct zp_backend {
     zp_status (*graph_end)(zp_backend *be, int ok);
 };
 
+/* A backend's tuning options (benchmark A/B switches; the defaults are what the measurements
+ * chose, bench/RESULTS.md). The library reads no environment: the command line sets them
+ * (tools/cli_options.c: flags, and the ZIPAGE_* variables for the benchmark scripts). What each
+ * does is in the backend file named. */
+typedef struct {
+    int compress_priority_low; /* compression's stream below the model's: decode blocks first (backend_cuda.cu) */
+    int profile;               /* CUDA events around every op (backend_cuda.cu) */
+    int decode_blocks;         /* 2 or 3: the register-pipeline decode kernel's blocks per SM (decode_attn_cuda.cu) */
+    int decode_split_waves;    /* decode partitions by wave efficiency (decode_attn_cuda.cu) */
+    int decode_async;          /* the cp.async decode kernels; 0: the register pipeline */
+    int decode_warp;           /* a warp per item where it fills the SMs; 0: the block kernels only */
+    int gemm_handoff;          /* bf16 rows handed between ops (gemm_cuda.cu); 0: fp32 rows */
+    int gemm_tune;             /* cublasLt algorithms timed per GEMM shape (gemm_cuda.cu) */
+    int cpu_handoff;           /* a test mode: the CUDA backend's hand-over wiring emulated on the CPU (handoff_cpu.c) */
+} zp_backend_options;
+
+/* The measured defaults. */
+zp_backend_options zp_backend_options_default(void);
+
 /* The CPU reference backend (fp32, BLAS sgemm, OpenMP). n_threads <= 0: OpenMP default. */
 zp_status zp_backend_cpu_create(int n_threads, zp_backend **out);
 /* The CUDA backend on device `device`: bf16 weights and caches with fp32 activations and
  * accumulation, or fp32 storage and fp32 GEMMs when fp32 (the parity mode that the GPU tests
- * compare token for token against the CPU reference). Fails with ZP_ERR_UNSUPPORTED in a
- * build without CUDA or without a usable GPU. */
-zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **out);
-/* Creates "cpu", "cuda" or "cuda:N"; precision "bf16" (default) or "fp32" (CUDA only). */
-zp_status zp_backend_create(const char *device, const char *precision, int n_threads, zp_backend **out);
+ * compare token for token against the CPU reference); opt NULL: the defaults. Fails with
+ * ZP_ERR_UNSUPPORTED in a build without CUDA or without a usable GPU. */
+zp_status zp_backend_cuda_create(int device, int fp32, const zp_backend_options *opt, zp_backend **out);
+/* Creates "cpu", "cuda" or "cuda:N"; precision "bf16" (default) or "fp32" (CUDA only); opt
+ * NULL: the defaults. */
+zp_status zp_backend_create(const char *device, const char *precision, int n_threads, const zp_backend_options *opt, zp_backend **out);
 
 #ifdef __cplusplus
 }

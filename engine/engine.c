@@ -20,9 +20,18 @@ const char *zp_finish_name(zp_finish_reason r) {
     return (r >= 0 && r < ZP_FINISH_COUNT) ? n[r] : "?";
 }
 
+static zp_backend_options default_backend; /* zero until set: then zp_backend_options_default() */
+static int default_backend_set;
+
+void zp_engine_set_default_backend_options(const zp_backend_options *o) {
+    default_backend = *o;
+    default_backend_set = 1;
+}
+
 zp_engine_config zp_engine_config_default(void) {
     zp_engine_config c;
     memset(&c, 0, sizeof c);
+    c.backend = default_backend_set ? default_backend : zp_backend_options_default();
     c.device = "cpu";
     c.block_size = 256;
     c.max_num_seqs = 256;
@@ -141,7 +150,7 @@ zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
     e->geo = geo;
-    zp_status s = zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &e->be);
+    zp_status s = zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &cfg->backend, &e->be);
     if (s == ZP_OK) s = engine_backend_flags(e, cfg);
     if (s == ZP_OK)
         s = cfg->random_weights ? zp_model_load_random(cfg->model_dir, cfg->weight_seed, e->be, &e->model)
@@ -163,8 +172,8 @@ zp_status zp_engine_reinit(zp_engine **ep, const zp_engine_config *cfg) {
         return zp_fail(ZP_ERR_INVALID, "engine reinit: requests are still unfinished");
     if (!same_str(cfg->model_dir, oc->model_dir) || cfg->random_weights != oc->random_weights ||
         (cfg->random_weights && cfg->weight_seed != oc->weight_seed) || !same_str(cfg->device, oc->device) ||
-        !same_str(cfg->precision, oc->precision) || cfg->n_threads != oc->n_threads)
-        return zp_fail(ZP_ERR_INVALID, "engine reinit: the model, weights, device, precision and threads must stay the same");
+        !same_str(cfg->precision, oc->precision) || cfg->n_threads != oc->n_threads || memcmp(&cfg->backend, &oc->backend, sizeof cfg->backend))
+        return zp_fail(ZP_ERR_INVALID, "engine reinit: the model, weights, device, precision, threads and backend options must stay the same");
     zp_engine *e = calloc(1, sizeof *e);
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;

@@ -46,7 +46,13 @@ typedef struct {
                                   device path takes as many layers per launch as its work area holds */
     int async_compress;        /* compress on a worker thread while others decode */
     int max_compress_blocks;   /* async: requests per compression task = this / (nmax + 1) (default 600) */
+    zp_backend_options backend; /* the backend's tuning options (default: zp_engine_set_default_backend_options) */
 } zp_engine_config;
+
+/* The backend options every later zp_engine_config_default() starts from (initially
+ * zp_backend_options_default()): the command line sets them once, from its flags and the
+ * environment, so that every engine it creates (runs, fidelity, benchmarks) has them. */
+void zp_engine_set_default_backend_options(const zp_backend_options *o);
 
 typedef struct {
     int64_t request_id;

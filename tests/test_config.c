@@ -1,9 +1,9 @@
 /* test_config.c - config.json parsing of every preset, and one clear error per malformed case;
- * the CUDA backend's tuning knobs read from the environment (cuda_knobs.c, in every build). */
+ * the backends' tuning options as the command line reads them (tools/cli_options.c). */
 #include <string.h>
 
 #include "config.h"
-#include "cuda/cuda_knobs.h"
+#include "cli_options.h"
 #include "test_util.h"
 
 static void test_presets(void) {
@@ -139,47 +139,64 @@ static void test_refusals(void) {
     CHECK(c.rope.type == ZP_ROPE_LINEAR && c.rope.factor == 2 && c.rope.theta == 10000);
 }
 
-/* Defaults when unset or empty; each accepted value; a mistyped one fails naming the variable. */
-static void test_cuda_knobs(void) {
+/* The backends' tuning options as the command line reads them (tools/cli_options.c): the
+ * defaults when unset or empty; each accepted value of the ZIPAGE_<NAME> variables and of
+ * --backend-option NAME=VALUE; a mistyped one fails naming it. */
+static zp_status env_options(zp_backend_options *k) {
+    *k = zp_backend_options_default();
+    return cli_backend_options_env(k);
+}
+
+static void test_backend_options(void) {
     static const char *const names[] = {"ZIPAGE_COMPRESS_PRIORITY", "ZIPAGE_PROFILE", "ZIPAGE_DECODE_BLOCKS", "ZIPAGE_DECODE_SPLIT",
-                                        "ZIPAGE_DECODE_KERNEL", "ZIPAGE_GEMM_HANDOFF", "ZIPAGE_GEMM_TUNE"};
+                                        "ZIPAGE_DECODE_KERNEL", "ZIPAGE_GEMM_HANDOFF", "ZIPAGE_GEMM_TUNE", "ZIPAGE_CPU_HANDOFF"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) unsetenv(names[i]);
-    zp_cuda_knobs k;
-    CHECK_OK(zp_cuda_knobs_read(&k));
+    zp_backend_options k;
+    CHECK_OK(env_options(&k));
     CHECK(!k.compress_priority_low && !k.profile && k.decode_blocks == 2 && !k.decode_split_waves);
-    CHECK(k.decode_async && k.decode_warp && k.gemm_handoff && !k.gemm_tune);
+    CHECK(k.decode_async && k.decode_warp && k.gemm_handoff && !k.gemm_tune && !k.cpu_handoff);
     setenv("ZIPAGE_DECODE_KERNEL", "", 1); /* empty: unset */
-    CHECK_OK(zp_cuda_knobs_read(&k));
+    CHECK_OK(env_options(&k));
     CHECK(k.decode_async && k.decode_warp);
     setenv("ZIPAGE_DECODE_KERNEL", "async", 1);
-    CHECK_OK(zp_cuda_knobs_read(&k));
+    CHECK_OK(env_options(&k));
     CHECK(k.decode_async && !k.decode_warp);
     setenv("ZIPAGE_DECODE_KERNEL", "mma", 1);
-    CHECK_OK(zp_cuda_knobs_read(&k));
+    CHECK_OK(env_options(&k));
     CHECK(!k.decode_async && !k.decode_warp);
     setenv("ZIPAGE_DECODE_KERNEL", "warp", 1);
-    CHECK_OK(zp_cuda_knobs_read(&k));
+    CHECK_OK(env_options(&k));
     CHECK(k.decode_async && k.decode_warp);
     const char *set[][2] = {{"ZIPAGE_COMPRESS_PRIORITY", "low"}, {"ZIPAGE_PROFILE", "1"}, {"ZIPAGE_DECODE_BLOCKS", "3"},
-                            {"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_GEMM_HANDOFF", "0"}, {"ZIPAGE_GEMM_TUNE", "1"}};
+                            {"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_GEMM_HANDOFF", "0"}, {"ZIPAGE_GEMM_TUNE", "1"},
+                            {"ZIPAGE_CPU_HANDOFF", "1"}};
     for (size_t i = 0; i < sizeof set / sizeof *set; i++) setenv(set[i][0], set[i][1], 1);
-    CHECK_OK(zp_cuda_knobs_read(&k));
-    CHECK(k.compress_priority_low && k.profile && k.decode_blocks == 3 && k.decode_split_waves && !k.gemm_handoff && k.gemm_tune);
+    CHECK_OK(env_options(&k));
+    CHECK(k.compress_priority_low && k.profile && k.decode_blocks == 3 && k.decode_split_waves && !k.gemm_handoff && k.gemm_tune &&
+          k.cpu_handoff);
     setenv("ZIPAGE_DECODE_KERNEL", "asnyc", 1);
-    CHECK_FAILS(zp_cuda_knobs_read(&k), ZP_ERR_INVALID, "ZIPAGE_DECODE_KERNEL=asnyc: expected async, mma or warp");
+    CHECK_FAILS(env_options(&k), ZP_ERR_INVALID, "ZIPAGE_DECODE_KERNEL=asnyc: expected async, mma or warp");
     setenv("ZIPAGE_DECODE_KERNEL", "async", 1);
     setenv("ZIPAGE_GEMM_HANDOFF", "off", 1);
-    CHECK_FAILS(zp_cuda_knobs_read(&k), ZP_ERR_INVALID, "ZIPAGE_GEMM_HANDOFF=off: expected 0 or 1");
+    CHECK_FAILS(env_options(&k), ZP_ERR_INVALID, "ZIPAGE_GEMM_HANDOFF=off: expected 0 or 1");
     setenv("ZIPAGE_GEMM_HANDOFF", "0", 1);
     setenv("ZIPAGE_DECODE_BLOCKS", "4", 1);
-    CHECK_FAILS(zp_cuda_knobs_read(&k), ZP_ERR_INVALID, "ZIPAGE_DECODE_BLOCKS=4: expected 2 or 3");
+    CHECK_FAILS(env_options(&k), ZP_ERR_INVALID, "ZIPAGE_DECODE_BLOCKS=4: expected 2 or 3");
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) unsetenv(names[i]);
+    /* the same table through the flag */
+    k = zp_backend_options_default();
+    CHECK_OK(cli_backend_option("decode_kernel=mma", &k));
+    CHECK_OK(cli_backend_option("gemm_tune=1", &k));
+    CHECK(!k.decode_async && !k.decode_warp && k.gemm_tune);
+    CHECK_FAILS(cli_backend_option("decode_kernel=fast", &k), ZP_ERR_INVALID, "decode_kernel=fast: expected async, mma or warp");
+    CHECK_FAILS(cli_backend_option("gemm=1", &k), ZP_ERR_INVALID, "expected NAME=VALUE, NAME one of compress_priority");
+    CHECK_FAILS(cli_backend_option("gemm_tune", &k), ZP_ERR_INVALID, "expected NAME=VALUE");
 }
 
 int main(void) {
     test_presets();
     test_malformed();
     test_refusals();
-    test_cuda_knobs();
+    test_backend_options();
     return zp_test_finish("test_config");
 }

@@ -24,7 +24,7 @@ static void teacher_forced(const char *preset, int fp32) {
     zp_model *m[2] = {NULL, NULL};
     zp_kv_storage kv[2];
     CHECK_OK(zp_backend_cpu_create(2, &be[0]));
-    CHECK_OK(zp_backend_cuda_create(0, fp32, &be[1]));
+    CHECK_OK(zp_backend_cuda_create(0, fp32, NULL, &be[1]));
     int ids[N], pos[N], slots[N], bt[N / BS + 1], z = 0, n = N, last = N - 1;
     for (int i = 0; i < N; i++) { ids[i] = (int)(zp_rng_uniform(4, 0, 0, (uint32_t)i) * 1000) % 1000; pos[i] = i; }
     for (int b = 0; b <= N / BS; b++) bt[b] = (b * 7) % (N / BS + 1); /* scattered */
@@ -145,7 +145,7 @@ static void memory_sizing(void) {
 int main(void) {
     zp_backend *probe;
     setvbuf(stdout, NULL, _IONBF, 0);
-    if (zp_backend_cuda_create(0, 0, &probe) != ZP_OK) {
+    if (zp_backend_cuda_create(0, 0, NULL, &probe) != ZP_OK) {
         printf("test_cuda_engine: skipped (%s)\n", zp_last_error());
         return 77;
     }

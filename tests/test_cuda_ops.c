@@ -377,7 +377,7 @@ int main(void) {
     pair p;
     CHECK_OK(zp_backend_cpu_create(2, &p.cpu));
     for (int fp32 = 0; fp32 < 2; fp32++) {
-        if (zp_backend_cuda_create(0, fp32, &p.gpu) != ZP_OK) {
+        if (zp_backend_cuda_create(0, fp32, NULL, &p.gpu) != ZP_OK) {
             printf("test_cuda_ops: skipped (%s)\n", zp_last_error());
             p.cpu->destroy(p.cpu);
             return 77;
@@ -408,24 +408,25 @@ int main(void) {
         test_paged_attention(&p, 4, pf_len, pf_q, 4, 2, 42, "prefill attn D42 (rows)");
         p.gpu->destroy(p.gpu);
     }
-    /* bf16 GEMMs by measured cublasLt algorithms (ZIPAGE_GEMM_TUNE=1): the dense ops again */
-    setenv("ZIPAGE_GEMM_TUNE", "1", 1);
-    CHECK_OK(zp_backend_cuda_create(0, 0, &p.gpu));
-    unsetenv("ZIPAGE_GEMM_TUNE");
+    /* bf16 GEMMs by measured cublasLt algorithms (gemm_tune): the dense ops again */
+    zp_backend_options opt = zp_backend_options_default();
+    opt.gemm_tune = 1;
+    CHECK_OK(zp_backend_cuda_create(0, 0, &opt, &p.gpu));
     p.tight = 1.0;
-    printf("CUDA storage bf16, ZIPAGE_GEMM_TUNE=1:\n");
+    printf("CUDA storage bf16, gemm_tune=1:\n");
     test_dense(&p);
     p.gpu->destroy(p.gpu);
-    /* decode attention under its knobs: partitions by wave efficiency (ZIPAGE_DECODE_SPLIT=waves),
-     * the register-pipeline kernel (ZIPAGE_DECODE_KERNEL=mma), the cp.async block kernel
-     * everywhere (=async; by default a warp per item takes batches whose items fill the
-     * resident warps, e.g. 150 x 8 below and batch 256) */
-    const char *knob[3][2] = {{"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_DECODE_KERNEL", "mma"}, {"ZIPAGE_DECODE_KERNEL", "async"}};
+    /* decode attention under its options: partitions by wave efficiency (decode_split=waves),
+     * the register-pipeline kernel (decode_kernel=mma), the cp.async block kernel everywhere
+     * (=async; by default a warp per item takes batches whose items fill the resident warps,
+     * e.g. 150 x 8 below and batch 256) */
+    const char *knob[3] = {"decode_split=waves", "decode_kernel=mma", "decode_kernel=async"};
     for (int k = 0; k < 3; k++) {
-        setenv(knob[k][0], knob[k][1], 1);
-        CHECK_OK(zp_backend_cuda_create(0, 0, &p.gpu));
-        unsetenv(knob[k][0]);
-        printf("CUDA storage bf16, %s=%s:\n", knob[k][0], knob[k][1]);
+        zp_backend_options o = zp_backend_options_default();
+        if (k == 0) o.decode_split_waves = 1;
+        else o.decode_async = k == 2, o.decode_warp = 0;
+        CHECK_OK(zp_backend_cuda_create(0, 0, &o, &p.gpu));
+        printf("CUDA storage bf16, %s:\n", knob[k]);
         test_decode_cases(&p);
         int short_len[150];
         decode_short_lengths(short_len);

@@ -184,7 +184,7 @@ int main(void) {
     };
     for (int fp32 = 1; fp32 >= 0; fp32--) {
         zp_backend *be;
-        if (zp_backend_cuda_create(0, fp32, &be) != ZP_OK) {
+        if (zp_backend_cuda_create(0, fp32, NULL, &be) != ZP_OK) {
             printf("test_cuda_scoring: skipped (%s)\n", zp_last_error());
             return 77;
         }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "cli_options.h" /* --backend-option */
 #include "policy.h" /* policy_names */
 
 static const char USAGE_BEFORE_POLICY[] =
@@ -26,7 +27,10 @@ static const char USAGE_AFTER_POLICY[] =
     "  --layer-stride N       layers compressed together (default 8)\n"
     "  --async                compress on a worker thread while others decode\n"
     "  --no-cuda-graphs       CUDA: launch every decode step's kernels (default: replay them as graphs,\n"
-    "                         one per batch shape; --cuda-graphs insists, an error on the CPU)\n";
+    "                         one per batch shape; --cuda-graphs insists, an error on the CPU)\n"
+    "  --backend-option N=V   a tuning option (A/B switches of the benchmarks): compress_priority=low,\n"
+    "                         profile=0|1, decode_blocks=2|3, decode_split=waves, decode_kernel=async|mma|warp,\n"
+    "                         gemm_handoff=0|1, gemm_tune=0|1, cpu_handoff=0|1 (also ZIPAGE_<NAME> variables)\n";
 
 void cli_engine_usage(FILE *f) {
     char names[256];
@@ -65,6 +69,7 @@ zp_status cli_engine_flag(const char *a, const char *v, zp_engine_config *ec, in
     else if (!strcmp(a, "--async")) ec->async_compress = 1;
     else if (!strcmp(a, "--cuda-graphs")) ec->cuda_graphs = 1;
     else if (!strcmp(a, "--no-cuda-graphs")) ec->cuda_graphs = 0;
+    else if (!strcmp(a, "--backend-option")) return cli_backend_option(v, &ec->backend);
     else *matched = 0;
     return ZP_OK;
 }

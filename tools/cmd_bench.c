@@ -32,7 +32,7 @@ static void usage(FILE *f) {
                "                         reasoning: --requests N (default 64) --datasets aime24,amc23 --max-tokens 32768\n"
                "  --temperature T        sampling (default: fixed 0 = greedy; reasoning 0.6 with top-p 0.95, top-k 20)\n"
                "  --seed S               prompt, length and sampling seed (default 0)\n"
-               "  --profile              device time per op kind (CUDA; sets ZIPAGE_PROFILE=1, slows the run)\n"
+               "  --profile              device time per op kind (CUDA; --backend-option profile=1, slows the run)\n"
                "  --csv FILE             append the row to FILE (header when new);  --label TEXT: first column\n"
                "  --max-seconds S        stop each run S seconds into the workload and report what it did so far (the\n"
                "                         requests still unfinished are dropped; the row's `finished` column counts\n"
@@ -176,7 +176,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
         b->ec.max_num_batched_tokens = b->batch * b->prompt > 8192 ? b->batch * b->prompt : 8192;
         b->ec.enable_prefix_cache = 0; /* random prompts share nothing; measure plain prefill */
     }
-    if (b->profile) setenv("ZIPAGE_PROFILE", "1", 1);
+    if (b->profile) b->ec.backend.profile = 1;
     return ZP_OK;
 }
 

@@ -191,7 +191,7 @@ static zp_status write_logits_json(const char *path, const gen_args *g, const fl
 /* One prefill of the prompt through the model with a private KV store of exactly its length. */
 static zp_status run_logits(const gen_args *g) {
     zp_backend *be;
-    ZP_TRY(zp_backend_create(g->ec.device, g->ec.precision, g->ec.n_threads, &be));
+    ZP_TRY(zp_backend_create(g->ec.device, g->ec.precision, g->ec.n_threads, &g->ec.backend, &be));
     zp_model *m = NULL;
     zp_kv_storage kv = {0};
     zp_status s = zp_model_load(g->ec.model_dir, be, &m);

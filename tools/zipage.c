@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_options.h" /* cli_backend_options_env */
+#include "engine.h"      /* zp_engine_set_default_backend_options */
 #include "paths.h"
 
 int cmd_mkmodel(int argc, char **argv);
@@ -67,6 +69,12 @@ static int find_home(void) {
 
 int main(int argc, char **argv) {
     if (find_home() != 0) return 2;
+    zp_backend_options bo = zp_backend_options_default(); /* the ZIPAGE_<NAME> tuning switches of the benchmark scripts */
+    if (cli_backend_options_env(&bo) != ZP_OK) {
+        fprintf(stderr, "zipage: error: %s\n", zp_last_error());
+        return 2;
+    }
+    zp_engine_set_default_backend_options(&bo);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

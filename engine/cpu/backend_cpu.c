@@ -358,35 +358,46 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->score_read = cpu_score_read;
     be->kv_compact = cpu_kv_compact;
     be->copy_bandwidth = cpu_copy_bandwidth;
-    const char *ho = getenv("ZIPAGE_CPU_HANDOFF"); /* a test mode: the model's hand-over wiring on the CPU */
-    if (ho && !strcmp(ho, "1")) {
-        zp_status s = cpu_handoff_install(be);
-        if (s != ZP_OK) { cpu_destroy(be); return s; }
-    }
     *out = be;
     return ZP_OK;
 }
 
+zp_backend_options zp_backend_options_default(void) {
+    zp_backend_options o;
+    memset(&o, 0, sizeof o);
+    o.decode_blocks = 2;
+    o.decode_async = 1;
+    o.decode_warp = 1;
+    o.gemm_handoff = 1;
+    return o;
+}
+
 #ifndef ZP_HAVE_CUDA
-zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **out) {
+zp_status zp_backend_cuda_create(int device, int fp32, const zp_backend_options *opt, zp_backend **out) {
     (void)device;
     (void)fp32;
+    (void)opt;
     *out = NULL;
     return zp_fail(ZP_ERR_UNSUPPORTED, "device cuda: this build has no CUDA backend (configure with nvcc present, ZIPAGE_CUDA=ON)");
 }
 #endif
 
-zp_status zp_backend_create(const char *device, const char *precision, int n_threads, zp_backend **out) {
+zp_status zp_backend_create(const char *device, const char *precision, int n_threads, const zp_backend_options *opt, zp_backend **out) {
     int fp32 = 0;
     if (precision && strcmp(precision, "bf16") && !(fp32 = !strcmp(precision, "fp32")))
         return zp_fail(ZP_ERR_INVALID, "precision \"%s\" is not supported (bf16, fp32)", precision);
-    if (!device || !strcmp(device, "cpu")) return zp_backend_cpu_create(n_threads, out); /* always fp32 */
-    if (!strcmp(device, "cuda")) return zp_backend_cuda_create(0, fp32, out);
+    if (!device || !strcmp(device, "cpu")) { /* always fp32 */
+        ZP_TRY(zp_backend_cpu_create(n_threads, out));
+        zp_status s = opt && opt->cpu_handoff ? cpu_handoff_install(*out) : ZP_OK; /* the model's hand-over wiring on the CPU */
+        if (s != ZP_OK) { (*out)->destroy(*out); *out = NULL; }
+        return s;
+    }
+    if (!strcmp(device, "cuda")) return zp_backend_cuda_create(0, fp32, opt, out);
     if (!strncmp(device, "cuda:", 5)) {
         char *end;
         long d = strtol(device + 5, &end, 10);
         if (*end || d < 0 || d > 1024) return zp_fail(ZP_ERR_INVALID, "device \"%s\": expected cuda:N", device);
-        return zp_backend_cuda_create((int)d, fp32, out);
+        return zp_backend_cuda_create((int)d, fp32, opt, out);
     }
     return zp_fail(ZP_ERR_UNSUPPORTED, "device \"%s\" is not supported (cpu, cuda, cuda:N)", device);
 }

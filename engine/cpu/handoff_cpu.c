@@ -1,5 +1,5 @@
 /* handoff_cpu.c - the backend's gemm_handoff contract (backend.h) on the CPU, as a test mode
- * (ZIPAGE_CPU_HANDOFF=1 when the backend is created): an op called with a NULL buffer writes
+ * (backend option cpu_handoff, set when the backend is created): an op called with a NULL buffer writes
  * its rows into, or reads them from, one of two slots around the plain fp32 op: the operand
  * slot (a norm's or the decode attention's rows for the GEMM after it) and the output slot (a
  * GEMM's rows for the norm or the RoPE store after it). The model's hand-over wiring thus runs

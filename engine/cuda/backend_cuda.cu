@@ -3,7 +3,7 @@
  * SiLU-mul, row gather, the batch upload, profiling and the backend table. Attention lives
  * in prefill_attn_cuda.cu and decode_attn_cuda.cu, compression in compress_cuda.cu.
  * Not here: the bf16 hand-over of operands between ops and the GEMM tuner (gemm_cuda.cu), CUDA
- * graphs (graph_cuda.cu), the tuning knobs' parsing (cuda_knobs.c).
+ * graphs (graph_cuda.cu); its tuning options come from zp_backend_options (backend.h).
  * Build: nvcc -arch=sm_90 via CMake.
  */
 #include <math.h>
@@ -492,9 +492,10 @@ static void cu_destroy(zp_backend *be) {
     free(be);
 }
 
-extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **out) {
-    zp_cuda_knobs knobs;
-    ZP_TRY(zp_cuda_knobs_read(&knobs)); /* a mistyped knob fails before any device work */
+extern "C" zp_status zp_backend_cuda_create(int device, int fp32, const zp_backend_options *opt, zp_backend **out) {
+    const zp_backend_options knobs = opt ? *opt : zp_backend_options_default();
+    if (knobs.decode_blocks != 2 && knobs.decode_blocks != 3)
+        return zp_fail(ZP_ERR_INVALID, "cuda backend: decode_blocks %d must be 2 or 3", knobs.decode_blocks);
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0)
@@ -513,7 +514,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, zp_backend **o
     be->name = "cuda";
     be->cache_elem_bytes = (int)c->elem;
     be->destroy = cu_destroy;
-    /* ZIPAGE_COMPRESS_PRIORITY=low (a tuning knob of the benchmarks): the model stream gets the
+    /* compress_priority_low (a tuning option of the benchmarks): the model stream gets the
      * highest stream priority and the compression stream the lowest, so pending decode blocks
      * are dispatched before compression blocks (running blocks are never preempted) */
     int least = 0, greatest = 0, prio_model = 0, prio_comp = 0;

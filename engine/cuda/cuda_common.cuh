@@ -13,7 +13,6 @@
 #include <stdint.h>
 
 #include "../backend.h"
-#include "cuda_knobs.h"
 
 typedef __nv_bfloat16 bf16;
 
@@ -193,8 +192,8 @@ typedef struct {
     int *hbatch;                /* pinned host staging of the batch arrays */
     size_t hbatch_cap;
     int n_sms;                  /* streaming multiprocessors (decode attention splits for them) */
-    zp_cuda_knobs knobs;        /* the environment's tuning knobs (cuda_knobs.h), read at creation: the decode
-                                   kernel's choice (decode_attn_cuda.cu), the GEMM tuner, profiling, priorities */
+    zp_backend_options knobs;   /* the tuning options of its creation (backend.h): the decode kernel's choice
+                                   (decode_attn_cuda.cu), the GEMM tuner, profiling, priorities */
     void *dec_part;             /* split decode attention: partial outputs and softmax statistics */
     size_t dec_part_cap;
     struct cuda_graph_entry *graphs; /* [CUDA_GRAPH_MAX] recorded decode forwards (graph_cuda.cu) */

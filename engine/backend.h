@@ -58,7 +58,7 @@ typedef struct {
 typedef struct {
     const int *src; /* [n / block_size] the request's physical blocks now */
     const int *dst; /* [budget / block_size] target blocks (may share blocks with src) */
-    int n;          /* physical tokens, a multiple of block_size, above the budget */
+    int n;          /* physical tokens, above the budget (a prompt's last block may be partial) */
     int n_hist;     /* leading tokens whose stored history score is valid (0: none) */
     int qid;        /* query-cache slot holding the request's window queries */
 } zp_compress_req;
@@ -165,12 +165,13 @@ struct zp_backend {
     zp_status (*kv_compact)(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
                             const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order);
 
-    /* ---- device-side compression (NULL where the policies score on the host: CPU) ---- */
-    /* For layers [layer0, layer1) of n_req requests and every KV head: runs `plan` on the
-     * device (scores from the K cache, the query cache and, when score_cache, the stored
-     * history), keeps `budget` tokens and compacts K, V (and the new history into
-     * score_cache) into each request's dst table. Ordered after the model work already
-     * issued; asynchronous to the caller: compress_wait blocks until all of it has finished. */
+    /* ---- compression ---- */
+    /* For layers [layer0, layer1) of n_req requests and every KV head: runs `plan` (scores
+     * from the K cache, the query cache and, when score_cache, the stored history), keeps
+     * `budget` tokens and compacts K, V (and the new history into score_cache) into each
+     * request's dst table. CPU: on the host through the ops above (zp_compress_host, the
+     * reference); CUDA: on the device, ordered after the model work already issued and
+     * asynchronous to the caller. compress_wait blocks until all of it has finished. */
     zp_status (*compress)(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
                           const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache,
                           void *score_cache);

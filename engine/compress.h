@@ -1,13 +1,13 @@
-/* compress.h - runs an eviction policy over requests that outgrew their block cap.
+/* compress.h - runs an eviction policy over requests that outgrew their block cap (or, for a
+ * prompt-only policy, their budget at the end of the prefill).
  *
- * For each request, layer group (layer_stride layers) and KV head: gathers the keys of the
- * request's physical tokens, its window queries (query cache) and stored history scores
- * through backend ops, asks the policy which N_max * block_size tokens to keep, then compacts
- * K, V (and the score cache) of the group into the request's target blocks (planned by the
- * scheduler), in position order or, for a plan with order_score, in R-KV's score order. The scheduler's bookkeeping (release, new table) happens after,
- * in sched_compress_done, on the engine thread. On the CPU backend the policy's plan runs on
- * the host (scorer_plan_run); a backend with a `compress` op (CUDA) runs the same plan on the
- * device for all requests of a layer group at once, and only block tables cross to it.
+ * compressor_run checks each request (a query slot, more tokens than the budget, a planned
+ * target table), builds the backend `compress` requests and calls the op in layer groups and
+ * chunks that fit its work area. The op scores every (request, layer, KV head) with the
+ * policy's plan and compacts K, V (and the score cache) into the target blocks, in position
+ * order or, for a plan with order_score, in R-KV's score order: on the CPU backend on the
+ * host (zp_compress_host, the reference), on CUDA on the device. The scheduler's bookkeeping
+ * (release, new table) happens after, in sched_compress_done, on the engine thread.
  */
 #ifndef ZP_COMPRESS_H
 #define ZP_COMPRESS_H
@@ -28,30 +28,26 @@
 typedef struct {
     int64_t compressions;     /* request compressions */
     int64_t tokens_evicted;   /* tokens dropped, summed over layers and KV heads */
-    double gather_seconds;    /* key, query and history gathers */
-    double score_seconds;     /* policy scoring and top-k selection */
-    double compact_seconds;   /* compaction */
+    double score_seconds;     /* wall time of the compress calls: scoring, selection, compaction */
     int64_t retained_sum;     /* tokens kept per request per compression, summed */
 } zp_compress_stats;
 
 typedef struct {
     zp_policy policy;
     zp_kv_geometry geo; /* block size, budget (N_max blocks) and window of the engine */
-    int layer_stride;
-    /* scratch sized for cap_n tokens */
-    int cap_n;
-    int device; /* 1: score and compact on the device when the backend has `compress` */
-    int history_live; /* the plan's history_live: the stored history covers every token */
-    int order_score;  /* the plan's order_score: survivors compacted in score order (R-KV) */
-    float *keys, *queries, *qhead, *hist, *new_hist, *scratch;
-    uint8_t *keep;
-    int *order;       /* [layer_stride][Hkv][n] cache order of the kept tokens, with order_score */
+    int device;         /* 0: zp_compress_host even where the backend's `compress` runs on the device */
+    int history_live;   /* the plan's history_live: the stored history covers every token */
     zp_compress_stats stats;
 } zp_compressor;
 
-zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, const zp_kv_geometry *geo, int layer_stride);
+zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, const zp_kv_geometry *geo);
 void compressor_free(zp_compressor *c);
 /* Compacts every request in seqs (each marked compressing, with a planned target). */
 zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n);
+/* The `compress` op (backend.h) on the host for any backend, through its key_gather,
+ * query_read, score_read and kv_compact: the CPU backend's `compress`, and the reference the
+ * CUDA device path is tested against. Synchronous. */
+zp_status zp_compress_host(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
+                           const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache);
 
 #endif

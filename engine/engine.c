@@ -40,7 +40,6 @@ zp_engine_config zp_engine_config_default(void) {
     c.policy = "full";
     c.nmax = 8;
     c.window = 0; /* the policy's default (policy.h) */
-    c.layer_stride = 8;
     c.max_compress_blocks = 600;
     c.gpu_memory_utilization = 0.9;
     c.cuda_graphs = -1;
@@ -74,7 +73,7 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
         return zp_fail(ZP_ERR_INVALID, "scheduler %s: policy %s compresses only prompts and runs the full scheduler", c->scheduler, ops->name);
     const int m = engine_query_slots(e, num_blocks);
     const zp_kv_geometry *g = &e->geo;
-    ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, g, c->layer_stride));
+    ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, g));
     e->comp.device = !c->host_only;
     if (ops->prompt_only) ZP_TRY(sched_enable_prompt_compression(&e->sched, g, m));
     else ZP_TRY(sched_enable_compression(&e->sched, kind, g, m));
@@ -646,8 +645,6 @@ void zp_engine_get_stats(const zp_engine *e, zp_engine_stats *st) {
     const zp_compress_stats *cs = &e->comp.stats;
     st->compressions = cs->compressions;
     st->tokens_evicted = cs->tokens_evicted;
-    st->compress_gather_seconds = cs->gather_seconds;
-    st->compress_score_seconds = cs->score_seconds;
-    st->compress_compact_seconds = cs->compact_seconds;
+    st->compress_seconds = cs->score_seconds;
     st->mean_retained = cs->compressions ? (double)cs->retained_sum / (double)cs->compressions : 0.0;
 }

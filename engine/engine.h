@@ -42,8 +42,6 @@ typedef struct {
     int window;                /* w: window queries kept per request (0: the policy's default, policy.h) */
     int max_concurrency;       /* M query slots; 0: min(max_num_seqs, num_blocks / (nmax + 1)) */
     const char *scheduler;     /* "hybrid" (default with an evicting policy), "strict", "full" */
-    int layer_stride;          /* host path: layers scored and compacted together (default 8); the
-                                  device path takes as many layers per launch as its work area holds */
     int async_compress;        /* compress on a worker thread while others decode */
     int max_compress_blocks;   /* async: requests per compression task = this / (nmax + 1) (default 600) */
     zp_backend_options backend; /* the backend's tuning options (default: zp_engine_set_default_backend_options) */
@@ -80,7 +78,7 @@ typedef struct {
     int64_t suspensions;       /* request-steps skipped for lack of a block or a query slot */
     /* compression */
     int64_t compressions, tokens_evicted;
-    double compress_gather_seconds, compress_score_seconds, compress_compact_seconds;
+    double compress_seconds;   /* wall time of the compressions (scoring, selection, compaction) */
     int peak_request_tokens;   /* most physical tokens (K/V slots) one request held */
     double mean_retained;      /* tokens kept per request per compression (mean) */
     int64_t compress_wait_steps; /* request-steps spent waiting for (async) compression */

@@ -1,6 +1,6 @@
 /* test_cuda_scoring.c (label gpu) - the device compression path (backend op `compress`: score
- * plan on the GPU, top-k, batched compaction) against the host path (the same plan run by
- * scorers/plan.c on keys gathered to the host, then kv_compact), on one CUDA backend and the
+ * plan on the GPU, top-k, batched compaction) against the host path (zp_compress_host: the same
+ * plan run by scorers/plan.c on keys gathered to the host, then kv_compact), on one CUDA backend and the
  * same random caches, for every evicting policy and the Zipage ablation switches. Two rounds:
  * a first compression of three requests (in place and into fresh blocks), then a second one
  * that reads the history scores the first stored. Expected: the same tokens kept (compacted
@@ -135,10 +135,12 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
     for (int k = 0; k < 2; k++) {
         zp_kv_geometry geo;
         CHECK_OK(zp_geometry_resolve(policy_find(policy), BS, NMAX, W, &geo));
-        CHECK_OK(compressor_init(&comp[k], policy, params, &geo, 1));
+        CHECK_OK(compressor_init(&comp[k], policy, params, &geo));
         comp[k].device = k;
     }
-    const int hist = comp[0].policy.ops->needs_history, sets = !fp32 && comp[0].order_score;
+    zp_score_plan pl;
+    CHECK_OK(policy_plan(&comp[0].policy, BUDGET, W, &pl));
+    const int hist = comp[0].policy.ops->needs_history, sets = !fp32 && pl.order_score;
     printf("  %-6s %-9s %s\n", fp32 ? "fp32" : "bf16", policy, params ? params : "");
     for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], seqs, NREQ));
     for (int r = 0; r < NREQ; r++) { sq[r].blocks = targets[r]; sq[r].n_blocks = NMAX; sq[r].n_kv = BUDGET; sq[r].compressed = 1; }

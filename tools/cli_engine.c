@@ -24,7 +24,6 @@ static const char USAGE_AFTER_POLICY[] =
     "  --window W             window queries per request (default: the policy's, its authors' value)\n"
     "  --max-concurrency M    query slots (default: pool blocks / (nmax + 1))\n"
     "  --scheduler S          hybrid (default with a policy), strict, full\n"
-    "  --layer-stride N       layers compressed together (default 8)\n"
     "  --async                compress on a worker thread while others decode\n"
     "  --no-cuda-graphs       CUDA: launch every decode step's kernels (default: replay them as graphs,\n"
     "                         one per batch shape; --cuda-graphs insists, an error on the CPU)\n"
@@ -65,7 +64,6 @@ zp_status cli_engine_flag(const char *a, const char *v, zp_engine_config *ec, in
     else if (!strcmp(a, "--window")) return cli_int(a, v, 1, 65536, &ec->window);
     else if (!strcmp(a, "--max-concurrency")) return cli_int(a, v, 1, 1 << 20, &ec->max_concurrency);
     else if (!strcmp(a, "--scheduler")) ec->scheduler = v;
-    else if (!strcmp(a, "--layer-stride")) return cli_int(a, v, 1, 4096, &ec->layer_stride);
     else if (!strcmp(a, "--async")) ec->async_compress = 1;
     else if (!strcmp(a, "--cuda-graphs")) ec->cuda_graphs = 1;
     else if (!strcmp(a, "--no-cuda-graphs")) ec->cuda_graphs = 0;

@@ -289,7 +289,7 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
     for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
     for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
     const double DS = st->decode_seconds > 0 ? st->decode_seconds : 1; /* device shares are of the decode time */
-    const double W = r->wall > 0 ? r->wall : 1, comp = st->compress_gather_seconds + st->compress_score_seconds + st->compress_compact_seconds;
+    const double W = r->wall > 0 ? r->wall : 1, comp = st->compress_seconds;
     const double steps = st->decode_steps > 0 ? (double)st->decode_steps : 1;
     /* bytes a decode step must read: the weights (an untied embedding table only at its tokens'
      * rows) and the K/V its sequences attend */

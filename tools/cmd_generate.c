@@ -148,9 +148,9 @@ static zp_status run_generate(const gen_args *g) {
                st.prefill_seconds, st.decode_seconds, (long long)st.decode_steps);
     if (s == ZP_OK && st.compressions)
         printf("policy %s: %lld compressions, %lld tokens evicted (over layers and KV heads), %.0f tokens kept per request "
-               "(peak %d held), gathers %.3f s, scoring %.3f s, compaction %.3f s, %lld request-steps waited on compression\n",
+               "(peak %d held), %.3f s compressing, %lld request-steps waited on compression\n",
                g->ec.policy, (long long)st.compressions, (long long)st.tokens_evicted, st.mean_retained, st.peak_request_tokens,
-               st.compress_gather_seconds, st.compress_score_seconds, st.compress_compact_seconds, (long long)st.compress_wait_steps);
+               st.compress_seconds, (long long)st.compress_wait_steps);
     free(outs);
     zp_engine_free(e);
     return s;

@@ -8,7 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu_ops.h" /* zp_backend, zp_batch, zp_attn_dims, the compression ops */
+#include "compress.h" /* zp_compress_host */
+#include "cpu_ops.h"  /* zp_backend, zp_batch, zp_attn_dims, the compression ops */
 
 #ifdef ZP_HAVE_CBLAS
 #include <cblas.h>
@@ -321,6 +322,8 @@ static zp_status cpu_copy_bandwidth(zp_backend *be, double *bytes_per_s) {
     return ZP_OK;
 }
 
+static zp_status cpu_compress_wait(zp_backend *be) { (void)be; return ZP_OK; } /* the host op is synchronous */
+
 zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     zp_backend *be = calloc(1, sizeof *be);
     cpu_ctx *c = calloc(1, sizeof *c);
@@ -357,6 +360,8 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->key_gather = cpu_key_gather;
     be->score_read = cpu_score_read;
     be->kv_compact = cpu_kv_compact;
+    be->compress = zp_compress_host; /* the host plan through the ops above: the reference of every policy */
+    be->compress_wait = cpu_compress_wait;
     be->copy_bandwidth = cpu_copy_bandwidth;
     *out = be;
     return ZP_OK;

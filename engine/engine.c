@@ -229,7 +229,19 @@ void zp_engine_free(zp_engine *e) {
 }
 
 const zp_model_config *zp_engine_model_config(const zp_engine *e) { return &e->model->cfg; }
-zp_backend *zp_engine_backend(zp_engine *e) { return e->be; }
+int zp_engine_cache_elem_bytes(const zp_engine *e) { return e->be->cache_elem_bytes; }
+int zp_engine_uses_graphs(const zp_engine *e) { return e->be->use_graphs; }
+zp_status zp_engine_device_memory(zp_engine *e, size_t *used, size_t *total) {
+    size_t fr = 0;
+    if (!e->be->mem_info) return zp_fail(ZP_ERR_UNSUPPORTED, "device %s reports no memory use", e->be->name);
+    ZP_TRY(e->be->mem_info(e->be, &fr, total));
+    *used = *total - fr;
+    return ZP_OK;
+}
+zp_status zp_engine_copy_bandwidth(zp_engine *e, double *bytes_per_s) {
+    if (!e->be->copy_bandwidth) return zp_fail(ZP_ERR_UNSUPPORTED, "device %s measures no copy bandwidth", e->be->name);
+    return e->be->copy_bandwidth(e->be, bytes_per_s);
+}
 size_t zp_engine_weight_bytes(const zp_engine *e) { return e->model->n_params * (size_t)e->be->cache_elem_bytes; }
 size_t zp_engine_step_weight_bytes(const zp_engine *e) {
     const zp_model_config *c = &e->model->cfg;

@@ -112,8 +112,15 @@ zp_status zp_engine_reinit(zp_engine **e, const zp_engine_config *cfg);
 void zp_engine_abandon(zp_engine *e);
 void zp_engine_free(zp_engine *e);
 const zp_model_config *zp_engine_model_config(const zp_engine *e);
-/* The engine's backend (benchmarks: memory, bandwidth) and its model's weight bytes as stored. */
-zp_backend *zp_engine_backend(zp_engine *e);
+/* What benchmarks ask of the device under an engine, without its backend: the bytes of a
+ * cached element (4 fp32, 2 bf16), whether decode steps replay as CUDA graphs, the device
+ * memory in use and in all (ZP_ERR_UNSUPPORTED where the backend cannot tell: CPU), and the
+ * bandwidth of a large copy (bytes read + written per second). */
+int zp_engine_cache_elem_bytes(const zp_engine *e);
+int zp_engine_uses_graphs(const zp_engine *e);
+zp_status zp_engine_device_memory(zp_engine *e, size_t *used, size_t *total);
+zp_status zp_engine_copy_bandwidth(zp_engine *e, double *bytes_per_s);
+/* Its model's weight bytes as stored. */
 size_t zp_engine_weight_bytes(const zp_engine *e);
 /* The weight bytes one forward step reads beyond its tokens' embedding rows: every weight,
  * except an untied embedding table (a step gathers only its n_tokens rows of it, hidden values

@@ -312,15 +312,14 @@ static void print_row(FILE *f, const bench_args *b, const bench_workload *w, con
 
 /* Prints the row of one finished configuration, and appends it to --csv. */
 static zp_status report(const bench_args *b, const bench_workload *w, zp_engine *e, bench_result *r) {
-    zp_backend *be = zp_engine_backend(e);
     const zp_model_config *mc = zp_engine_model_config(e);
     zp_engine_get_stats(e, &r->st);
-    size_t fr = 0, tot = 0;
-    if (be->mem_info && be->mem_info(be, &fr, &tot) == ZP_OK) r->mem_gib = (double)(tot - fr) / (1 << 30);
+    size_t used = 0, tot = 0;
+    if (zp_engine_device_memory(e, &used, &tot) == ZP_OK) r->mem_gib = (double)used / (1 << 30); /* CPU: none */
     printf("# zipage bench %s on %s (%s, %d layers, hidden %d, %.2f B parameters)\n", b->workload, b->model_name, mc->arch_name,
-           mc->n_layers, mc->hidden, (double)zp_engine_weight_bytes(e) / be->cache_elem_bytes / 1e9);
+           mc->n_layers, mc->hidden, (double)zp_engine_weight_bytes(e) / zp_engine_cache_elem_bytes(e) / 1e9);
     print_row(stdout, b, w, r, 1);
-    if (be->use_graphs)
+    if (zp_engine_uses_graphs(e))
         printf("# CUDA graphs: %lld decode-step graphs recorded, %lld replays\n", (long long)r->st.graph_records,
                (long long)r->st.graph_replays);
     fflush(stdout);
@@ -370,11 +369,11 @@ static zp_status run(bench_args *b) {
     if (s != ZP_OK) { zp_engine_free(e); return s; }
     bench_result base;
     memset(&base, 0, sizeof base);
-    zp_backend *be = zp_engine_backend(e);
-    if (be->copy_bandwidth) s = be->copy_bandwidth(be, &base.copy_bw);
+    const size_t es = (size_t)zp_engine_cache_elem_bytes(e);
+    s = zp_engine_copy_bandwidth(e, &base.copy_bw);
     base.step_weight_bytes = zp_engine_step_weight_bytes(e);
-    base.embed_row_bytes = (size_t)mc->hidden * (size_t)be->cache_elem_bytes;
-    base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)be->cache_elem_bytes;
+    base.embed_row_bytes = (size_t)mc->hidden * es;
+    base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * es;
     const int runs = b->n_pools ? b->n_pools : 1;
     char unservable[512] = "";
     bench_timeline tl = {0};

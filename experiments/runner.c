@@ -24,12 +24,50 @@
 #include "tokenizer.h"
 #include "paths.h"        /* zp_path: the datasets and the grader's environment */
 
-static const char *CSV_HEADER[] = {"run_id", "time", "git_commit", "model", "dataset", "n_problems", "n_samples", "policy",
-                                   "policy_params", "nmax", "window", "max_concurrency", "block_size", "kv_pool_tokens",
-                                   "scheduler", "async", "prefix_cache", "temperature", "top_p", "max_tokens", "seed",
-                                   "pass_at_1", "ci_low", "ci_high", "mean_output_tokens", "truncated_share",
-                                   "generated_tokens", "wall_seconds", "tps", "requests_per_s", "peak_running",
-                                   "mean_running", "peak_kv_bytes", "compressions", "compression_seconds", "device", "grader", NULL};
+/* runs.csv, one row per run: each column's name, printf format and value, in order. The
+ * header and the rows are both made from this one table (write_row names the values). */
+#define RUN_COLUMNS(X)                                                                                                      \
+    X("run_id", "%s", r->run_id)                                                                                            \
+    X("time", "%s", stamp)                                                                                                  \
+    X("git_commit", "%s", git)                                                                                              \
+    X("model", "%s", model)                                                                                                 \
+    X("dataset", "%s", c->ds.name)                                                                                          \
+    X("n_problems", "%d", c->n_sel)                                                                                         \
+    X("n_samples", "%d", r->samples)                                                                                        \
+    X("policy", "%s", r->policy)                                                                                            \
+    X("policy_params", "%s", r->policy_params[0] ? r->policy_params : "{}")                                                 \
+    X("nmax", "%d", r->nmax)                                                                                                \
+    X("window", "%d", r->window)                                                                                            \
+    X("max_concurrency", "%d", st->n_qslots)                                                                                \
+    X("block_size", "%d", r->block_size)                                                                                    \
+    X("kv_pool_tokens", "%lld", (long long)st->num_blocks * r->block_size)                                                  \
+    X("scheduler", "%s", r->scheduler)                                                                                      \
+    X("async", "%d", r->async)                                                                                              \
+    X("prefix_cache", "%d", st->prefix_cache) /* the engine's: exact H2O and SnapKV turn it off */                          \
+    X("temperature", "%g", r->temperature)                                                                                  \
+    X("top_p", "%g", r->top_p)                                                                                              \
+    X("max_tokens", "%d", r->max_tokens)                                                                                    \
+    X("seed", "%llu", (unsigned long long)r->seed)                                                                          \
+    X("pass_at_1", "%.6f", pass1)                                                                                           \
+    X("ci_low", "%.6f", lo)                                                                                                 \
+    X("ci_high", "%.6f", hi)                                                                                                \
+    X("mean_output_tokens", "%.2f", mean_out)                                                                               \
+    X("truncated_share", "%.4f", trunc)                                                                                     \
+    X("generated_tokens", "%lld", (long long)st->generated_tokens)                                                          \
+    X("wall_seconds", "%.3f", wall)                                                                                         \
+    X("tps", "%.2f", wall > 0 ? st->generated_tokens / wall : 0.0)                                                          \
+    X("requests_per_s", "%.4f", wall > 0 ? c->total / wall : 0.0)                                                           \
+    X("peak_running", "%d", st->peak_running)                                                                               \
+    X("mean_running", "%.2f", steps ? (double)st->running_sum / steps : 0.0)                                                \
+    X("peak_kv_bytes", "%lld", (long long)st->peak_blocks * (long long)block_bytes)                                         \
+    X("compressions", "%lld", (long long)st->compressions)                                                                  \
+    X("compression_seconds", "%.3f", st->compress_seconds)                                                                  \
+    X("device", "%s", r->device)                                                                                            \
+    X("grader", "%s", c->ds.is_code ? code_grader_label(&c->ds) : r->grader) /* code: the tests run, in the sandbox */
+
+#define RUN_COLUMN_NAME(name, fmt, value) name,
+static const char *CSV_HEADER[] = {RUN_COLUMNS(RUN_COLUMN_NAME) NULL};
+#define RUN_N_COLUMNS (sizeof CSV_HEADER / sizeof *CSV_HEADER - 1)
 
 static double now_s(void) {
     struct timespec ts;
@@ -227,46 +265,14 @@ static char *csv_header_line(void) {
 
 static void write_row(FILE *f, const exp_run *r, const char *git, const char *model, const run_ctx *c, const zp_engine_stats *st,
                       double pass1, double lo, double hi, double mean_out, double trunc, double wall, size_t block_bytes) {
-    char v[40][1100];
+    char v[RUN_N_COLUMNS][1100], stamp[32];
     time_t now = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    const int64_t steps = st->prefill_steps + st->decode_steps;
     int k = 0;
-    snprintf(v[k++], 1100, "%s", r->run_id);
-    strftime(v[k++], 1100, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    snprintf(v[k++], 1100, "%s", git);
-    snprintf(v[k++], 1100, "%s", model);
-    snprintf(v[k++], 1100, "%s", c->ds.name);
-    snprintf(v[k++], 1100, "%d", c->n_sel);
-    snprintf(v[k++], 1100, "%d", r->samples);
-    snprintf(v[k++], 1100, "%s", r->policy);
-    snprintf(v[k++], 1100, "%s", r->policy_params[0] ? r->policy_params : "{}");
-    snprintf(v[k++], 1100, "%d", r->nmax);
-    snprintf(v[k++], 1100, "%d", r->window);
-    snprintf(v[k++], 1100, "%d", st->n_qslots);
-    snprintf(v[k++], 1100, "%d", r->block_size);
-    snprintf(v[k++], 1100, "%lld", (long long)st->num_blocks * r->block_size);
-    snprintf(v[k++], 1100, "%s", r->scheduler);
-    snprintf(v[k++], 1100, "%d", r->async);
-    snprintf(v[k++], 1100, "%d", st->prefix_cache); /* the engine's: exact H2O turns it off */
-    snprintf(v[k++], 1100, "%g", r->temperature);
-    snprintf(v[k++], 1100, "%g", r->top_p);
-    snprintf(v[k++], 1100, "%d", r->max_tokens);
-    snprintf(v[k++], 1100, "%llu", (unsigned long long)r->seed);
-    snprintf(v[k++], 1100, "%.6f", pass1);
-    snprintf(v[k++], 1100, "%.6f", lo);
-    snprintf(v[k++], 1100, "%.6f", hi);
-    snprintf(v[k++], 1100, "%.2f", mean_out);
-    snprintf(v[k++], 1100, "%.4f", trunc);
-    snprintf(v[k++], 1100, "%lld", (long long)st->generated_tokens);
-    snprintf(v[k++], 1100, "%.3f", wall);
-    snprintf(v[k++], 1100, "%.2f", wall > 0 ? st->generated_tokens / wall : 0.0);
-    snprintf(v[k++], 1100, "%.4f", wall > 0 ? c->total / wall : 0.0);
-    snprintf(v[k++], 1100, "%d", st->peak_running);
-    snprintf(v[k++], 1100, "%.2f", (st->prefill_steps + st->decode_steps) ? (double)st->running_sum / (st->prefill_steps + st->decode_steps) : 0.0);
-    snprintf(v[k++], 1100, "%lld", (long long)st->peak_blocks * (long long)block_bytes);
-    snprintf(v[k++], 1100, "%lld", (long long)st->compressions);
-    snprintf(v[k++], 1100, "%.3f", st->compress_seconds);
-    snprintf(v[k++], 1100, "%s", r->device);
-    snprintf(v[k++], 1100, "%s", c->ds.is_code ? code_grader_label(&c->ds) : r->grader); /* code: the tests run, in the sandbox */
+#define RUN_COLUMN_VALUE(name, fmt, value) snprintf(v[k++], sizeof v[0], fmt, value);
+    RUN_COLUMNS(RUN_COLUMN_VALUE)
+#undef RUN_COLUMN_VALUE
     for (int i = 0; i < k; i++) csv_field(f, v[i], i == k - 1);
     fflush(f);
 }

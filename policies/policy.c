@@ -110,6 +110,12 @@ zp_status policy_param_int(const cJSON *params, const char *policy, const char *
     return ZP_OK;
 }
 
+zp_status policy_param_pool_kernel(const cJSON *params, const char *policy, const char *key, int *v) {
+    ZP_TRY(policy_param_int(params, policy, key, 1, 63, v));
+    if (*v % 2 == 0) return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"%s\" must be odd", policy, key);
+    return ZP_OK;
+}
+
 zp_status policy_param_bool(const cJSON *params, const char *policy, const char *key, int *v) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, key);
     if (!it) return ZP_OK;

@@ -84,6 +84,8 @@ zp_status policy_check_keys(const cJSON *params, const char *policy, const char 
 zp_status policy_param_float(const cJSON *params, const char *policy, const char *key, float lo, float hi, float *v);
 zp_status policy_param_int(const cJSON *params, const char *policy, const char *key, int lo, int hi, int *v);
 zp_status policy_param_bool(const cJSON *params, const char *policy, const char *key, int *v);
+/* A max-pool kernel parameter: an odd integer in [1, 63]. */
+zp_status policy_param_pool_kernel(const cJSON *params, const char *policy, const char *key, int *v);
 /* String parameter restricted to choices; *v = index of the choice. */
 zp_status policy_param_choice(const cJSON *params, const char *policy, const char *key, const char *const *choices, int *v);
 

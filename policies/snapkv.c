@@ -31,9 +31,8 @@ static zp_status snapkv_init(const cJSON *params, void **state) {
     ZP_CHECK_ALLOC(s);
     s->kernel = 7;
     zp_status st = policy_check_keys(params, "snapkv", known);
-    if (st == ZP_OK) st = policy_param_int(params, "snapkv", "kernel", 1, 63, &s->kernel);
+    if (st == ZP_OK) st = policy_param_pool_kernel(params, "snapkv", "kernel", &s->kernel);
     if (st == ZP_OK) st = policy_param_choice(params, "snapkv", "gqa", gqa, &s->max_prob);
-    if (st == ZP_OK && s->kernel % 2 == 0) st = zp_fail(ZP_ERR_INVALID, "policy snapkv: parameter \"kernel\" must be odd");
     if (st != ZP_OK) { free(s); return st; }
     *state = s;
     return ZP_OK;

@@ -32,11 +32,10 @@ void policy_snapkv_d_plan(const snapkv_d_opts *o, int window, zp_score_plan *p) 
 zp_status policy_snapkv_d_parse(const cJSON *params, const char *policy, snapkv_d_opts *o) {
     static const char *const gqa[] = {"max_logit", "max_prob", NULL}, *const keys[] = {"non_window", "all", NULL};
     static const char *const order[] = {"score", "position", NULL};
-    ZP_TRY(policy_param_int(params, policy, "kernel", 1, 63, &o->kernel));
+    ZP_TRY(policy_param_pool_kernel(params, policy, "kernel", &o->kernel));
     ZP_TRY(policy_param_choice(params, policy, "gqa", gqa, &o->gqa_prob));
     ZP_TRY(policy_param_choice(params, policy, "keys", keys, &o->all_keys));
     ZP_TRY(policy_param_choice(params, policy, "order", order, &o->position_order));
-    if (o->kernel % 2 == 0) return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"kernel\" must be odd", policy);
     return ZP_OK;
 }
 

@@ -36,7 +36,7 @@ static zp_status zipage_parse(const cJSON *p, zipage_state *s) {
     ZP_TRY(policy_param_bool(p, P, "max_norm", &s->max_norm));
     ZP_TRY(policy_param_bool(p, P, "use_pooling", &s->use_pooling));
     ZP_TRY(policy_param_bool(p, P, "continues_pooling", &s->continues_pooling));
-    ZP_TRY(policy_param_int(p, P, "pool_kernel", 1, 63, &s->pool_kernel));
+    ZP_TRY(policy_param_pool_kernel(p, P, "pool_kernel", &s->pool_kernel));
     ZP_TRY(policy_param_bool(p, P, "use_redundancy", &s->use_redundancy));
     ZP_TRY(policy_param_bool(p, P, "lightning", &s->lightning));
     ZP_TRY(policy_param_float(p, P, "lambda", 0.f, 1.f, &s->lambda));
@@ -44,7 +44,6 @@ static zp_status zipage_parse(const cJSON *p, zipage_state *s) {
     ZP_TRY(policy_param_float(p, P, "theta", -1.f, 1.f, &s->theta));
     ZP_TRY(policy_param_bool(p, P, "use_sink", &s->use_sink));
     ZP_TRY(policy_param_int(p, P, "sink_len", 0, 1 << 20, &s->sink_len));
-    if (s->pool_kernel % 2 == 0) return zp_fail(ZP_ERR_INVALID, "policy zipage: parameter \"pool_kernel\" must be odd");
     return ZP_OK;
 }
 

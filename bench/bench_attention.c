@@ -65,15 +65,15 @@ int main(int argc, char **argv) {
     zp_batch b = {T, S, ids, posn, slots, q0, ql, kl, tables, per, 0, NULL, prefill, 0, NULL, NULL};
     void *k = NULL, *v = NULL, *q = NULL, *o = NULL;
     if (be->alloc_cache(be, (size_t)NB * B * HKV * D, &k) || be->alloc_cache(be, (size_t)NB * B * HKV * D, &v) ||
-        be->alloc(be, (size_t)T * HQ * D, &q) || be->alloc(be, (size_t)T * HQ * D, &o))
+        be->alloc(be, (size_t)T * HQ * D, ZP_ACT_F32, &q) || be->alloc(be, (size_t)T * HQ * D, ZP_ACT_OPERAND, &o))
         die("device memory");
-    if (be->from_host(be, q, qh, 0, (size_t)T * HQ * D) || be->set_batch(be, &b)) die("setup");
+    if (be->from_host(be, q, ZP_ACT_F32, qh, 0, (size_t)T * HQ * D) || be->set_batch(be, &b)) die("setup");
     double t[9], bw = 0;
     float probe;
     for (int i = -1; i < 9; i++) {
         const double t0 = now();
         zp_status s = prefill ? be->attn_prefill(be, &d, o, q, k, v, 0) : be->attn_decode(be, &d, o, q, k, v, 0);
-        if (s != ZP_OK || be->to_host(be, &probe, o, 0, 1) != ZP_OK) die("attention");
+        if (s != ZP_OK || be->to_host(be, &probe, o, ZP_ACT_OPERAND, 0, 1) != ZP_OK) die("attention");
         if (i >= 0) t[i] = now() - t0;
     }
     qsort(t, 9, sizeof *t, cmp);

@@ -58,9 +58,9 @@ static zp_status fill(zp_backend *be, const zp_attn_dims *d, int nr, void *k, vo
         for (int j = 0; j < W; j++) { qrows[r * W + j] = (r + 1) * (NMAX + 1) * BS - W + j; qslots[r * W + j] = r * W + j; }
     for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(1e6f, 2.0f * (float)i / D);
     void *qkv, *qo;
-    ZP_TRY(be->alloc(be, (size_t)T * row, &qkv));
-    ZP_TRY(be->alloc(be, (size_t)T * HQ * D, &qo));
-    ZP_TRY(be->from_host(be, qkv, x, 0, (size_t)T * row));
+    ZP_TRY(be->alloc(be, (size_t)T * row, ZP_ACT_OPERAND, &qkv));
+    ZP_TRY(be->alloc(be, (size_t)T * HQ * D, ZP_ACT_F32, &qo));
+    ZP_TRY(be->from_host(be, qkv, ZP_ACT_OPERAND, x, 0, (size_t)T * row));
     ZP_TRY(be->rope_init(be, inv, D / 2, 1.0f));
     zp_batch b = {.n_tokens = T, .positions = pos, .token_ids = pos, .slot_mapping = slots, .n_qstore = nr * W, .qstore_rows = qrows,
                   .qstore_slots = qslots};
@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
     zp_attn_dims d = {L, HQ, HKV, D, BS, nb, 1.0f / 11.3137f, 1e-6f, W, nr};
     void *k, *v, *q, *sc;
     if (be->alloc_cache(be, (size_t)L * nb * BS * HKV * D, &k) || be->alloc_cache(be, (size_t)L * nb * BS * HKV * D, &v) ||
-        be->alloc_cache(be, (size_t)L * nr * W * HQ * D, &q) || be->alloc(be, (size_t)L * nb * BS * HKV, &sc)) {
+        be->alloc_cache(be, (size_t)L * nr * W * HQ * D, &q) || be->alloc(be, (size_t)L * nb * BS * HKV, ZP_ACT_F32, &sc)) {
         fprintf(stderr, "bench_redundancy: %s\n", zp_last_error());
         return 1;
     }

@@ -8,13 +8,11 @@
 #   fixed       Qwen3-8B shape, batch 256, prompt 256, gen 256, full KV: zipage bench, then the
 #               transformers peers (bench/peer_hf.py: static cache, compiled; then generate_batch,
 #               continuous batching over a paged cache), same CSV
+#   fixedg      the fixed workload with graphs only (one row, label zipage-fixed-graphs)
 #   batch1      Qwen3-8B shape, batch-1 decode (roofline ratio); fixed and batch1 launch every
 #               kernel (--no-cuda-graphs), the reference for the graphs step
 #   graphs      fixed and batch-1 again with decode steps replayed as CUDA graphs (the default),
-#               then fixed with ZIPAGE_GEMM_HANDOFF=0 (norms and activations write fp32 rows too)
-#               and with ZIPAGE_DECODE_KERNEL=async (the block decode kernel where the default runs a
-#               warp per (sequence, KV head))
-#               and ZIPAGE_GEMM_TUNE=1 (cublasLt algorithms timed per GEMM shape)
+#               then fixed with ZIPAGE_GEMM_TUNE=1 (cublasLt algorithms timed per GEMM shape)
 #   profile     fixed with --profile (CUDA events around every op: the GEMM / attention /
 #               elementwise / sampling / host shares of the decode step; slower than graphs)
 #   reasoning   Qwen3-8B shape, REQ reasoning requests (default 256, --max-tokens MAXT 32768:
@@ -35,18 +33,16 @@
 #               every run's progress goes to $OUT/timeline.csv (a row every 5 s: is it at
 #               capacity, or still drifting when cut?)
 #   knobs       Zipage on the reasoning workload (REQ, MAXT, one pool POOL, graphs) once per
-#               CUDA tuning knob: defaults, ZIPAGE_DECODE_SPLIT=waves, ZIPAGE_COMPRESS_PRIORITY=low,
-#               ZIPAGE_DECODE_KERNEL=mma, each cut at KRT seconds (default 100: the four fit
-#               one call); same CSV, labels
-#               zipage-knob-*
+#               CUDA tuning knob: defaults, ZIPAGE_COMPRESS_PRIORITY=low, each cut at KRT
+#               seconds (default 100); same CSV, labels zipage-knob-*
 #   kernels     device time of every kernel of one fixed-workload decode step (batch 256, gen 3,
 #               no graphs), by Nsight Compute (ncu, one kernel at a time), summed by
 #               bench/ncu_step.py; raw table in $OUT/ncu.csv
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
-#               short and long contexts, blocks in order and scattered (each shape also with
-#               ZIPAGE_DECODE_KERNEL=mma, the register-pipeline kernel, and =async, the block kernel
-#               where the default runs a warp per item); causal prefill
+#               short and long contexts, blocks in order and scattered, each shape also through
+#               the kernel lab (dev_decode_attention all: the mainline op and the variants of
+#               dev/cuda/, each validated against the CPU reference); causal prefill
 #   plot        bench/plot_pool.sh on the CSV, bench/plot_timeline.sh on the timeline
 #   quick       all of it on the Qwen3-0.6B shape with small sizes (a smoke run)
 # Needs a CUDA build in BUILD (tests/device/run_gpu_tests.sh makes build-gpu).
@@ -105,13 +101,10 @@ reasoning() {
         ${WARM:+--warmup-seconds $WARM} --csv $CSV || echo "reasoning: hf peer failed at $pool"
     done;; esac
 }
+fixedg() { $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV --label zipage-fixed-graphs; }
 graphs() {
-  $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV --label zipage-fixed-graphs
+  fixedg
   $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --cuda-graphs --csv $CSV --label zipage-batch1-graphs
-  ZIPAGE_GEMM_HANDOFF=0 $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV \
-    --label zipage-fixed-graphs-no-handoff   # the A/B of the operand hand-over, same call
-  ZIPAGE_DECODE_KERNEL=async $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV \
-    --label zipage-fixed-graphs-async        # the block decode kernel: the A/B of the default's warp per item
   ZIPAGE_GEMM_TUNE=1 $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV \
     --label zipage-fixed-graphs-gemm-tune    # GEMM algorithms timed per shape (L2 flushed), tuned in the warm-up run
 }
@@ -120,9 +113,7 @@ knobs() {
   local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools ${POOL%%,*} --csv $CSV $SCHED"
   common="$common $ZIPAGE --async --max-seconds ${KRT:-100} --timeline $TL --timeline-interval 5"
   $B/zipage bench $common --label zipage-knob-default || echo "knobs: default failed"
-  ZIPAGE_DECODE_SPLIT=waves $B/zipage bench $common --label zipage-knob-split-waves || echo "knobs: split waves failed"
   ZIPAGE_COMPRESS_PRIORITY=low $B/zipage bench $common --label zipage-knob-priority-low || echo "knobs: priority low failed"
-  ZIPAGE_DECODE_KERNEL=mma $B/zipage bench $common --label zipage-knob-decode-mma || echo "knobs: decode mma failed"
 }
 kernels() {
   ncu --clock-control none --cache-control none --csv --page raw --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size \
@@ -134,8 +125,7 @@ redundancy() { $B/bench_redundancy 16; }
 attention() {
   for a in "256 384" "256 384 256 --scatter" "256 4096" "32 8192" "8 32768" "256 384 16"; do
     $B/bench_attention decode $a
-    ZIPAGE_DECODE_KERNEL=mma $B/bench_attention decode $a | sed 's/^/mma: /'
-    ZIPAGE_DECODE_KERNEL=async $B/bench_attention decode $a | sed 's/^/async: /'
+    $B/dev_decode_attention all $a | sed 's/^/lab: /'
   done
   $B/bench_attention prefill 64 1024; $B/bench_attention prefill 8 8192
 }
@@ -148,6 +138,7 @@ gate
 case $STEP in
   gate) ;;
   fixed) fixed ;;
+  fixedg) fixedg ;;
   batch1) batch1 ;;
   graphs) graphs ;;
   profile) profile ;;
@@ -158,6 +149,6 @@ case $STEP in
   attention) attention ;;
   plot) plot ;;
   quick) fixed; batch1; graphs; reasoning; redundancy; plot ;;
-  *) echo "run_bench: unknown step $STEP (gate, fixed, batch1, graphs, profile, reasoning, knobs, kernels, redundancy, attention, plot, quick)"; exit 2 ;;
+  *) echo "run_bench: unknown step $STEP (gate, fixed, fixedg, batch1, graphs, profile, reasoning, knobs, kernels, redundancy, attention, plot, quick)"; exit 2 ;;
 esac
 echo "== rows so far"; cat $CSV 2>/dev/null

@@ -72,6 +72,14 @@ typedef struct {
     uint64_t seed, request_id;
 } zp_sample_row;
 
+/* The element type of an activation buffer, declared when it is allocated; each op below names
+ * the type of every buffer it reads or writes ("f32" or "op"). ZP_ACT_F32: fp32 (the residual
+ * stream, q, logits, statistics, the score cache). ZP_ACT_OPERAND: the backend's GEMM operand
+ * type, in which the rows between the GEMMs travel (normed rows, qkv, attention output, the MLP's
+ * gate/up and activation, the GEMM outputs added to the residual): bf16 on CUDA in bf16 storage,
+ * fp32 on the CPU and in CUDA's fp32 parity mode. */
+typedef enum { ZP_ACT_F32 = 0, ZP_ACT_OPERAND = 1 } zp_act_type;
+
 /* Kinds of device work that profiling (ZIPAGE_PROFILE=1, CUDA) times separately. */
 typedef enum { ZP_OP_GEMM, ZP_OP_ATTENTION, ZP_OP_ELEMENTWISE, ZP_OP_SAMPLING, ZP_OP_COUNT } zp_op_kind;
 
@@ -80,50 +88,48 @@ struct zp_backend {
     const char *name;
     void *ctx;
     int cache_elem_bytes; /* bytes of one K/V or query cache element */
-    /* 1: rmsnorm, add_rmsnorm, attn_decode and gate_up_silu accept out (act) NULL, and their
-     * result then goes only to the very next op, a matmul or gate_up_silu called with x NULL
-     * (CUDA in bf16 storage keeps it as that GEMM's bf16 operand and writes no fp32 rows);
-     * likewise a bias-free matmul with out NULL hands its output to the very next op, an
-     * add_rmsnorm with y NULL or a qkv_rope_store with qkv NULL (in bf16). 0: never NULL. */
-    int gemm_handoff;
     void (*destroy)(zp_backend *be);
 
-    /* memory: n elements of the backend's activation type (fp32 on both backends) */
-    zp_status (*alloc)(zp_backend *be, size_t n, void **out);
+    /* memory: n elements of an activation buffer of the given type */
+    zp_status (*alloc)(zp_backend *be, size_t n, zp_act_type type, void **out);
     /* n elements of the cache type (K/V and query caches: fp32 on CPU, bf16 on CUDA; the score
-     * cache is an fp32 `alloc` on both) */
+     * cache is a ZP_ACT_F32 `alloc` on both) */
     zp_status (*alloc_cache)(zp_backend *be, size_t n, void **out);
     void (*release)(zp_backend *be, void *buf);
     /* free and total device memory in bytes (NULL on the CPU backend: host memory) */
     zp_status (*mem_info)(zp_backend *be, size_t *free_bytes, size_t *total_bytes);
     /* weights: takes ownership of a malloc'ed fp32 host array of n elements */
     zp_status (*weight_upload)(zp_backend *be, float *host, size_t n, void **out);
-    /* copy n elements starting at element off of src to host fp32 */
-    zp_status (*to_host)(zp_backend *be, float *dst, const void *src, size_t off, size_t n);
-    /* copy n host fp32 elements into an activation buffer at element off */
-    zp_status (*from_host)(zp_backend *be, void *dst, const float *src, size_t off, size_t n);
+    /* copy n elements starting at element off of an activation buffer of type `type` to host fp32 */
+    zp_status (*to_host)(zp_backend *be, float *dst, const void *src, zp_act_type type, size_t off, size_t n);
+    /* copy n host fp32 elements into an activation buffer of type `type` at element off (rounded
+     * to the operand type where it is narrower) */
+    zp_status (*from_host)(zp_backend *be, void *dst, zp_act_type type, const float *src, size_t off, size_t n);
     /* rotary inverse frequencies [D/2] (scaling already applied) */
     zp_status (*rope_init)(zp_backend *be, const float *inv_freq, int half_dim, float attention_factor);
     /* the step's batch; valid until the next set_batch */
     zp_status (*set_batch)(zp_backend *be, const zp_batch *b);
 
-    /* out[T,H] = table[token_ids[t], :] */
+    /* out[T,H] (f32) = table[token_ids[t], :] */
     zp_status (*embed)(zp_backend *be, void *out, const void *table, int H);
-    /* out[rows,H] = x / rms(x) * w[H]  (out may alias x) */
+    /* out[rows,H] (op) = x (f32) / rms(x) * w[H] */
     zp_status (*rmsnorm)(zp_backend *be, void *out, const void *x, const void *w, int rows, int H, float eps);
-    /* x[n] += y[n] */
+    /* x[n] (f32) += y[n] (op) */
     zp_status (*add)(zp_backend *be, void *x, const void *y, size_t n);
-    /* x[rows,H] += y, then out = x / rms(x) * w[H] (the residual add and the next norm in one
-     * pass; out may alias y) */
+    /* x[rows,H] (f32) += y (op), then out (op) = x / rms(x) * w[H]: the residual add and the
+     * next norm in one pass (out may alias y) */
     zp_status (*add_rmsnorm)(zp_backend *be, void *out, void *x, const void *y, const void *w, int rows, int H, float eps);
-    /* out[M,N] = x[M,K] . w[N,K]^T (+ bias[N] when not NULL) */
-    zp_status (*matmul)(zp_backend *be, void *out, const void *x, const void *w, const void *bias, int M, int N, int K);
-    /* qkv[T,(Hq+2Hkv)D]: optional per-head RMSNorm of q and k (q_norm/k_norm [D] or NULL),
-     * RoPE at positions[t], q to q_out[T,Hq,D], k and v to the caches of `layer` at slot_mapping[t]. */
+    /* out[M,N] (out_type) = x[M,K] (op) . w[N,K]^T (+ bias[N] when not NULL) */
+    zp_status (*matmul)(zp_backend *be, void *out, zp_act_type out_type, const void *x, const void *w, const void *bias, int M, int N,
+                        int K);
+    /* qkv[T,(Hq+2Hkv)D] (op): optional per-head RMSNorm of q and k (q_norm/k_norm [D] or NULL),
+     * RoPE at positions[t], q to q_out[T,Hq,D] (f32), k and v to the caches of `layer` at
+     * slot_mapping[t]. */
     zp_status (*qkv_rope_store)(zp_backend *be, const zp_attn_dims *d, const void *qkv, void *q_out,
                                 const void *q_norm, const void *k_norm, void *k_cache, void *v_cache, int layer);
-    /* out[T,Hq*D]: causal attention of each row over its sequence's paged KV (GQA). Row i of a
-     * sequence sees physical KV [0, kv_len - q_len + i]. Prefill: ragged q_len; decode: q_len 1. */
+    /* out[T,Hq*D] (op): causal attention of each row of q (f32) over its sequence's paged KV
+     * (GQA). Row i of a sequence sees physical KV [0, kv_len - q_len + i]. Prefill: ragged
+     * q_len; decode: q_len 1. */
     zp_status (*attn_prefill)(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache,
                               const void *v_cache, int layer);
     zp_status (*attn_decode)(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache,
@@ -131,23 +137,18 @@ struct zp_backend {
     /* The live attention history of a policy whose history counts every query (H2O): for each
      * batch row t of sequence s, query head h of KV head g = h / G and physical key j it sees
      * (j < kv_len - q_len + i + 1 for its row i, as attn_prefill), p = softmax_j(q . k_j * scale);
-     * score[layer][slot(j)][g] (fp32) += the sum of p over the rows and heads of the group / G.
-     * A key written in this step starts from 0. stats [T][Hq][2] (an activation buffer): each
-     * row's softmax maximum and 1 / sum, scratch of the op. Called before the attention, whose
-     * output may be handed over to the next GEMM. */
+     * score[layer][slot(j)][g] (f32) += the sum of p over the rows and heads of the group / G.
+     * A key written in this step starts from 0. stats [T][Hq][2] (f32): each row's softmax
+     * maximum and 1 / sum, scratch of the op. */
     zp_status (*attn_history)(zp_backend *be, const zp_attn_dims *d, const void *q, const void *k_cache, void *score_cache,
                               void *stats, int layer);
-    /* out[T,I] = silu(gu[:, :I]) * gu[:, I:]   with gu [T,2I] */
+    /* out[T,I] (op) = silu(gu[:, :I]) * gu[:, I:]   with gu [T,2I] (op) */
     zp_status (*silu_mul)(zp_backend *be, void *out, const void *gu, int T, int I);
-    /* act[T,I] = silu_mul of gu = x[T,H] . w[2I,H]^T: the MLP's gate/up GEMM and activation in
-     * one op; gu [T,2I] is its scratch, its contents afterwards unspecified (CUDA bf16 storage
-     * keeps it in bf16). Optional (NULL on the CPU): the model then calls matmul and silu_mul. */
-    zp_status (*gate_up_silu)(zp_backend *be, void *act, void *gu, const void *x, const void *w, int T, int I, int H);
-    /* out[n_out,H] = x[out_rows[i], :] */
+    /* out[n_out,H] (f32) = x[out_rows[i], :] (f32) */
     zp_status (*gather_rows)(zp_backend *be, void *out, const void *x, int H);
 
     /* ---- compression (host outputs: the CPU reference scores on the host) ---- */
-    /* qcache[layer][qstore_slots[i]] = q[qstore_rows[i]]  (q [T,Hq,D]) */
+    /* qcache[layer][qstore_slots[i]] = q[qstore_rows[i]]  (q [T,Hq,D], f32) */
     zp_status (*query_store)(zp_backend *be, const zp_attn_dims *d, const void *q, void *qcache, int layer);
     /* out[w][Hq][D] = qcache[layer][qid] */
     zp_status (*query_read)(zp_backend *be, const zp_attn_dims *d, const void *qcache, int layer, int qid, float *out);
@@ -178,7 +179,7 @@ struct zp_backend {
     zp_status (*compress_wait)(zp_backend *be);
 
     /* ---- device-side sampling (NULL on the CPU backend, which samples host logits) ---- */
-    /* ids[n] (host): a token per row of logits [n][V] (an activation buffer), by
+    /* ids[n] (host): a token per row of logits [n][V] (f32), by
      * zp_sample_token's rule with zp_rng_uniform's numbers drawn on the device; -1 for a row
      * the device cannot finish (a candidate set too large to sort), to sample on the host. */
     zp_status (*sample)(zp_backend *be, const void *logits, int n, int V, const zp_sample_row *rows, int *ids);
@@ -209,13 +210,7 @@ struct zp_backend {
 typedef struct {
     int compress_priority_low; /* compression's stream below the model's: decode blocks first (backend_cuda.cu) */
     int profile;               /* CUDA events around every op (backend_cuda.cu) */
-    int decode_blocks;         /* 2 or 3: the register-pipeline decode kernel's blocks per SM (decode_attn_cuda.cu) */
-    int decode_split_waves;    /* decode partitions by wave efficiency (decode_attn_cuda.cu) */
-    int decode_async;          /* the cp.async decode kernels; 0: the register pipeline */
-    int decode_warp;           /* a warp per item where it fills the SMs; 0: the block kernels only */
-    int gemm_handoff;          /* bf16 rows handed between ops (gemm_cuda.cu); 0: fp32 rows */
     int gemm_tune;             /* cublasLt algorithms timed per GEMM shape (gemm_cuda.cu) */
-    int cpu_handoff;           /* a test mode: the CUDA backend's hand-over wiring emulated on the CPU (handoff_cpu.c) */
 } zp_backend_options;
 
 /* The measured defaults. */

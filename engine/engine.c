@@ -451,7 +451,7 @@ static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n, con
         if (q->n_kv > e->stats.peak_request_tokens) e->stats.peak_request_tokens = q->n_kv;
         int step = q->n_tokens - q->n_prompt;
         float *row = e->logits + (size_t)i * V;
-        if (ids && ids[i] < 0) ZP_TRY(e->be->to_host(e->be, row, e->model->logits, (size_t)i * V, (size_t)V));
+        if (ids && ids[i] < 0) ZP_TRY(e->be->to_host(e->be, row, e->model->logits, ZP_ACT_F32, (size_t)i * V, (size_t)V));
         if (e->logits_hook) e->logits_hook(e->logits_hook_ctx, q->request_id, q->sample_index, step, row, V);
         float u = zp_rng_uniform(q->seed, (uint64_t)q->request_id, (uint32_t)q->sample_index, (uint32_t)step);
         int tok = step < q->sp.n_forced ? q->sp.forced[step]
@@ -572,7 +572,7 @@ static zp_status engine_step(zp_engine *e) {
     int used = 0;
     if (device_sampling) {
         ZP_TRY(sample_on_device(e, e->batch.seqs, n_run, &used));
-        if (!used) ZP_TRY(e->be->to_host(e->be, e->logits, e->model->logits, 0, (size_t)n_run * e->model->cfg.vocab));
+        if (!used) ZP_TRY(e->be->to_host(e->be, e->logits, e->model->logits, ZP_ACT_F32, 0, (size_t)n_run * e->model->cfg.vocab));
     }
     double t1 = now_s(); /* device work is asynchronous: the forward's time includes the sampling kernel */
     if (b.is_prefill) { e->stats.prefill_seconds += t1 - t0; e->stats.prefill_steps++; e->stats.prefill_tokens += b.n_tokens; }

@@ -298,7 +298,7 @@ static void release(zp_backend *be, void **p) {
 }
 
 static void free_activations(zp_model *m) {
-    void **bufs[] = {&m->x, &m->h, &m->qkv, &m->q, &m->att, &m->gu, &m->act, &m->hstats, &m->xo, &m->logits};
+    void **bufs[] = {&m->x, &m->hn, &m->h, &m->qkv, &m->q, &m->att, &m->gu, &m->act, &m->hstats, &m->xo, &m->xn, &m->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) release(m->be, bufs[i]);
     m->act_rows = m->out_rows_cap = 0;
 }
@@ -350,7 +350,7 @@ zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, const zp
     d->n_qslots = n_qslots;
     ZP_TRY(m->be->alloc_cache(m->be, (size_t)c->n_layers * n_qslots * window * c->n_heads * c->head_dim, &kv->q));
     /* the score cache is fp32 on every backend: a running sum keeps its small increments */
-    if (with_scores) ZP_TRY(m->be->alloc(m->be, (size_t)c->n_layers * d->num_blocks * d->block_size * c->n_kv_heads, &kv->score));
+    if (with_scores) ZP_TRY(m->be->alloc(m->be, (size_t)c->n_layers * d->num_blocks * d->block_size * c->n_kv_heads, ZP_ACT_F32, &kv->score));
     return ZP_OK;
 }
 
@@ -366,61 +366,53 @@ void zp_model_kv_free(zp_model *m, zp_kv_storage *kv) {
 static zp_status ensure_activations(zp_model *m, int rows, int out_rows) {
     const zp_model_config *c = &m->cfg;
     zp_backend *be = m->be;
+    const zp_act_type F = ZP_ACT_F32, OP = ZP_ACT_OPERAND;
     if (rows > m->act_rows) {
-        void **bufs[] = {&m->x, &m->h, &m->qkv, &m->q, &m->att, &m->gu, &m->act, &m->hstats};
+        void **bufs[] = {&m->x, &m->hn, &m->h, &m->qkv, &m->q, &m->att, &m->gu, &m->act, &m->hstats};
         for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) release(be, bufs[i]);
         size_t r = (size_t)rows, qd = (size_t)c->n_heads * c->head_dim, kd = (size_t)c->n_kv_heads * c->head_dim;
-        size_t hw = (size_t)c->hidden > qd ? (size_t)c->hidden : qd;
-        ZP_TRY(be->alloc(be, r * c->hidden, &m->x));
-        ZP_TRY(be->alloc(be, r * hw, &m->h));
-        ZP_TRY(be->alloc(be, r * (qd + 2 * kd), &m->qkv));
-        ZP_TRY(be->alloc(be, r * qd, &m->q));
-        ZP_TRY(be->alloc(be, r * qd, &m->att));
-        ZP_TRY(be->alloc(be, r * 2 * (size_t)c->intermediate, &m->gu));
-        ZP_TRY(be->alloc(be, r * (size_t)c->intermediate, &m->act));
-        ZP_TRY(be->alloc(be, r * (size_t)c->n_heads * 2, &m->hstats));
+        ZP_TRY(be->alloc(be, r * c->hidden, F, &m->x));
+        ZP_TRY(be->alloc(be, r * c->hidden, OP, &m->hn));
+        ZP_TRY(be->alloc(be, r * c->hidden, OP, &m->h));
+        ZP_TRY(be->alloc(be, r * (qd + 2 * kd), OP, &m->qkv));
+        ZP_TRY(be->alloc(be, r * qd, F, &m->q));
+        ZP_TRY(be->alloc(be, r * qd, OP, &m->att));
+        ZP_TRY(be->alloc(be, r * 2 * (size_t)c->intermediate, OP, &m->gu));
+        ZP_TRY(be->alloc(be, r * (size_t)c->intermediate, OP, &m->act));
+        ZP_TRY(be->alloc(be, r * (size_t)c->n_heads * 2, F, &m->hstats));
         m->act_rows = rows;
     }
     if (out_rows > m->out_rows_cap) {
-        release(be, &m->xo);
-        release(be, &m->logits);
-        ZP_TRY(be->alloc(be, (size_t)out_rows * c->hidden, &m->xo));
-        ZP_TRY(be->alloc(be, (size_t)out_rows * c->vocab, &m->logits));
+        void **bufs[] = {&m->xo, &m->xn, &m->logits};
+        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) release(be, bufs[i]);
+        ZP_TRY(be->alloc(be, (size_t)out_rows * c->hidden, F, &m->xo));
+        ZP_TRY(be->alloc(be, (size_t)out_rows * c->hidden, OP, &m->xn));
+        ZP_TRY(be->alloc(be, (size_t)out_rows * c->vocab, F, &m->logits));
         m->out_rows_cap = out_rows;
     }
     return ZP_OK;
 }
 
+/* One decoder layer over T rows: x (f32) is the residual stream; the MLP output of the layer
+ * before waits in h and is added by this layer's first norm (the last one's by the final add). */
 static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_storage *kv, int l, int T, int prefill) {
     const zp_model_config *c = &m->cfg;
     zp_backend *be = m->be;
     const int H = c->hidden, qd = c->n_heads * c->head_dim, nqkv = qd + 2 * c->n_kv_heads * c->head_dim, I = c->intermediate;
-    /* normed rows, the decode attention's output and the activation feed only the GEMM after
-     * them: with gemm_handoff they stay the backend's (NULL buffers; CUDA bf16 keeps them as that
-     * GEMM's operand) */
-    void *hn = be->gemm_handoff ? NULL : m->h, *act = be->gemm_handoff && be->gate_up_silu ? NULL : m->act;
-    void *at = be->gemm_handoff && !prefill ? NULL : m->att;
-    /* and the GEMM outputs the next op alone reads: the (bias-free) QKV projection's, the output
-     * projection's, and the down projection's but the last layer's (the final add takes that) */
-    void *qkv = be->gemm_handoff && !w->bqkv ? NULL : m->qkv, *ho = be->gemm_handoff ? NULL : m->h;
-    void *hd = be->gemm_handoff && l < c->n_layers - 1 ? NULL : m->h;
-    /* the residual of the layer before (its MLP output, in h or handed over) is added here */
-    if (l == 0) ZP_TRY(be->rmsnorm(be, hn, m->x, w->attn_norm, T, H, c->rms_eps));
-    else ZP_TRY(be->add_rmsnorm(be, hn, m->x, be->gemm_handoff ? NULL : m->h, w->attn_norm, T, H, c->rms_eps));
-    ZP_TRY(be->matmul(be, qkv, hn, w->wqkv, w->bqkv, T, nqkv, H));
-    ZP_TRY(be->qkv_rope_store(be, &kv->dims, qkv, m->q, w->q_norm, w->k_norm, kv->k, kv->v, l));
+    const zp_act_type OP = ZP_ACT_OPERAND;
+    if (l == 0) ZP_TRY(be->rmsnorm(be, m->hn, m->x, w->attn_norm, T, H, c->rms_eps));
+    else ZP_TRY(be->add_rmsnorm(be, m->hn, m->x, m->h, w->attn_norm, T, H, c->rms_eps));
+    ZP_TRY(be->matmul(be, m->qkv, OP, m->hn, w->wqkv, w->bqkv, T, nqkv, H));
+    ZP_TRY(be->qkv_rope_store(be, &kv->dims, m->qkv, m->q, w->q_norm, w->k_norm, kv->k, kv->v, l));
     if (kv->q) ZP_TRY(be->query_store(be, &kv->dims, m->q, kv->q, l));
     if (kv->history_live) ZP_TRY(be->attn_history(be, &kv->dims, m->q, kv->k, kv->score, m->hstats, l));
-    if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, at, m->q, kv->k, kv->v, l));
-    else ZP_TRY(be->attn_decode(be, &kv->dims, at, m->q, kv->k, kv->v, l));
-    ZP_TRY(be->matmul(be, ho, at, w->wo, NULL, T, H, qd));
-    ZP_TRY(be->add_rmsnorm(be, hn, m->x, ho, w->mlp_norm, T, H, c->rms_eps));
-    if (be->gate_up_silu) ZP_TRY(be->gate_up_silu(be, act, m->gu, hn, w->w_gate_up, T, I, H));
-    else {
-        ZP_TRY(be->matmul(be, m->gu, hn, w->w_gate_up, NULL, T, 2 * I, H));
-        ZP_TRY(be->silu_mul(be, m->act, m->gu, T, I));
-    }
-    return be->matmul(be, hd, act, w->w_down, NULL, T, H, I); /* added to x by the next layer's norm */
+    if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
+    else ZP_TRY(be->attn_decode(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
+    ZP_TRY(be->matmul(be, m->h, OP, m->att, w->wo, NULL, T, H, qd));
+    ZP_TRY(be->add_rmsnorm(be, m->hn, m->x, m->h, w->mlp_norm, T, H, c->rms_eps));
+    ZP_TRY(be->matmul(be, m->gu, OP, m->hn, w->w_gate_up, NULL, T, 2 * I, H));
+    ZP_TRY(be->silu_mul(be, m->act, m->gu, T, I));
+    return be->matmul(be, m->h, OP, m->act, w->w_down, NULL, T, H, I);
 }
 
 /* The model's part of a decode graph's key: the batch shape, every buffer the forward passes
@@ -431,6 +423,7 @@ static uint64_t graph_key(const zp_model *m, const zp_batch *b, const zp_kv_stor
                               (uint64_t)b->n_qstore, (uint64_t)(uintptr_t)m->x, (uint64_t)(uintptr_t)m->h,
                               (uint64_t)(uintptr_t)m->qkv, (uint64_t)(uintptr_t)m->q, (uint64_t)(uintptr_t)m->att,
                               (uint64_t)(uintptr_t)m->gu, (uint64_t)(uintptr_t)m->act, (uint64_t)(uintptr_t)m->xo,
+                              (uint64_t)(uintptr_t)m->hn, (uint64_t)(uintptr_t)m->xn,
                               (uint64_t)(uintptr_t)m->logits, (uint64_t)(uintptr_t)m->hstats, (uint64_t)kv->history_live,
                               (uint64_t)(uintptr_t)kv->k, (uint64_t)(uintptr_t)kv->v,
                               (uint64_t)(uintptr_t)kv->q, (uint64_t)(uintptr_t)kv->score, (uint64_t)kv->dims.num_blocks,
@@ -449,8 +442,8 @@ static zp_status forward_body(zp_model *m, const zp_batch *b, zp_kv_storage *kv)
     ZP_TRY(be->add(be, m->x, m->h, (size_t)b->n_tokens * c->hidden)); /* the last layer's residual */
     if (b->n_out == 0) return ZP_OK;
     ZP_TRY(be->gather_rows(be, m->xo, m->x, c->hidden));
-    ZP_TRY(be->rmsnorm(be, m->xo, m->xo, m->final_norm, b->n_out, c->hidden, c->rms_eps));
-    return be->matmul(be, m->logits, m->xo, m->lm_head, NULL, b->n_out, c->vocab, c->hidden);
+    ZP_TRY(be->rmsnorm(be, m->xn, m->xo, m->final_norm, b->n_out, c->hidden, c->rms_eps));
+    return be->matmul(be, m->logits, ZP_ACT_F32, m->xn, m->lm_head, NULL, b->n_out, c->vocab, c->hidden);
 }
 
 zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, float *logits) {
@@ -473,5 +466,5 @@ zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, fl
         }
         ZP_TRY(s);
     }
-    return logits && b->n_out > 0 ? be->to_host(be, logits, m->logits, 0, (size_t)b->n_out * c->vocab) : ZP_OK;
+    return logits && b->n_out > 0 ? be->to_host(be, logits, m->logits, ZP_ACT_F32, 0, (size_t)b->n_out * c->vocab) : ZP_OK;
 }

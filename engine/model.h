@@ -40,9 +40,11 @@ typedef struct {
     void *lm_head;      /* [V, H]; == embed when tied */
     zp_layer_weights *layers;
     size_t n_params;
-    /* activations, grown on demand to act_rows / out_rows rows */
+    /* activations, grown on demand to act_rows / out_rows rows; each of one element type
+     * (backend.h zp_act_type): f32 the residual x, q, xo, logits and hstats; the backend's
+     * operand type the rows between the GEMMs (hn, qkv, att, gu, act, h) */
     int act_rows, out_rows_cap;
-    void *x, *h, *qkv, *q, *att, *gu, *act, *xo, *logits;
+    void *x, *hn, *h, *qkv, *q, *att, *gu, *act, *xo, *xn, *logits;
     void *hstats;       /* [rows][Hq][2] attn_history's softmax statistics */
 } zp_model;
 

@@ -148,47 +148,32 @@ static zp_status env_options(zp_backend_options *k) {
 }
 
 static void test_backend_options(void) {
-    static const char *const names[] = {"ZIPAGE_COMPRESS_PRIORITY", "ZIPAGE_PROFILE", "ZIPAGE_DECODE_BLOCKS", "ZIPAGE_DECODE_SPLIT",
-                                        "ZIPAGE_DECODE_KERNEL", "ZIPAGE_GEMM_HANDOFF", "ZIPAGE_GEMM_TUNE", "ZIPAGE_CPU_HANDOFF"};
+    static const char *const names[] = {"ZIPAGE_COMPRESS_PRIORITY", "ZIPAGE_PROFILE", "ZIPAGE_GEMM_TUNE"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) unsetenv(names[i]);
     zp_backend_options k;
     CHECK_OK(env_options(&k));
-    CHECK(!k.compress_priority_low && !k.profile && k.decode_blocks == 2 && !k.decode_split_waves);
-    CHECK(k.decode_async && k.decode_warp && k.gemm_handoff && !k.gemm_tune && !k.cpu_handoff);
-    setenv("ZIPAGE_DECODE_KERNEL", "", 1); /* empty: unset */
+    CHECK(!k.compress_priority_low && !k.profile && !k.gemm_tune);
+    setenv("ZIPAGE_GEMM_TUNE", "", 1); /* empty: unset */
     CHECK_OK(env_options(&k));
-    CHECK(k.decode_async && k.decode_warp);
-    setenv("ZIPAGE_DECODE_KERNEL", "async", 1);
-    CHECK_OK(env_options(&k));
-    CHECK(k.decode_async && !k.decode_warp);
-    setenv("ZIPAGE_DECODE_KERNEL", "mma", 1);
-    CHECK_OK(env_options(&k));
-    CHECK(!k.decode_async && !k.decode_warp);
-    setenv("ZIPAGE_DECODE_KERNEL", "warp", 1);
-    CHECK_OK(env_options(&k));
-    CHECK(k.decode_async && k.decode_warp);
-    const char *set[][2] = {{"ZIPAGE_COMPRESS_PRIORITY", "low"}, {"ZIPAGE_PROFILE", "1"}, {"ZIPAGE_DECODE_BLOCKS", "3"},
-                            {"ZIPAGE_DECODE_SPLIT", "waves"}, {"ZIPAGE_GEMM_HANDOFF", "0"}, {"ZIPAGE_GEMM_TUNE", "1"},
-                            {"ZIPAGE_CPU_HANDOFF", "1"}};
+    CHECK(!k.gemm_tune);
+    const char *set[][2] = {{"ZIPAGE_COMPRESS_PRIORITY", "low"}, {"ZIPAGE_PROFILE", "1"}, {"ZIPAGE_GEMM_TUNE", "1"}};
     for (size_t i = 0; i < sizeof set / sizeof *set; i++) setenv(set[i][0], set[i][1], 1);
     CHECK_OK(env_options(&k));
-    CHECK(k.compress_priority_low && k.profile && k.decode_blocks == 3 && k.decode_split_waves && !k.gemm_handoff && k.gemm_tune &&
-          k.cpu_handoff);
-    setenv("ZIPAGE_DECODE_KERNEL", "asnyc", 1);
-    CHECK_FAILS(env_options(&k), ZP_ERR_INVALID, "ZIPAGE_DECODE_KERNEL=asnyc: expected async, mma or warp");
-    setenv("ZIPAGE_DECODE_KERNEL", "async", 1);
-    setenv("ZIPAGE_GEMM_HANDOFF", "off", 1);
-    CHECK_FAILS(env_options(&k), ZP_ERR_INVALID, "ZIPAGE_GEMM_HANDOFF=off: expected 0 or 1");
-    setenv("ZIPAGE_GEMM_HANDOFF", "0", 1);
-    setenv("ZIPAGE_DECODE_BLOCKS", "4", 1);
-    CHECK_FAILS(env_options(&k), ZP_ERR_INVALID, "ZIPAGE_DECODE_BLOCKS=4: expected 2 or 3");
+    CHECK(k.compress_priority_low && k.profile && k.gemm_tune);
+    setenv("ZIPAGE_GEMM_TUNE", "off", 1);
+    CHECK_FAILS(env_options(&k), ZP_ERR_INVALID, "ZIPAGE_GEMM_TUNE=off: expected 0 or 1");
+    setenv("ZIPAGE_GEMM_TUNE", "1", 1);
+    setenv("ZIPAGE_COMPRESS_PRIORITY", "high", 1);
+    CHECK_FAILS(env_options(&k), ZP_ERR_INVALID, "ZIPAGE_COMPRESS_PRIORITY=high: expected low");
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) unsetenv(names[i]);
     /* the same table through the flag */
     k = zp_backend_options_default();
-    CHECK_OK(cli_backend_option("decode_kernel=mma", &k));
+    CHECK_OK(cli_backend_option("profile=1", &k));
     CHECK_OK(cli_backend_option("gemm_tune=1", &k));
-    CHECK(!k.decode_async && !k.decode_warp && k.gemm_tune);
-    CHECK_FAILS(cli_backend_option("decode_kernel=fast", &k), ZP_ERR_INVALID, "decode_kernel=fast: expected async, mma or warp");
+    CHECK(k.profile && k.gemm_tune && !k.compress_priority_low);
+    CHECK_FAILS(cli_backend_option("gemm_tune=fast", &k), ZP_ERR_INVALID, "gemm_tune=fast: expected 0 or 1");
+    /* the decode kernels' variants left for the lab (dev/cuda/): no longer options */
+    CHECK_FAILS(cli_backend_option("decode_kernel=mma", &k), ZP_ERR_INVALID, "NAME one of compress_priority, profile, gemm_tune");
     CHECK_FAILS(cli_backend_option("gemm=1", &k), ZP_ERR_INVALID, "expected NAME=VALUE, NAME one of compress_priority");
     CHECK_FAILS(cli_backend_option("gemm_tune", &k), ZP_ERR_INVALID, "expected NAME=VALUE");
 }

@@ -1,7 +1,8 @@
 /* test_cuda_ops.c (label gpu) - every CUDA backend op against the CPU reference on random
- * inputs, in both CUDA precisions. bf16 storage: GEMMs take bf16 operands (an operand's
- * relative error up to 2^-8), so |cuda - cpu| <= 2e-2 * max|cpu| (+ 1e-3) for GEMM-fed and
- * cached values, 1e-5 for elementwise fp32 ops. fp32 storage: every op within 1e-4 relative
+ * inputs, in both CUDA precisions, each buffer of its declared type (backend.h zp_act_type).
+ * bf16 storage: operand-typed buffers and caches hold bf16 (a value's relative error up to
+ * 2^-8), so |cuda - cpu| <= 2e-2 * max|cpu| (+ 1e-3) for GEMM-fed, operand-typed and cached
+ * values, 1e-5 for fp32 results of fp32 inputs. fp32 storage: every op within 1e-4 relative
  * (only summation order differs). Exits 77 (skipped) without a GPU. */
 #include <math.h>
 #include <stdlib.h>
@@ -18,11 +19,19 @@ typedef struct {
     double tight; /* 1 for bf16 storage; 1e-2 scales tolerances down for fp32 storage */
 } pair;
 
-static void *up(zp_backend *be, const float *x, size_t n) {
+#define F ZP_ACT_F32
+#define OP ZP_ACT_OPERAND
+
+static void *up(zp_backend *be, const float *x, zp_act_type type, size_t n) {
     void *buf;
-    CHECK_OK(be->alloc(be, n, &buf));
-    CHECK_OK(be->from_host(be, buf, x, 0, n));
+    CHECK_OK(be->alloc(be, n, type, &buf));
+    CHECK_OK(be->from_host(be, buf, type, x, 0, n));
     return buf;
+}
+static void *buf(zp_backend *be, zp_act_type type, size_t n) {
+    void *b;
+    CHECK_OK(be->alloc(be, n, type, &b));
+    return b;
 }
 static void *upw(zp_backend *be, const float *x, size_t n) {
     float *h = malloc(sizeof(float) * n);
@@ -31,13 +40,13 @@ static void *upw(zp_backend *be, const float *x, size_t n) {
     CHECK_OK(be->weight_upload(be, h, n, &w));
     return w;
 }
-static void down(zp_backend *be, float *dst, const void *src, size_t n) { CHECK_OK(be->to_host(be, dst, src, 0, n)); }
+static void down(zp_backend *be, float *dst, const void *src, zp_act_type type, size_t n) { CHECK_OK(be->to_host(be, dst, src, type, 0, n)); }
 
-/* Compares an op's output buffers (n floats) of both backends. */
-static void compare(const char *op, pair *p, const void *a, const void *b, size_t n, double rel, double abs_tol) {
+/* Compares an op's output buffers (n values of type `type`) of both backends. */
+static void compare(const char *op, pair *p, const void *a, const void *b, zp_act_type type, size_t n, double rel, double abs_tol) {
     float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
-    down(p->cpu, x, a, n);
-    down(p->gpu, y, b, n);
+    down(p->cpu, x, a, type, n);
+    down(p->gpu, y, b, type, n);
     double scale = zp_max_abs(x, n), diff = zp_max_abs_diff(x, y, n);
     if (rel > 1e-4) rel = rel * p->tight > 1e-4 ? rel * p->tight : 1e-4;
     if (abs_tol > 1e-5) abs_tol = abs_tol * p->tight > 1e-5 ? abs_tol * p->tight : 1e-5;
@@ -57,116 +66,68 @@ static void test_dense(pair *p) {
     for (int i = 0; i < N; i++) bias[i] = rnd((uint32_t)i, 3);
     for (int i = 0; i < M * 2 * I; i++) gu[i] = 3 * rnd((uint32_t)i, 4);
     zp_backend *b[2] = {p->cpu, p->gpu};
-    void *X[2], *W[2], *B[2], *O[2], *G[2], *A[2], *NW[2], *WGU[2];
+    /* X: the residual (f32); XO: the same values as a GEMM operand; OF: f32 outputs; O, G, A:
+     * operand-typed outputs (normed rows or GEMM outputs; gate/up; activation) */
+    void *X[2], *XO[2], *W[2], *B[2], *OF[2], *O[2], *G[2], *A[2], *NW[2], *WGU[2];
     int ids[M], rows[5] = {0, 36, 5, 5, 17};
     for (int t = 0; t < M; t++) ids[t] = (t * 7) % N;
     zp_batch bt = {.n_tokens = M, .token_ids = ids, .positions = ids, .n_out = 5, .out_rows = rows};
+    const size_t nmax = M * N > M * K ? M * N : M * K;
     for (int k = 0; k < 2; k++) {
-        X[k] = up(b[k], x, M * K); W[k] = upw(b[k], w, N * K); B[k] = upw(b[k], bias, N); NW[k] = upw(b[k], w, K);
+        X[k] = up(b[k], x, F, M * K); XO[k] = up(b[k], x, OP, M * K);
+        W[k] = upw(b[k], w, N * K); B[k] = upw(b[k], bias, N); NW[k] = upw(b[k], w, K);
         WGU[k] = upw(b[k], wgu, 2 * I * K);
-        G[k] = up(b[k], gu, M * 2 * I);
-        CHECK_OK(b[k]->alloc(b[k], M * N > M * K ? M * N : M * K, &O[k]));
-        CHECK_OK(b[k]->alloc(b[k], M * I, &A[k]));
+        G[k] = up(b[k], gu, OP, M * 2 * I);
+        OF[k] = buf(b[k], F, nmax);
+        O[k] = buf(b[k], OP, nmax);
+        A[k] = buf(b[k], OP, M * I);
         CHECK_OK(b[k]->set_batch(b[k], &bt));
     }
-    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->matmul(b[k], O[k], X[k], W[k], B[k], M, N, K));
-    compare("matmul+bias", p, O[0], O[1], M * N, 2e-2, 1e-3);
+    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->matmul(b[k], OF[k], F, XO[k], W[k], B[k], M, N, K));
+    compare("matmul+bias (f32)", p, OF[0], OF[1], F, M * N, 2e-2, 1e-3);
+    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->matmul(b[k], O[k], OP, XO[k], W[k], B[k], M, N, K));
+    compare("matmul+bias (op)", p, O[0], O[1], OP, M * N, 2e-2, 1e-3);
+    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->matmul(b[k], O[k], OP, XO[k], W[k], NULL, M, N, K));
+    compare("matmul (op)", p, O[0], O[1], OP, M * N, 2e-2, 1e-3);
     for (int k = 0; k < 2; k++) CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
-    compare("rmsnorm", p, O[0], O[1], M * K, 1e-2, 1e-5); /* weight rounded to bf16 on the GPU */
+    compare("rmsnorm", p, O[0], O[1], OP, M * K, 1e-2, 1e-5); /* weight and output rounded to bf16 on the GPU */
     for (int k = 0; k < 2; k++) CHECK_OK(b[k]->silu_mul(b[k], A[k], G[k], M, I));
-    compare("silu_mul", p, A[0], A[1], M * I, 1e-5, 1e-5);
+    compare("silu_mul", p, A[0], A[1], OP, M * I, 2e-2, 1e-3);
     for (int k = 0; k < 2; k++) CHECK_OK(b[k]->add(b[k], X[k], A[k], M * I < M * K ? M * I : M * K));
-    compare("add", p, X[0], X[1], M * K, 1e-6, 1e-6);
-    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->embed(b[k], O[k], W[k], K));
-    compare("embed", p, O[0], O[1], M * K, 1e-2, 1e-6);
-    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->gather_rows(b[k], A[k], X[k], K));
-    compare("gather_rows", p, A[0], A[1], 5 * K, 1e-6, 1e-6);
-    /* GEMMs fed by the op just before (the GPU takes that op's bf16 output as the operand), and
-     * one where another op changed the buffer in between (the GEMM must convert it afresh) */
+    compare("add", p, X[0], X[1], F, M * K, 1e-2, 1e-5);
+    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->embed(b[k], OF[k], W[k], K));
+    compare("embed", p, OF[0], OF[1], F, M * K, 1e-2, 1e-6);
+    for (int k = 0; k < 2; k++) CHECK_OK(b[k]->gather_rows(b[k], OF[k], X[k], K));
+    compare("gather_rows", p, OF[0], OF[1], F, 5 * K, 1e-2, 1e-5); /* copies of X, which holds the bf16 add above */
+    /* the chains of the model's layer: norm -> GEMM (with a bias, as Qwen2's QKV); the MLP
+     * (norm -> gate/up GEMM -> activation -> down GEMM); a GEMM's output -> the residual add
+     * and the next norm, whose output goes over that GEMM output (out aliasing y) */
     for (int k = 0; k < 2; k++) {
+        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
+        CHECK_OK(b[k]->matmul(b[k], OF[k], F, O[k], W[k], B[k], M, N, K));
+    }
+    compare("rmsnorm->matmul", p, OF[0], OF[1], F, M * N, 2e-2, 1e-3);
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
+        CHECK_OK(b[k]->matmul(b[k], G[k], OP, O[k], WGU[k], NULL, M, 2 * I, K));
         CHECK_OK(b[k]->silu_mul(b[k], A[k], G[k], M, I));
-        CHECK_OK(b[k]->matmul(b[k], O[k], A[k], W[k], NULL, M, N, I)); /* W's first N x I values as [N, I] */
+        CHECK_OK(b[k]->matmul(b[k], OF[k], F, A[k], W[k], NULL, M, N, I)); /* W's first N x I values as [N, I] */
     }
-    compare("silu_mul->matmul", p, O[0], O[1], M * N, 2e-2, 1e-3);
+    compare("mlp: gate/up", p, G[0], G[1], OP, M * 2 * I, 2e-2, 1e-3);
+    compare("mlp: activation", p, A[0], A[1], OP, M * I, 2e-2, 1e-3);
+    compare("mlp: down", p, OF[0], OF[1], F, M * N, 2e-2, 1e-3);
     for (int k = 0; k < 2; k++) {
-        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
-        CHECK_OK(b[k]->matmul(b[k], G[k], O[k], W[k], B[k], M, N, K));
-    }
-    compare("rmsnorm->matmul", p, G[0], G[1], M * N, 2e-2, 1e-3);
-    /* the fused gate/up GEMM and activation (CUDA; the CPU runs matmul, then silu_mul), fed by
-     * an RMSNorm as in the model, then the down GEMM it feeds */
-    CHECK(p->gpu->gate_up_silu != NULL);
-    for (int k = 0; k < 2; k++) {
-        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
-        if (b[k]->gate_up_silu) CHECK_OK(b[k]->gate_up_silu(b[k], A[k], G[k], O[k], WGU[k], M, I, K));
-        else {
-            CHECK_OK(b[k]->matmul(b[k], G[k], O[k], WGU[k], NULL, M, 2 * I, K));
-            CHECK_OK(b[k]->silu_mul(b[k], A[k], G[k], M, I));
-        }
-        CHECK_OK(b[k]->matmul(b[k], O[k], A[k], W[k], NULL, M, N, I));
-    }
-    compare("gate_up_silu", p, A[0], A[1], M * I, 2e-2, 1e-3);
-    compare("gate_up_silu->matmul", p, O[0], O[1], M * N, 2e-2, 1e-3);
-    /* operands handed over (gemm_handoff, bf16 storage): the norm and the activation keep their
-     * rows only as the next GEMM's operand (out NULL, then x NULL), as the model calls them */
-    CHECK(p->gpu->gemm_handoff == (p->tight < 1.0 ? 0 : 1));
-    for (int k = 0; k < 2; k++) {
-        const int ho = b[k]->gemm_handoff;
-        void *hn = ho ? NULL : O[k], *an = ho ? NULL : A[k];
-        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
-        CHECK_OK(b[k]->add_rmsnorm(b[k], hn, X[k], O[k], NW[k], M, K, 1e-6f));
-        /* a GEMM with a bias (as Qwen2's QKV) on the handed-over operand: WGU's first K x K
-         * values as [K, K], NW as its bias, so that all M x K values of G the norm adds are
-         * written here (G's older contents differ: the GPU's gate_up_silu keeps bf16 there) */
-        CHECK_OK(b[k]->matmul(b[k], G[k], hn, WGU[k], NW[k], M, K, K));
-        CHECK_OK(b[k]->add_rmsnorm(b[k], hn, X[k], G[k], NW[k], M, K, 1e-6f));
-        if (b[k]->gate_up_silu) CHECK_OK(b[k]->gate_up_silu(b[k], an, G[k], hn, WGU[k], M, I, K));
-        else {
-            CHECK_OK(b[k]->matmul(b[k], G[k], hn, WGU[k], NULL, M, 2 * I, K));
-            CHECK_OK(b[k]->silu_mul(b[k], A[k], G[k], M, I));
-        }
-        CHECK_OK(b[k]->matmul(b[k], O[k], an, W[k], NULL, M, N, I));
-    }
-    compare("handoff: sums", p, X[0], X[1], M * K, 1e-2, 1e-5);
-    compare("handoff: ->matmul", p, O[0], O[1], M * N, 2e-2, 1e-3);
-    /* a GEMM's output handed to the next norm (out NULL, then y NULL; X as [M, N] rows) */
-    for (int k = 0; k < 2; k++) {
-        const int ho = b[k]->gemm_handoff;
-        CHECK_OK(b[k]->matmul(b[k], ho ? NULL : A[k], O[k], W[k], NULL, M, N, K));
-        CHECK_OK(b[k]->add_rmsnorm(b[k], O[k], X[k], ho ? NULL : A[k], NW[k], M, N, 1e-6f));
-    }
-    compare("handoff: GEMM->sum", p, X[0], X[1], M * N, 2e-2, 1e-3);
-    compare("handoff: GEMM->norm", p, O[0], O[1], M * N, 2e-2, 1e-3);
-    /* a GEMM with x NULL that no op handed an operand to fails (by name), never reads garbage;
-     * likewise a norm with y NULL after no GEMM output */
-    if (p->gpu->gemm_handoff) {
-        CHECK(p->gpu->add_rmsnorm(p->gpu, O[1], X[1], NULL, NW[1], M, N, 1e-6f) != ZP_OK);
-        CHECK(strstr(zp_last_error(), "handed over no GEMM output") != NULL);
-        /* an op between (on both backends, so X stays equal: O holds the norm's rows compared above;
-         * A does not, the GPU handed its activation over) */
-        for (int k = 0; k < 2; k++) CHECK_OK(b[k]->add(b[k], X[k], O[k], M * N));
-        CHECK(p->gpu->matmul(p->gpu, G[1], NULL, W[1], NULL, M, N, K) != ZP_OK);
-        CHECK(strstr(zp_last_error(), "handed over no operand") != NULL);
-        CHECK(p->gpu->matmul(p->gpu, G[1], NULL, W[1], NULL, M, N, K) != ZP_OK); /* twice: nothing left behind */
-    }
-
-    for (int k = 0; k < 2; k++) {
-        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
-        CHECK_OK(b[k]->add(b[k], O[k], X[k], M * K));
-        CHECK_OK(b[k]->matmul(b[k], G[k], O[k], W[k], B[k], M, N, K));
-    }
-    compare("rmsnorm,add->matmul", p, G[0], G[1], M * N, 2e-2, 1e-3);
-    /* the residual add fused into the next norm, its output over the added buffer (as the model
-     * calls it), then the GEMM it feeds */
-    for (int k = 0; k < 2; k++) {
-        CHECK_OK(b[k]->rmsnorm(b[k], O[k], X[k], NW[k], M, K, 1e-6f));
+        CHECK_OK(b[k]->matmul(b[k], O[k], OP, XO[k], WGU[k], NULL, M, K, K)); /* WGU's first K x K values as [K, K] */
         CHECK_OK(b[k]->add_rmsnorm(b[k], O[k], X[k], O[k], NW[k], M, K, 1e-6f));
-        CHECK_OK(b[k]->matmul(b[k], G[k], O[k], W[k], B[k], M, N, K));
+        CHECK_OK(b[k]->matmul(b[k], OF[k], F, O[k], W[k], B[k], M, N, K));
     }
-    compare("add_rmsnorm: sum", p, X[0], X[1], M * K, 1e-2, 1e-5);
-    compare("add_rmsnorm: norm", p, O[0], O[1], M * K, 1e-2, 1e-5);
-    compare("add_rmsnorm->matmul", p, G[0], G[1], M * N, 2e-2, 1e-3);
-    for (int k = 0; k < 2; k++) { void *bufs[8] = {X[k], W[k], B[k], O[k], G[k], A[k], NW[k], WGU[k]}; for (int i = 0; i < 8; i++) b[k]->release(b[k], bufs[i]); }
+    compare("GEMM->add_rmsnorm: sum", p, X[0], X[1], F, M * K, 2e-2, 1e-3);
+    compare("GEMM->add_rmsnorm: norm", p, O[0], O[1], OP, M * K, 2e-2, 1e-3);
+    compare("add_rmsnorm->matmul", p, OF[0], OF[1], F, M * N, 2e-2, 1e-3);
+    /* the buffer types are checked: a value that is not a zp_act_type is refused by name */
+    CHECK(p->gpu->matmul(p->gpu, OF[1], (zp_act_type)7, XO[1], W[1], NULL, M, N, K) == ZP_ERR_INVALID);
+    CHECK(strstr(zp_last_error(), "not a zp_act_type") != NULL);
+    for (int k = 0; k < 2; k++) { void *bufs[10] = {X[k], XO[k], W[k], B[k], OF[k], O[k], G[k], A[k], NW[k], WGU[k]}; for (int i = 0; i < 10; i++) b[k]->release(b[k], bufs[i]); }
     free(x); free(w); free(bias); free(gu); free(wgu);
 }
 
@@ -189,10 +150,10 @@ static void test_attention_path(pair *p) {
     void *QKV[2], *Q[2], *O[2], *KC[2], *VC[2], *QC[2], *QN[2], *KN[2];
     size_t cache_n = (size_t)L * NB * BS * Hkv * D;
     for (int k = 0; k < 2; k++) {
-        QKV[k] = up(be[k], qkv, T * (Hq + 2 * Hkv) * D);
+        QKV[k] = up(be[k], qkv, OP, T * (Hq + 2 * Hkv) * D); /* a GEMM's output */
         QN[k] = upw(be[k], qn, D); KN[k] = upw(be[k], kn, D);
-        CHECK_OK(be[k]->alloc(be[k], T * Hq * D, &Q[k]));
-        CHECK_OK(be[k]->alloc(be[k], T * Hq * D, &O[k]));
+        Q[k] = buf(be[k], F, T * Hq * D);
+        O[k] = buf(be[k], OP, T * Hq * D);
         CHECK_OK(be[k]->alloc_cache(be[k], cache_n, &KC[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], cache_n, &VC[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * 2 * W * Hq * D, &QC[k]));
@@ -202,20 +163,8 @@ static void test_attention_path(pair *p) {
         CHECK_OK(be[k]->query_store(be[k], &d, Q[k], QC[k], LAYER));
         CHECK_OK(be[k]->attn_prefill(be[k], &d, O[k], Q[k], KC[k], VC[k], LAYER));
     }
-    compare("q (norm+rope)", p, Q[0], Q[1], T * Hq * D, 1e-2, 1e-5);
-    compare("attention", p, O[0], O[1], T * Hq * D, 2e-2, 1e-3);
-    if (p->gpu->gemm_handoff) { /* qkv as a GEMM's output handed over (qkv . I in bf16), then the same store */
-        const int Wq = (Hq + 2 * Hkv) * D;
-        float *eye = calloc((size_t)Wq * Wq, sizeof(float));
-        for (int i = 0; i < Wq; i++) eye[(size_t)i * Wq + i] = 1.f;
-        void *EYE = upw(be[1], eye, (size_t)Wq * Wq);
-        CHECK_OK(be[1]->matmul(be[1], NULL, QKV[1], EYE, NULL, T, Wq, Wq));
-        CHECK_OK(be[1]->qkv_rope_store(be[1], &d, NULL, Q[1], QN[1], KN[1], KC[1], VC[1], LAYER));
-        compare("q (handed-over qkv)", p, Q[0], Q[1], T * Hq * D, 1e-2, 1e-5);
-        CHECK(be[1]->qkv_rope_store(be[1], &d, NULL, Q[1], QN[1], KN[1], KC[1], VC[1], LAYER) != ZP_OK); /* nothing handed over now */
-        be[1]->release(be[1], EYE);
-        free(eye);
-    }
+    compare("q (norm+rope)", p, Q[0], Q[1], F, T * Hq * D, 1e-2, 1e-5);
+    compare("attention", p, O[0], O[1], OP, T * Hq * D, 2e-2, 1e-3);
     /* key gather, query read */
     float *k0 = malloc(sizeof(float) * Hkv * 37 * D), *k1 = malloc(sizeof(float) * Hkv * 37 * D);
     CHECK_OK(be[0]->key_gather(be[0], &d, KC[0], LAYER, bt[0], 37, k0));
@@ -300,10 +249,10 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
     zp_backend *be[2] = {p->cpu, p->gpu};
     void *QKV[2], *QF[2], *Q[2], *O[2], *KC[2], *VC[2];
     for (int k = 0; k < 2; k++) {
-        QKV[k] = up(be[k], qkv, nkv);
-        Q[k] = up(be[k], qd, nq);
-        CHECK_OK(be[k]->alloc(be[k], (size_t)total * Hq * D, &QF[k]));
-        CHECK_OK(be[k]->alloc(be[k], nq, &O[k]));
+        QKV[k] = up(be[k], qkv, OP, nkv);
+        Q[k] = up(be[k], qd, F, nq);
+        QF[k] = buf(be[k], F, (size_t)total * Hq * D);
+        O[k] = buf(be[k], OP, nq);
         CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * NB * BS * Hkv * D, &KC[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * NB * BS * Hkv * D, &VC[k]));
         CHECK_OK(be[k]->rope_init(be[k], inv, D / 2, 1.0f));
@@ -313,7 +262,7 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
         if (ql) CHECK_OK(be[k]->attn_prefill(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
         else CHECK_OK(be[k]->attn_decode(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
     }
-    compare(what, p, O[0], O[1], nq, 2e-2, 1e-3);
+    compare(what, p, O[0], O[1], OP, nq, 2e-2, 1e-3);
     /* the live attention history of the same rows (exact H2O) over a score cache of earlier
      * sums: each row's keys add to theirs, the keys of these rows start from 0, the rest stay */
     const size_t ns = (size_t)L * NB * BS * Hkv;
@@ -321,14 +270,14 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
     for (size_t i = 0; i < ns; i++) old[i] = 1.0f + rnd((uint32_t)i, 24);
     void *SC[2], *ST[2];
     for (int k = 0; k < 2; k++) {
-        SC[k] = up(be[k], old, ns);
-        CHECK_OK(be[k]->alloc(be[k], (size_t)T * Hq * 2, &ST[k]));
+        SC[k] = up(be[k], old, F, ns);
+        ST[k] = buf(be[k], F, (size_t)T * Hq * 2);
         CHECK_OK(be[k]->attn_history(be[k], &d, Q[k], KC[k], SC[k], ST[k], 0));
     }
-    compare("  -> history", p, SC[0], SC[1], ns, 2e-2, 1e-3);
+    compare("  -> history", p, SC[0], SC[1], F, ns, 2e-2, 1e-3);
     for (int k = 0; k < 2; k++) { be[k]->release(be[k], SC[k]); be[k]->release(be[k], ST[k]); }
     free(old);
-    /* the output projection right after (the GPU's decode kernel hands it a bf16 operand) */
+    /* the output projection right after, on the attention's operand-typed rows */
     enum { NP = 32 };
     const int K = Hq * D;
     float *wp = malloc(sizeof(float) * (size_t)NP * K);
@@ -336,17 +285,12 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
     void *WP[2], *P[2];
     for (int k = 0; k < 2; k++) {
         WP[k] = upw(be[k], wp, (size_t)NP * K);
-        CHECK_OK(be[k]->alloc(be[k], (size_t)T * NP, &P[k]));
+        P[k] = buf(be[k], F, (size_t)T * NP);
         if (ql) CHECK_OK(be[k]->attn_prefill(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
         else CHECK_OK(be[k]->attn_decode(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
-        CHECK_OK(be[k]->matmul(be[k], P[k], O[k], WP[k], NULL, T, NP, K));
+        CHECK_OK(be[k]->matmul(be[k], P[k], F, O[k], WP[k], NULL, T, NP, K));
     }
-    compare("  -> projection", p, P[0], P[1], (size_t)T * NP, 2e-2, 1e-3);
-    if (!ql && p->gpu->gemm_handoff) { /* decode output handed over: no fp32 rows, the projection takes x NULL */
-        CHECK_OK(p->gpu->attn_decode(p->gpu, &d, NULL, Q[1], KC[1], VC[1], 0));
-        CHECK_OK(p->gpu->matmul(p->gpu, P[1], NULL, WP[1], NULL, T, NP, K));
-        compare("  -> projection (handed over)", p, P[0], P[1], (size_t)T * NP, 2e-2, 1e-3);
-    }
+    compare("  -> projection", p, P[0], P[1], F, (size_t)T * NP, 2e-2, 1e-3);
     for (int k = 0; k < 2; k++) { void *bufs[8] = {QKV[k], QF[k], Q[k], O[k], KC[k], VC[k], WP[k], P[k]}; for (int i = 0; i < 8; i++) be[k]->release(be[k], bufs[i]); }
     free(tables); free(slots); free(pos); free(ids); free(q0); free(qlen); free(qkv); free(qd); free(inv); free(wp);
 }
@@ -416,23 +360,6 @@ int main(void) {
     printf("CUDA storage bf16, gemm_tune=1:\n");
     test_dense(&p);
     p.gpu->destroy(p.gpu);
-    /* decode attention under its options: partitions by wave efficiency (decode_split=waves),
-     * the register-pipeline kernel (decode_kernel=mma), the cp.async block kernel everywhere
-     * (=async; by default a warp per item takes batches whose items fill the resident warps,
-     * e.g. 150 x 8 below and batch 256) */
-    const char *knob[3] = {"decode_split=waves", "decode_kernel=mma", "decode_kernel=async"};
-    for (int k = 0; k < 3; k++) {
-        zp_backend_options o = zp_backend_options_default();
-        if (k == 0) o.decode_split_waves = 1;
-        else o.decode_async = k == 2, o.decode_warp = 0;
-        CHECK_OK(zp_backend_cuda_create(0, 0, &o, &p.gpu));
-        printf("CUDA storage bf16, %s:\n", knob[k]);
-        test_decode_cases(&p);
-        int short_len[150];
-        decode_short_lengths(short_len);
-        test_paged_attention(&p, 24, short_len, NULL, 32, 8, 128, "decode attn 24 seqs");
-        p.gpu->destroy(p.gpu);
-    }
     p.cpu->destroy(p.cpu);
     return zp_test_finish("test_cuda_ops");
 }

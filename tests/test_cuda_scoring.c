@@ -37,7 +37,7 @@ static void fill(zp_backend *be, caches *c, int nt, const int *slots, const int 
         for (int t = 0; t < nt; t++) /* a few near-duplicate keys, so redundancy has partners above theta */
             if (t % 5 == 1)
                 for (int e = 0; e < HKV * D; e++) x[t * row + HQ * D + e] = x[(t - 1) * row + HQ * D + e] + 0.05f * rnd((uint32_t)(t * 999 + e), seed + 3);
-        CHECK_OK(be->from_host(be, c->qkv, x, 0, nt * row));
+        CHECK_OK(be->from_host(be, c->qkv, ZP_ACT_OPERAND, x, 0, nt * row));
         zp_batch b = {.n_tokens = nt, .n_seqs = 0, .token_ids = ids, .positions = pos, .slot_mapping = slots,
                       .n_qstore = nq, .qstore_rows = qrows, .qstore_slots = qslots};
         CHECK_OK(be->set_batch(be, &b));
@@ -111,10 +111,10 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
         CHECK_OK(be->alloc_cache(be, (size_t)L * NB * BS * HKV * D, &kv->k));
         CHECK_OK(be->alloc_cache(be, (size_t)L * NB * BS * HKV * D, &kv->v));
         CHECK_OK(be->alloc_cache(be, (size_t)L * NREQ * W * HQ * D, &kv->q));
-        CHECK_OK(be->alloc(be, (size_t)L * NB * BS * HKV, &kv->score)); /* fp32 on every backend */
+        CHECK_OK(be->alloc(be, (size_t)L * NB * BS * HKV, ZP_ACT_F32, &kv->score)); /* fp32 on every backend */
     }
-    CHECK_OK(be->alloc(be, (size_t)NREQ * 6 * BS * (HQ + 2 * HKV) * D, &c.qkv));
-    CHECK_OK(be->alloc(be, (size_t)NREQ * 6 * BS * HQ * D, &c.q));
+    CHECK_OK(be->alloc(be, (size_t)NREQ * 6 * BS * (HQ + 2 * HKV) * D, ZP_ACT_OPERAND, &c.qkv));
+    CHECK_OK(be->alloc(be, (size_t)NREQ * 6 * BS * HQ * D, ZP_ACT_F32, &c.q));
     /* requests: 80, 96 and 80 tokens; request 1 compacts into fresh blocks, the others in place */
     const int nblk[NREQ] = {5, 6, 5};
     int tables[NREQ][8], targets[NREQ][8], next = 1;

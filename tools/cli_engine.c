@@ -28,8 +28,7 @@ static const char USAGE_AFTER_POLICY[] =
     "  --no-cuda-graphs       CUDA: launch every decode step's kernels (default: replay them as graphs,\n"
     "                         one per batch shape; --cuda-graphs insists, an error on the CPU)\n"
     "  --backend-option N=V   a tuning option (A/B switches of the benchmarks): compress_priority=low,\n"
-    "                         profile=0|1, decode_blocks=2|3, decode_split=waves, decode_kernel=async|mma|warp,\n"
-    "                         gemm_handoff=0|1, gemm_tune=0|1, cpu_handoff=0|1 (also ZIPAGE_<NAME> variables)\n";
+    "                         profile=0|1, gemm_tune=0|1 (also ZIPAGE_<NAME> variables)\n";
 
 void cli_engine_usage(FILE *f) {
     char names[256];

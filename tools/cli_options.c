@@ -14,25 +14,12 @@ typedef struct {
 
 static void set_priority(zp_backend_options *o, int i) { o->compress_priority_low = i == 0; }
 static void set_profile(zp_backend_options *o, int i) { o->profile = i; }
-static void set_blocks(zp_backend_options *o, int i) { o->decode_blocks = 2 + i; }
-static void set_split(zp_backend_options *o, int i) { o->decode_split_waves = i == 0; }
-static void set_kernel(zp_backend_options *o, int i) { /* async, mma (the register pipeline), warp (the default) */
-    o->decode_async = i != 1;
-    o->decode_warp = i == 2;
-}
-static void set_handoff(zp_backend_options *o, int i) { o->gemm_handoff = i; }
 static void set_tune(zp_backend_options *o, int i) { o->gemm_tune = i; }
-static void set_cpu_handoff(zp_backend_options *o, int i) { o->cpu_handoff = i; }
 
 static const option_row ROWS[] = {
     {"compress_priority", "ZIPAGE_COMPRESS_PRIORITY", "low", {"low"}, set_priority},
     {"profile", "ZIPAGE_PROFILE", "0 or 1", {"0", "1"}, set_profile},
-    {"decode_blocks", "ZIPAGE_DECODE_BLOCKS", "2 or 3", {"2", "3"}, set_blocks},
-    {"decode_split", "ZIPAGE_DECODE_SPLIT", "waves", {"waves"}, set_split},
-    {"decode_kernel", "ZIPAGE_DECODE_KERNEL", "async, mma or warp", {"async", "mma", "warp"}, set_kernel},
-    {"gemm_handoff", "ZIPAGE_GEMM_HANDOFF", "0 or 1", {"0", "1"}, set_handoff},
     {"gemm_tune", "ZIPAGE_GEMM_TUNE", "0 or 1", {"0", "1"}, set_tune},
-    {"cpu_handoff", "ZIPAGE_CPU_HANDOFF", "0 or 1", {"0", "1"}, set_cpu_handoff},
 };
 
 /* value into o through row r; `what` names it in an error (NAME or ZIPAGE_NAME). */

@@ -26,25 +26,33 @@ typedef struct {
     float *cos_sin;       /* [T][2][D/2] RoPE table of the step's positions */
     size_t cos_sin_cap;
     int n_threads;
-    void *handoff;        /* the hand-over test mode's state (handoff_cpu.c), or NULL */
 } cpu_ctx;
 
 #define CTX(be) ((cpu_ctx *)(be)->ctx)
 
 const zp_batch *cpu_batch(zp_backend *be) { return &CTX(be)->b; }
-void **cpu_handoff_state(zp_backend *be) { return &CTX(be)->handoff; }
 
 /* ---------------------------------------------------------------- memory */
 
-static zp_status cpu_alloc(zp_backend *be, size_t n, void **out) {
+/* Every buffer is fp32 here: the operand type is fp32 on the reference backend. */
+static zp_status cpu_alloc_cache(zp_backend *be, size_t n, void **out) {
     (void)be;
     *out = calloc(n ? n : 1, sizeof(float));
     if (!*out) return zp_fail(ZP_ERR_OOM, "cpu backend: cannot allocate %zu floats (%.1f MiB)", n, n * 4.0 / 1048576);
     return ZP_OK;
 }
+static zp_status check_type(zp_act_type type, const char *who) {
+    if (type != ZP_ACT_F32 && type != ZP_ACT_OPERAND) return zp_fail(ZP_ERR_INVALID, "cpu %s: activation type %d is not a zp_act_type", who, (int)type);
+    return ZP_OK;
+}
+static zp_status cpu_alloc(zp_backend *be, size_t n, zp_act_type type, void **out) {
+    ZP_TRY(check_type(type, "alloc"));
+    return cpu_alloc_cache(be, n, out);
+}
 static void cpu_release(zp_backend *be, void *buf) { (void)be; free(buf); }
-static zp_status cpu_from_host(zp_backend *be, void *dst, const float *src, size_t off, size_t n) {
+static zp_status cpu_from_host(zp_backend *be, void *dst, zp_act_type type, const float *src, size_t off, size_t n) {
     (void)be;
+    ZP_TRY(check_type(type, "from_host"));
     memcpy((float *)dst + off, src, n * sizeof(float));
     return ZP_OK;
 }
@@ -53,8 +61,9 @@ static zp_status cpu_weight_upload(zp_backend *be, float *host, size_t n, void *
     *out = host;
     return ZP_OK;
 }
-static zp_status cpu_to_host(zp_backend *be, float *dst, const void *src, size_t off, size_t n) {
+static zp_status cpu_to_host(zp_backend *be, float *dst, const void *src, zp_act_type type, size_t off, size_t n) {
     (void)be;
+    ZP_TRY(check_type(type, "to_host"));
     memcpy(dst, (const float *)src + off, n * sizeof(float));
     return ZP_OK;
 }
@@ -159,8 +168,10 @@ static zp_status cpu_gather_rows(zp_backend *be, void *out, const void *x, int H
 
 /* ---------------------------------------------------------------- matmul */
 
-static zp_status cpu_matmul(zp_backend *be, void *out, const void *x, const void *w, const void *bias, int M, int N, int K) {
+static zp_status cpu_matmul(zp_backend *be, void *out, zp_act_type out_type, const void *x, const void *w, const void *bias, int M,
+                            int N, int K) {
     (void)be;
+    ZP_TRY(check_type(out_type, "matmul"));
     float *o = out;
 #ifdef ZP_HAVE_CBLAS
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, 0.0f, o, N);
@@ -292,7 +303,6 @@ static zp_status cpu_attention(zp_backend *be, const zp_attn_dims *d, void *out,
 
 static void cpu_destroy(zp_backend *be) {
     cpu_ctx *c = CTX(be);
-    cpu_handoff_free(c->handoff);
     free(c->inv_freq);
     free(c->cos_sin);
     free(c);
@@ -337,7 +347,7 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->ctx = c;
     be->destroy = cpu_destroy;
     be->alloc = cpu_alloc;
-    be->alloc_cache = cpu_alloc;
+    be->alloc_cache = cpu_alloc_cache;
     be->from_host = cpu_from_host;
     be->release = cpu_release;
     be->weight_upload = cpu_weight_upload;
@@ -370,10 +380,6 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
 zp_backend_options zp_backend_options_default(void) {
     zp_backend_options o;
     memset(&o, 0, sizeof o);
-    o.decode_blocks = 2;
-    o.decode_async = 1;
-    o.decode_warp = 1;
-    o.gemm_handoff = 1;
     return o;
 }
 
@@ -391,12 +397,7 @@ zp_status zp_backend_create(const char *device, const char *precision, int n_thr
     int fp32 = 0;
     if (precision && strcmp(precision, "bf16") && !(fp32 = !strcmp(precision, "fp32")))
         return zp_fail(ZP_ERR_INVALID, "precision \"%s\" is not supported (bf16, fp32)", precision);
-    if (!device || !strcmp(device, "cpu")) { /* always fp32 */
-        ZP_TRY(zp_backend_cpu_create(n_threads, out));
-        zp_status s = opt && opt->cpu_handoff ? cpu_handoff_install(*out) : ZP_OK; /* the model's hand-over wiring on the CPU */
-        if (s != ZP_OK) { (*out)->destroy(*out); *out = NULL; }
-        return s;
-    }
+    if (!device || !strcmp(device, "cpu")) return zp_backend_cpu_create(n_threads, out); /* always fp32 */
     if (!strcmp(device, "cuda")) return zp_backend_cuda_create(0, fp32, opt, out);
     if (!strncmp(device, "cuda:", 5)) {
         char *end;

@@ -7,11 +7,6 @@
 #include "../backend.h"
 
 const zp_batch *cpu_batch(zp_backend *be);
-/* The hand-over test mode (handoff_cpu.c): its state's place in the backend, the install
- * (wraps the ops that take NULL buffers; sets gemm_handoff) and the release. */
-void **cpu_handoff_state(zp_backend *be);
-zp_status cpu_handoff_install(zp_backend *be);
-void cpu_handoff_free(void *state);
 zp_status cpu_query_store(zp_backend *be, const zp_attn_dims *d, const void *q, void *qcache, int layer);
 zp_status cpu_query_read(zp_backend *be, const zp_attn_dims *d, const void *qcache, int layer, int qid, float *out);
 zp_status cpu_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n, float *out);

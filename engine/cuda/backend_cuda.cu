@@ -1,9 +1,11 @@
 /* backend_cuda.cu - the CUDA backend's model ops: embedding, RMSNorm, residual add, cuBLAS
- * GEMMs (bf16 operands, fp32 accumulation and output), q/k-norm + RoPE + paged KV write,
- * SiLU-mul, row gather, the batch upload, profiling and the backend table. Attention lives
- * in prefill_attn_cuda.cu and decode_attn_cuda.cu, compression in compress_cuda.cu.
- * Not here: the bf16 hand-over of operands between ops and the GEMM tuner (gemm_cuda.cu), CUDA
- * graphs (graph_cuda.cu); its tuning options come from zp_backend_options (backend.h).
+ * GEMMs (operands in the storage type, fp32 accumulation), q/k-norm + RoPE + paged KV write,
+ * SiLU-mul, row gather, the batch upload, profiling and the backend table. Activation buffers
+ * are fp32 or of the operand type (backend.h zp_act_type), which is the storage type T: the
+ * kernels below read and write operand rows as T (bf16, or fp32 in the parity mode).
+ * Attention lives in prefill_attn_cuda.cu and decode_attn_cuda.cu, compression in
+ * compress_cuda.cu. Not here: the GEMM entry and its tuner (gemm_cuda.cu), CUDA graphs
+ * (graph_cuda.cu); its tuning options come from zp_backend_options (backend.h).
  * Build: nvcc -arch=sm_90 via CMake.
  */
 #include <math.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "cuda_common.cuh"
+#include "../dtype.h" /* zp_bf16_to_f32, zp_f32_to_bf16 (host) */
 
 /* ---------------------------------------------------------------- kernels */
 
@@ -28,16 +31,17 @@ __device__ __forceinline__ float4 ld_w4(const bf16 *w) {
     return make_float4(a.x, a.y, b.x, b.y);
 }
 
-/* out[r,:] = x[r,:] / rms * w (and its bf16 rounding to out_bf when not NULL: the operand of
- * the GEMM that follows), after x += y when y is not NULL (each thread rereads only the values
- * it wrote); one block per row, 4 values per thread and access (H % 4 == 0, as every supported
- * model's hidden size). out may alias x or y. y is fp32, or bf16 (Y): a GEMM's output handed
- * over (gemm_handoff). */
-template <typename T, typename Y>
-__global__ static void rmsnorm_kernel(float *out, bf16 *out_bf, float *x, const Y *y, const T *w, int H, float eps) {
+__device__ __forceinline__ void st_w4(float *p, float4 v) { *(float4 *)p = v; }
+__device__ __forceinline__ void st_w4(bf16 *p, float4 v) { st_bf16x4(p, v); }
+
+/* out[r,:] (T, the operand type) = x[r,:] / rms * w, after x += y when y is not NULL (each
+ * thread rereads only the values it wrote); one block per row, 4 values per thread and access
+ * (H % 4 == 0, as every supported model's hidden size). out may alias y. */
+template <typename T>
+__global__ static void rmsnorm_kernel(T *out, float *x, const T *y, const T *w, int H, float eps) {
     __shared__ float sh[32];
     float4 *xr = (float4 *)(x + (size_t)blockIdx.x * H);
-    const Y *yr = y ? y + (size_t)blockIdx.x * H : NULL;
+    const T *yr = y ? y + (size_t)blockIdx.x * H : NULL;
     float ss = 0.f;
     for (int i = threadIdx.x; i < H / 4; i += blockDim.x) {
         float4 v = xr[i];
@@ -51,18 +55,17 @@ __global__ static void rmsnorm_kernel(float *out, bf16 *out_bf, float *x, const 
     float inv = rsqrtf(zp_block_sum(ss, sh) / (float)H + eps);
     for (int i = threadIdx.x; i < H / 4; i += blockDim.x) {
         const float4 v = xr[i], g = ld_w4(w + 4 * i);
-        const float4 y = make_float4(g.x * (v.x * inv), g.y * (v.y * inv), g.z * (v.z * inv), g.w * (v.w * inv));
-        if (out) ((float4 *)(out + (size_t)blockIdx.x * H))[i] = y; /* NULL: handed over in bf16 only */
-        if (out_bf) st_bf16x4(out_bf + (size_t)blockIdx.x * H + 4 * i, y);
+        st_w4(out + (size_t)blockIdx.x * H + 4 * i, make_float4(g.x * (v.x * inv), g.y * (v.y * inv), g.z * (v.z * inv), g.w * (v.w * inv)));
     }
 }
 
-/* x += y over n4 groups of 4 floats. */
-__global__ static void add_kernel(float4 *x, const float4 *y, size_t n4) {
+/* x (fp32) += y (T) over n4 groups of 4 values. */
+template <typename T>
+__global__ static void add_kernel(float4 *x, const T *y, size_t n4) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n4) return;
     float4 a = x[i];
-    const float4 b = y[i];
+    const float4 b = ld_w4(y + 4 * i);
     a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w;
     x[i] = a;
 }
@@ -72,22 +75,22 @@ __global__ void to_bf16_kernel(bf16 *out, const float *x, size_t n) {
     if (i < n) out[i] = __float2bfloat16(x[i]);
 }
 
-template <typename T>
-__global__ static void bias_kernel(float *out, const T *bias, int M, int N) {
+/* out[M,N] (O: fp32, or the operand type) += bias[N] (T), rounded once to O. */
+template <typename O, typename T>
+__global__ static void bias_kernel(O *out, const T *bias, int M, int N) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < (size_t)M * N) out[i] += zp_ld(bias[i % N]);
+    if (i < (size_t)M * N) zp_st(&out[i], zp_ld(out[i]) + zp_ld(bias[i % N]));
 }
 
-/* out = silu(g) * u (and its bf16 rounding to out_bf when not NULL), 4 values per thread
- * (I % 4 == 0). */
-__global__ static void silu_mul_kernel(float *out, bf16 *out_bf, const float *gu, int T, int I) {
+/* out[T,I] = silu(g) * u of gu[T,2I] (the gate row, then the up row), both of the operand
+ * type Y, 4 values per thread (I % 4 == 0). */
+template <typename Y>
+__global__ static void silu_mul_kernel(Y *out, const Y *gu, int T, int I) {
     const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 4;
     if (i >= (size_t)T * I) return;
     const size_t t = i / I, j = i % I;
-    const float4 g = *(const float4 *)(gu + t * 2 * I + j), u = *(const float4 *)(gu + t * 2 * I + I + j);
-    const float4 y = make_float4(silu_times(g.x, u.x), silu_times(g.y, u.y), silu_times(g.z, u.z), silu_times(g.w, u.w));
-    *(float4 *)(out + i) = y;
-    if (out_bf) st_bf16x4(out_bf + i, y);
+    const float4 g = ld_w4(gu + t * 2 * I + j), u = ld_w4(gu + t * 2 * I + I + j);
+    st_w4(out + i, make_float4(silu_times(g.x, u.x), silu_times(g.y, u.y), silu_times(g.z, u.z), silu_times(g.w, u.w)));
 }
 
 __global__ static void gather_rows_kernel(float *out, const float *x, const int *rows, int H) {
@@ -102,9 +105,9 @@ __global__ static void gather_rows_kernel(float *out, const float *x, const int 
  * d +- D/2, another lane's value). D even, D <= QKV_MAX_D. */
 #define QKV_WARPS 4
 #define QKV_MAX_D ZP_MAX_HEAD_DIM
-template <typename T, typename Y> /* Y: qkv's type, fp32 or bf16 (a GEMM's output handed over) */
+template <typename T> /* qkv is of the operand type, T */
 __global__ static void __launch_bounds__(QKV_WARPS * 32)
-qkv_rope_kernel(const Y *qkv, float *q_out, const T *q_norm, const T *k_norm, T *kc, T *vc, const int *positions, const int *slots,
+qkv_rope_kernel(const T *qkv, float *q_out, const T *q_norm, const T *k_norm, T *kc, T *vc, const int *positions, const int *slots,
                 const float *inv_freq, float rope_scale, int Hq, int Hkv, int D, float eps) {
     __shared__ float cs[QKV_MAX_D / 2], sn[QKV_MAX_D / 2], xs[QKV_WARPS][QKV_MAX_D];
     const int t = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, half = D / 2;
@@ -118,7 +121,7 @@ qkv_rope_kernel(const Y *qkv, float *q_out, const T *q_norm, const T *k_norm, T 
     }
     __syncthreads(); /* no barrier below: warps leave independently */
     if (h >= Hq + 2 * Hkv) return;
-    const Y *src = qkv + (size_t)t * (Hq + 2 * Hkv) * D + (size_t)h * D;
+    const T *src = qkv + (size_t)t * (Hq + 2 * Hkv) * D + (size_t)h * D;
     if (h >= Hq + Hkv) { /* a value head */
         if (slot >= 0)
             for (int d = lane; d < D; d += 32) zp_st(&vc[((size_t)slot * Hkv + (h - Hq - Hkv)) * D + d], zp_ld(src[d]));
@@ -151,9 +154,15 @@ qkv_rope_kernel(const Y *qkv, float *q_out, const T *q_norm, const T *k_norm, T 
 /* Every memory operation goes through the model stream: the legacy default stream is not
  * ordered with our non-blocking streams (a pageable cudaMemcpy may return before its DMA is
  * done, a cudaMemset may run after a kernel that already wrote the buffer). */
-static zp_status cu_alloc(zp_backend *be, size_t n, void **out) {
-    ZP_CUDA_CHECK(cudaMalloc(out, (n ? n : 1) * sizeof(float)));
-    ZP_CUDA_CHECK(cudaMemsetAsync(*out, 0, (n ? n : 1) * sizeof(float), CUDA_CTX(be)->stream));
+/* Bytes of one element of an activation buffer of type `type` (0: not a zp_act_type). */
+static size_t act_elem(const cuda_ctx *c, zp_act_type type) {
+    return type == ZP_ACT_F32 ? sizeof(float) : type == ZP_ACT_OPERAND ? c->elem : 0;
+}
+static zp_status cu_alloc(zp_backend *be, size_t n, zp_act_type type, void **out) {
+    const size_t es = act_elem(CUDA_CTX(be), type);
+    if (!es) return zp_fail(ZP_ERR_INVALID, "cuda alloc: activation type %d is not a zp_act_type", (int)type);
+    ZP_CUDA_CHECK(cudaMalloc(out, (n ? n : 1) * es));
+    ZP_CUDA_CHECK(cudaMemsetAsync(*out, 0, (n ? n : 1) * es, CUDA_CTX(be)->stream));
     return ZP_OK;
 }
 static zp_status cu_alloc_cache(zp_backend *be, size_t n, void **out) {
@@ -203,16 +212,42 @@ static zp_status cu_weight_upload(zp_backend *be, float *host, size_t n, void **
     return ZP_OK;
 }
 
-static zp_status cu_to_host(zp_backend *be, float *dst, const void *src, size_t off, size_t n) {
-    cudaStream_t st = CUDA_CTX(be)->stream;
-    ZP_CUDA_CHECK(cudaMemcpyAsync(dst, (const float *)src + off, n * sizeof(float), cudaMemcpyDeviceToHost, st));
-    ZP_CUDA_CHECK(cudaStreamSynchronize(st));
+/* to_host / from_host: fp32 rows are copied as they are; bf16 operand rows go through a host
+ * staging array, converted on the host (dtype.h: round to nearest even). */
+static zp_status cu_to_host(zp_backend *be, float *dst, const void *src, zp_act_type type, size_t off, size_t n) {
+    cuda_ctx *c = CUDA_CTX(be);
+    const size_t es = act_elem(c, type);
+    if (!es) return zp_fail(ZP_ERR_INVALID, "cuda to_host: activation type %d is not a zp_act_type", (int)type);
+    if (es == sizeof(float)) {
+        ZP_CUDA_CHECK(cudaMemcpyAsync(dst, (const float *)src + off, n * sizeof(float), cudaMemcpyDeviceToHost, c->stream));
+        ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        return ZP_OK;
+    }
+    uint16_t *h = (uint16_t *)malloc((n ? n : 1) * sizeof(uint16_t));
+    if (!h) return zp_fail(ZP_ERR_OOM, "cuda to_host: no host memory for %zu bf16 values", n);
+    cudaError_t e = cudaMemcpyAsync(h, (const bf16 *)src + off, n * sizeof(uint16_t), cudaMemcpyDeviceToHost, c->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
+    for (size_t i = 0; e == cudaSuccess && i < n; i++) dst[i] = zp_bf16_to_f32(h[i]);
+    free(h);
+    if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda to_host: %s", cudaGetErrorString(e));
     return ZP_OK;
 }
-static zp_status cu_from_host(zp_backend *be, void *dst, const float *src, size_t off, size_t n) {
-    cudaStream_t st = CUDA_CTX(be)->stream;
-    ZP_CUDA_CHECK(cudaMemcpyAsync((float *)dst + off, src, n * sizeof(float), cudaMemcpyHostToDevice, st));
-    ZP_CUDA_CHECK(cudaStreamSynchronize(st)); /* the caller may reuse src */
+static zp_status cu_from_host(zp_backend *be, void *dst, zp_act_type type, const float *src, size_t off, size_t n) {
+    cuda_ctx *c = CUDA_CTX(be);
+    const size_t es = act_elem(c, type);
+    if (!es) return zp_fail(ZP_ERR_INVALID, "cuda from_host: activation type %d is not a zp_act_type", (int)type);
+    if (es == sizeof(float)) {
+        ZP_CUDA_CHECK(cudaMemcpyAsync((float *)dst + off, src, n * sizeof(float), cudaMemcpyHostToDevice, c->stream));
+        ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream)); /* the caller may reuse src */
+        return ZP_OK;
+    }
+    uint16_t *h = (uint16_t *)malloc((n ? n : 1) * sizeof(uint16_t));
+    if (!h) return zp_fail(ZP_ERR_OOM, "cuda from_host: no host memory for %zu bf16 values", n);
+    for (size_t i = 0; i < n; i++) h[i] = zp_f32_to_bf16(src[i]);
+    cudaError_t e = cudaMemcpyAsync((bf16 *)dst + off, h, n * sizeof(uint16_t), cudaMemcpyHostToDevice, c->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
+    free(h);
+    if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda from_host: %s", cudaGetErrorString(e));
     return ZP_OK;
 }
 
@@ -303,25 +338,18 @@ static zp_status cu_embed(zp_backend *be, void *out, const void *table, int H) {
     return ZP_OK;
 }
 
-/* rmsnorm (add 0), or add_rmsnorm with y fp32, or (y NULL) the GEMM output handed over. */
+/* rmsnorm (y NULL) or add_rmsnorm: out and y of the operand type, x fp32. */
 static zp_status norm_launch(zp_backend *be, int add, void *out, void *x, const void *y, const void *w, int rows, int H, float eps) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if (rows == 0) return ZP_OK;
     if (H % 4) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda rmsnorm: row length %d is not a multiple of 4", H);
-    const bf16 *ybf = NULL;
-    if (add && !y) ZP_TRY(cuda_ybf_take(c, (size_t)rows * H, "add_rmsnorm", &ybf));
-    bf16 *obf = cuda_xbf_produce(c, out, (size_t)rows * H);
-    if (!out && !obf) return zp_fail(ZP_ERR_BACKEND, "cuda rmsnorm: out is NULL but no bf16 operand can be handed over");
-    if (ybf)
-        ZP_DISPATCH_STORAGE(c->fp32, rmsnorm_kernel<T, bf16><<<rows, 256, 0, c->stream>>>((float *)out, obf, (float *)x, ybf, (const T *)w, H, eps));
-    else
-        ZP_DISPATCH_STORAGE(c->fp32, rmsnorm_kernel<T, float><<<rows, 256, 0, c->stream>>>((float *)out, obf, (float *)x, (const float *)y,
-                                                                                          (const T *)w, H, eps));
+    ZP_DISPATCH_STORAGE(c->fp32, rmsnorm_kernel<T><<<rows, 256, 0, c->stream>>>((T *)out, (float *)x, (const T *)y, (const T *)w, H, eps));
     ZP_LAUNCH_CHECK(add ? "add_rmsnorm" : "rmsnorm");
     return ZP_OK;
 }
 static zp_status cu_add_rmsnorm(zp_backend *be, void *out, void *x, const void *y, const void *w, int rows, int H, float eps) {
+    if (!y) return zp_fail(ZP_ERR_INVALID, "cuda add_rmsnorm: y is NULL");
     return norm_launch(be, 1, out, x, y, w, rows, H, eps);
 }
 static zp_status cu_rmsnorm(zp_backend *be, void *out, const void *x, const void *w, int rows, int H, float eps) {
@@ -329,33 +357,28 @@ static zp_status cu_rmsnorm(zp_backend *be, void *out, const void *x, const void
 }
 
 static zp_status cu_add(zp_backend *be, void *x, const void *y, size_t n) {
-    zp_prof_scope prof(CUDA_CTX(be), ZP_OP_ELEMENTWISE);
+    cuda_ctx *c = CUDA_CTX(be);
+    zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
     if (n == 0) return ZP_OK;
     if (n % 4) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda add: %zu values, not a multiple of 4", n);
-    add_kernel<<<zp_ceil_div((long)(n / 4), 256), 256, 0, CUDA_CTX(be)->stream>>>((float4 *)x, (const float4 *)y, n / 4);
+    ZP_DISPATCH_STORAGE(c->fp32, add_kernel<T><<<zp_ceil_div((long)(n / 4), 256), 256, 0, c->stream>>>((float4 *)x, (const T *)y, n / 4));
     ZP_LAUNCH_CHECK("add");
     return ZP_OK;
 }
 
-static zp_status cu_matmul(zp_backend *be, void *out, const void *x, const void *w, const void *bias, int M, int N, int K) {
+static zp_status cu_matmul(zp_backend *be, void *out, zp_act_type out_type, const void *x, const void *w, const void *bias, int M, int N,
+                           int K) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_GEMM);
-    if (!x && c->fp32) return zp_fail(ZP_ERR_BACKEND, "cuda matmul: x is NULL in fp32 storage (no operand hand-over there)");
+    const size_t oes = act_elem(c, out_type);
+    if (!oes) return zp_fail(ZP_ERR_INVALID, "cuda matmul: output type %d is not a zp_act_type", (int)out_type);
     if (M == 0 || N == 0) return ZP_OK;
-    const size_t nx = (size_t)M * K;
-    const void *xop = x;
-    if (!c->fp32) { /* bf16 operands, fp32 accumulation */
-        const bf16 *xb;
-        ZP_TRY(cuda_gemm_operand(c, x, nx, &xb));
-        xop = xb;
-    }
-    bf16 *ob = NULL; /* out NULL: the output goes to the next op in bf16 (gemm_handoff; no bias) */
-    if (!out && (bias || !(ob = cuda_ybf_produce(c, (size_t)M * N))))
-        return zp_fail(ZP_ERR_BACKEND, "cuda matmul: out is NULL but its output cannot be handed over (%s)",
-                       bias ? "a bias" : c->fp32 ? "fp32 storage" : "no device memory for its bf16 rows");
-    ZP_TRY(cuda_gemm(c, ob ? (void *)ob : out, ob ? CUDA_R_16BF : CUDA_R_32F, w, xop, M, N, K));
+    const int out_bf = oes == sizeof(bf16);
+    ZP_TRY(cuda_gemm(c, out, out_bf ? CUDA_R_16BF : CUDA_R_32F, w, x, M, N, K));
     if (bias) {
-        ZP_DISPATCH_STORAGE(c->fp32, bias_kernel<T><<<zp_ceil_div((long)M * N, 256), 256, 0, c->stream>>>((float *)out, (const T *)bias, M, N));
+        const long grid = zp_ceil_div((long)M * N, 256);
+        if (out_bf) bias_kernel<bf16, bf16><<<grid, 256, 0, c->stream>>>((bf16 *)out, (const bf16 *)bias, M, N);
+        else ZP_DISPATCH_STORAGE(c->fp32, bias_kernel<float, T><<<grid, 256, 0, c->stream>>>((float *)out, (const T *)bias, M, N));
         ZP_LAUNCH_CHECK("matmul bias");
     }
     return ZP_OK;
@@ -370,27 +393,20 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
     if (c->b.n_tokens == 0) return ZP_OK;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
     dim3 grid(c->b.n_tokens, zp_ceil_div(d->n_heads + 2 * d->n_kv_heads, QKV_WARPS));
-    const bf16 *qbf = NULL; /* qkv NULL: the QKV GEMM's output handed over in bf16 */
-    if (!qkv) ZP_TRY(cuda_ybf_take(c, (size_t)c->b.n_tokens * (d->n_heads + 2 * d->n_kv_heads) * d->head_dim, "qkv_rope_store", &qbf));
-#define QKV_ROPE(Y, src)                                                                                                      \
-    qkv_rope_kernel<T, Y><<<grid, QKV_WARPS * 32, 0, c->stream>>>(src, (float *)q_out, (const T *)q_norm, (const T *)k_norm,         \
-                                                                  (T *)k_cache + layer_off, (T *)v_cache + layer_off, c->d.positions, \
-                                                                  c->d.slots, c->inv_freq, c->rope_scale, d->n_heads, d->n_kv_heads, d->head_dim,    \
-                                                                  d->qk_norm_eps)
-    if (qbf) ZP_DISPATCH_STORAGE(c->fp32, QKV_ROPE(bf16, qbf));
-    else ZP_DISPATCH_STORAGE(c->fp32, QKV_ROPE(float, (const float *)qkv));
-#undef QKV_ROPE
+    ZP_DISPATCH_STORAGE(c->fp32, qkv_rope_kernel<T><<<grid, QKV_WARPS * 32, 0, c->stream>>>(
+                                     (const T *)qkv, (float *)q_out, (const T *)q_norm, (const T *)k_norm, (T *)k_cache + layer_off,
+                                     (T *)v_cache + layer_off, c->d.positions, c->d.slots, c->inv_freq, c->rope_scale, d->n_heads,
+                                     d->n_kv_heads, d->head_dim, d->qk_norm_eps));
     ZP_LAUNCH_CHECK("qkv_rope_store");
     return ZP_OK;
 }
 
-static zp_status cu_silu_mul(zp_backend *be, void *out, const void *gu, int T, int I) {
+static zp_status cu_silu_mul(zp_backend *be, void *out, const void *gu, int T_, int I) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
-    if ((size_t)T * I == 0) return ZP_OK;
+    if ((size_t)T_ * I == 0) return ZP_OK;
     if (I % 4) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda silu_mul: intermediate size %d is not a multiple of 4", I);
-    bf16 *obf = cuda_xbf_produce(c, out, (size_t)T * I);
-    silu_mul_kernel<<<zp_ceil_div((long)T * I / 4, 256), 256, 0, c->stream>>>((float *)out, obf, (const float *)gu, T, I);
+    ZP_DISPATCH_STORAGE(c->fp32, silu_mul_kernel<T><<<zp_ceil_div((long)T_ * I / 4, 256), 256, 0, c->stream>>>((T *)out, (const T *)gu, T_, I));
     ZP_LAUNCH_CHECK("silu_mul");
     return ZP_OK;
 }
@@ -464,8 +480,6 @@ static void cu_destroy(zp_backend *be) {
     cuda_ctx *c = CUDA_CTX(be);
     cudaFree(c->packed);
     cudaFree(c->inv_freq);
-    cudaFree(c->xbf);
-    cudaFree(c->ybf);
     cudaFree(c->gather);
     cudaFree(c->keep);
     cudaFree(c->scores);
@@ -494,8 +508,6 @@ static void cu_destroy(zp_backend *be) {
 
 extern "C" zp_status zp_backend_cuda_create(int device, int fp32, const zp_backend_options *opt, zp_backend **out) {
     const zp_backend_options knobs = opt ? *opt : zp_backend_options_default();
-    if (knobs.decode_blocks != 2 && knobs.decode_blocks != 3)
-        return zp_fail(ZP_ERR_INVALID, "cuda backend: decode_blocks %d must be 2 or 3", knobs.decode_blocks);
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0)
@@ -538,7 +550,6 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, const zp_backe
         for (int i = 0; c->prof && i < 2 * ZP_PROF_MAX; i++) c->prof = cudaEventCreate(&c->pev[i]) == cudaSuccess;
     }
     if (cudaDeviceGetAttribute(&c->n_sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) c->n_sms = 1;
-    be->gemm_handoff = !c->fp32 && knobs.gemm_handoff; /* =0: norms and activations write fp32 rows too */
     cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH); /* no TF32: operands are bf16 anyway */
     be->alloc = cu_alloc;
     be->alloc_cache = cu_alloc_cache;
@@ -559,7 +570,6 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, const zp_backe
     be->attn_decode = cuda_attn_decode;
     be->attn_history = cuda_attn_history;
     be->silu_mul = cu_silu_mul;
-    be->gate_up_silu = cuda_gate_up_silu;
     be->gather_rows = cu_gather_rows;
     be->query_store = cuda_query_store;
     be->query_read = cuda_query_read;

@@ -155,14 +155,6 @@ typedef struct {
     float *inv_freq;            /* [D/2] device */
     int half_dim;
     float rope_scale;           /* the rope's attention factor: multiplies cos and sin */
-    bf16 *xbf;                  /* GEMM operand conversion scratch */
-    size_t xbf_cap;             /* values */
-    const void *xbf_src;        /* xbf holds bf16(xbf_src[0, xbf_n)) written by op number xbf_seq */
-    size_t xbf_n;
-    uint64_t xbf_seq, op_seq;   /* op_seq: ops opened so far (zp_prof_scope) */
-    bf16 *ybf;                  /* a GEMM's output handed to the next op in bf16 (gemm_handoff) */
-    size_t ybf_cap, ybf_n;      /* values; ybf_n 0: nothing handed over */
-    uint64_t ybf_seq;           /* the op number of the GEMM that wrote it */
     float *gather;              /* device scratch for host gathers */
     size_t gather_cap;          /* bytes, as every *_cap below */
     uint8_t *keep;              /* device scratch for host-path compaction masks */
@@ -207,14 +199,12 @@ typedef struct {
 #define CUDA_CTX(be) ((cuda_ctx *)(be)->ctx)
 
 #define ZP_PROF_MAX 8192
-/* Every op on the model stream opens one: it numbers the op (op_seq, so a GEMM can tell that
- * the op before it wrote its operand) and, when profiling, times it with events at
+/* Every op on the model stream opens one: when profiling, it times the op with events at
  * construction and destruction. */
 struct zp_prof_scope {
     cuda_ctx *c;
     int i;
     zp_prof_scope(cuda_ctx *ctx, int kind) : c(ctx), i(-1) {
-        c->op_seq++;
         if (!c->prof || c->pn >= ZP_PROF_MAX) return;
         i = c->pn++;
         c->pcat[i] = kind;
@@ -234,20 +224,12 @@ __device__ __forceinline__ void st_bf16x4(bf16 *p, float4 v) {
 }
 /* The MLP activation of one gate value g and its up value u. */
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
-/* gemm_cuda.cu. bf16 storage: the xbf scratch to write bf16(out[0, n)) into, for a GEMM that
- * is the next op (NULL in fp32 storage); out NULL: the values exist only there (gemm_handoff). */
-bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n);
-/* bf16 storage: *xop = the bf16 operand of a GEMM on x[0, nx): the copy the op just before
- * produced, else a fresh conversion into xbf; x NULL: the operand the op just before handed
- * over (an error when it did not). */
-zp_status cuda_gemm_operand(cuda_ctx *c, const void *x, size_t nx, const bf16 **xop);
-/* bf16 storage: the scratch a GEMM called with out NULL writes its n bf16 values into, for
- * the next op (gemm_handoff); NULL when it cannot be had. */
-bf16 *cuda_ybf_produce(cuda_ctx *c, size_t n);
-/* The n values the GEMM just before handed over (*y), or an error naming `who` when the op just
- * before was not such a GEMM of n values. */
-zp_status cuda_ybf_take(cuda_ctx *c, size_t n, const char *who, const bf16 **y);
-/* out[i] = bf16(x[i]), i < n (weights and GEMM operands). */
+/* An activation buffer of the operand type (backend.h ZP_ACT_OPERAND: the storage type, bf16
+ * or fp32 in the parity mode) as the (fp32, bf16) output pair the attention kernels take: the
+ * other one is NULL. */
+static inline float *cuda_operand_f32(const cuda_ctx *c, void *p) { return c->fp32 ? (float *)p : NULL; }
+static inline bf16 *cuda_operand_bf16(const cuda_ctx *c, void *p) { return c->fp32 ? NULL : (bf16 *)p; }
+/* out[i] = bf16(x[i]), i < n (weight uploads). */
 __global__ void to_bf16_kernel(bf16 *out, const float *x, size_t n);
 /* Adds the recorded ops' times to psec (waits for them). */
 zp_status cuda_prof_flush(cuda_ctx *c);
@@ -281,13 +263,11 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
                            int layer);
 /* gemm_cuda.cu: row-major out[M,N] = x[M,K] . w[N,K]^T, fp32 sums; w and x in the storage's
  * type (bf16, or fp32 in the parity mode), out of out_type (CUDA_R_32F, or CUDA_R_16BF). With
- * ZIPAGE_GEMM_TUNE=1 and bf16 storage by the fastest measured cublasLt algorithm for the shape
+ * the gemm_tune option and bf16 storage by the fastest measured cublasLt algorithm for the shape
  * and output type, else by cublasGemmEx's heuristic. */
 zp_status cuda_gemm_tuner_create(cuda_ctx *c);
 void cuda_gemm_tuner_free(cuda_ctx *c);
 zp_status cuda_gemm(cuda_ctx *c, void *out, cudaDataType_t out_type, const void *w, const void *x, int M, int N, int K);
-/* gemm_cuda.cu: the backend op gate_up_silu (bf16 storage: the gate/up GEMM writes bf16) */
-zp_status cuda_gate_up_silu(zp_backend *be, void *act, void *gu, const void *x, const void *w, int T, int I, int H);
 /* sample_cuda.cu */
 zp_status cuda_sample(zp_backend *be, const void *logits, int n, int V, const zp_sample_row *rows, int *ids);
 

@@ -4,112 +4,31 @@
  * own tiles of keys with its own online softmax (no block-wide barrier inside the key loop);
  * the warps' results are merged once at the end, and, when a sequence is split over several
  * partitions (small batches with long contexts, so every SM has work), a second kernel merges
- * the partitions by their softmax statistics. Two kernels share that frame:
- *   decode_attn_async_kernel  bf16 caches, head dim 64/128: QK^T and PV on tensor cores
- *                           (mma.sync), K/V tiles copied by cp.async two ahead through shared
- *                           memory (the default path); decode_attn_mma_kernel, its variant
- *                           behind ZIPAGE_DECODE_KERNEL=mma, keeps the next tile in registers;
- *   decode_attn_kernel      fp32 caches (the parity mode) and head dim 256: fp32 FMAs, keys by
- *                           groups of D/16 lanes, values across the warp.
- * Other head sizes (any even one up to 512) and groups beyond DEC_MAX_G go to the exact row
- * kernel of prefill_attn_cuda.cu (one block per (sequence, query head), no partitions): a
- * correct fallback for shapes no supported model has, not a fast path.
- * No [seq, seq] or [n_kv] matrix leaves shared memory. The tensor-core pieces (tile steps,
- * copies) live in decode_mma.cuh, shared with decode_warp_cuda.cu's warp-per-item kernel,
- * which this file's launch picks for bf16 batches whose items fill the resident warps, in one
- * partition, with contexts up to DEC_WARP_MAX_KEYS (ZIPAGE_DECODE_KERNEL=async keeps the block
- * kernel there).
+ * the partitions by their softmax statistics (decode_frame.cuh). The kernels and the rule that
+ * picks one (decode_launch, the only place it is stated):
+ *   decode_attn_warp_kernel   bf16, head dim 64/128, one partition, batches whose (sequence,
+ *                             KV head) items fill the resident warps and contexts up to
+ *                             DEC_WARP_MAX_KEYS: a warp per item (decode_warp_cuda.cu);
+ *   decode_attn_async_kernel  bf16, head dim 64/128 otherwise: QK^T and PV on tensor cores
+ *                             (mma.sync), K/V tiles copied by cp.async two ahead through shared
+ *                             memory;
+ *   decode_attn_kernel        fp32 caches (the parity mode) and head dim 256: fp32 FMAs, keys
+ *                             by groups of D/16 lanes, values across the warp;
+ *   the exact row kernel      other head sizes (any even one up to 512) and groups beyond
+ *                             DEC_MAX_G (prefill_attn_cuda.cu; one block per (sequence, query
+ *                             head), no partitions): a correct fallback for shapes no supported
+ *                             model has, not a fast path.
+ * Partitions: enough to give every SM four blocks (decode_parts_default). No [seq, seq] or
+ * [n_kv] matrix leaves shared memory. Variants measured and not taken (a register pipeline,
+ * other split rules) live in dev/cuda/, with their validator and timer.
  * Not here: prefill (ragged rows, causal; prefill_attn_cuda.cu).
  */
 #include <math.h>
 
 #include "cuda_common.cuh"
-#include "decode_mma.cuh"
-#include "decode_split.h"
-
-/* Keys [t0, t1) of partition p of a sequence of n keys cut into n_parts partitions of
- * part_len = n / n_parts rounded up to whole DEC_GRAIN (a function of the device data only,
- * so a recorded CUDA graph stays right as sequences grow). */
-__device__ __forceinline__ void decode_part_range(int n, int p, int n_parts, int *t0, int *t1) {
-    const int part_len = (n + n_parts * DEC_GRAIN - 1) / (n_parts * DEC_GRAIN) * DEC_GRAIN;
-    *t0 = p * part_len;
-    *t1 = *t0 + part_len < n ? *t0 + part_len : n;
-}
+#include "decode_frame.cuh" /* decode_mma.cuh, the partitions and merges */
 
 #define DEC_QPAD 20                       /* floats per 16-dim query chunk in shared (bank spread) */
-
-/* Merges n partial softmax results: (max, sum) at ml[i * ml_stride], unnormalised output at
- * acc[i * acc_stride]; a part without keys has max -inf. Sets the merged max, sum, output. */
-__device__ __forceinline__ void softmax_merge(const float *ml, int ml_stride, const float *acc, int acc_stride, int n, float *M_out,
-                                              float *L_out, float *o_out) {
-    float M = -INFINITY, L = 0.f, o = 0.f;
-    for (int i = 0; i < n; i++) M = fmaxf(M, ml[(size_t)i * ml_stride]);
-    for (int i = 0; i < n; i++) {
-        const float m = ml[(size_t)i * ml_stride];
-        if (m == -INFINITY) continue;
-        const float e = expf(m - M);
-        L += ml[(size_t)i * ml_stride + 1] * e;
-        o += acc[(size_t)i * acc_stride] * e;
-    }
-    *M_out = M;
-    *L_out = L;
-    *o_out = o;
-}
-
-/* The block's place in the grid (n_parts, Hkv, S): partition p of KV head kh of sequence s,
- * its keys [t0, t1) of n, the query row, the group's first head and the block table. (The
- * measured decode_attn_mma_kernel keeps the same lines inline: through this struct its
- * registers went from 202 to 206 and its code changed, so it waits for a GPU measurement.) */
-struct dec_place {
-    int p, kh, G, n, row, t0, t1;
-    size_t head0;
-    const int *bt;
-};
-__device__ __forceinline__ dec_place decode_place(const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv,
-                                                  int n_parts) {
-    dec_place d;
-    const int s = blockIdx.z;
-    d.p = blockIdx.x;
-    d.kh = blockIdx.y;
-    d.G = Hq / Hkv;
-    d.n = kv_len[s];
-    d.row = q_start[s];
-    d.head0 = (size_t)s * Hq + (size_t)d.kh * d.G;
-    decode_part_range(d.n, d.p, n_parts, &d.t0, &d.t1);
-    d.bt = tables + (size_t)s * max_blocks;
-    return d;
-}
-
-/* An empty partition (of a shorter sequence): max -inf, sum 0 for the G heads of the group. */
-__device__ __forceinline__ void decode_part_empty(float *part_ml, size_t head0, int p, int n_parts, int G) {
-    const int tid = threadIdx.x;
-    if (tid < G) {
-        part_ml[((head0 + tid) * n_parts + p) * 2] = -INFINITY;
-        part_ml[((head0 + tid) * n_parts + p) * 2 + 1] = 0.f;
-    }
-}
-
-/* After __syncthreads: merges the DEC_WARPS warps' (max, sum) wml [DEC_WARPS][G][2] and
- * unnormalised outputs wacc [DEC_WARPS][G][D] and writes the block's result: out[row] (and its
- * bf16 copy) when the sequence is one partition, else the partition's partial output and
- * statistics. */
-__device__ __forceinline__ void decode_block_finish(const float *wml, const float *wacc, int G, int D, float *out, bf16 *out_bf,
-                                                    float *part_acc, float *part_ml, int row, int Hq, int kh, size_t head0, int p,
-                                                    int n_parts) {
-    for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
-        const int g = i / D, d = i % D;
-        float M, L, o;
-        softmax_merge(wml + 2 * g, 2 * G, wacc + (size_t)g * D + d, G * D, DEC_WARPS, &M, &L, &o);
-        if (n_parts == 1) {
-            const size_t oi = ((size_t)row * Hq + (size_t)kh * G + g) * D + d;
-            if (out) out[oi] = o / L; /* NULL: handed over in bf16 only (gemm_handoff) */
-            if (out_bf) out_bf[oi] = __float2bfloat16(o / L);
-        } else {
-            part_acc[((head0 + g) * n_parts + p) * D + d] = o;
-            if (d == 0) { part_ml[((head0 + g) * n_parts + p) * 2] = M; part_ml[((head0 + g) * n_parts + p) * 2 + 1] = L; }
-        }
-    }
-}
 
 /* Grid (n_parts, Hkv, S), DEC_WARPS warps, head dim D a template constant. Shared:
  * q [G][D/16][DEC_QPAD] | per-warp logits [DEC_WARPS][G][DEC_TILE] | per-warp (max, sum)
@@ -240,88 +159,6 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
     decode_block_finish(wml, wacc, G, D, out, out_bf, part_acc, part_ml, row, Hq, kh, head0, p, n_parts);
 }
 
-/* The warp's result for head gq: the lanes' partial sums added, (max in natural-log units,
- * sum) to wml, the output to wacc; n-tile (hd, j) holds dims 64hd + 16t + j and +8. */
-template <int D>
-__device__ __forceinline__ void mma_warp_store(float m, float l, const float (&o)[D / 8][2], int warp, int gq, int G, int t, float *wml,
-                                               float *wacc) {
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    if (gq >= G) return;
-    if (t == 0) { wml[(warp * G + gq) * 2] = m * 0.69314718055994531f; wml[(warp * G + gq) * 2 + 1] = l; }
-    float *wo = wacc + (size_t)(warp * G + gq) * D;
-#pragma unroll
-    for (int hd = 0; hd < D / 64; hd++)
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            wo[64 * hd + 16 * t + j] = o[8 * hd + j][0];
-            wo[64 * hd + 16 * t + 8 + j] = o[8 * hd + j][1];
-        }
-}
-
-template <int D, int MINB>
-__global__ static void __launch_bounds__(DEC_WARPS * 32, MINB)
-decode_attn_mma_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const bf16 *kc, const bf16 *vc,
-                       const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale,
-                       int n_parts) {
-    static_assert(D == 64 || D == 128, "decode_attn_mma_kernel: D 64 or 128");
-    constexpr int NC = D / 32, NH = D / 64; /* 16-byte K pieces per key and lane; 64-dim V halves */
-    __shared__ float wml[DEC_WARPS * DEC_MAX_G * 2], wacc[DEC_WARPS * DEC_MAX_G * D];
-    const int p = blockIdx.x, kh = blockIdx.y, s = blockIdx.z, G = Hq / Hkv;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane >> 2, t = lane & 3;
-    const int n = kv_len[s], row = q_start[s];
-    const size_t head0 = (size_t)s * Hq + (size_t)kh * G;
-    int t0, t1;
-    decode_part_range(n, p, n_parts, &t0, &t1);
-    if (t0 >= n) return decode_part_empty(part_ml, head0, p, n_parts, G);
-    const int *bt = tables + (size_t)s * max_blocks;
-    uint32_t qa[D / 16][2];
-    float m, l, o[D / 8][2];
-    mma_warp_begin<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o);
-    const float sl2 = scale * 1.44269504088896341f; /* logits in log2 units */
-    /* software pipeline: a tile's K and V loads are issued while the tile before it is being
-     * used (K after its QK^T, V after its PV), and block-table rows two tiles ahead */
-    constexpr int STRIDE = DEC_WARPS * DEC_MMA_TILE;
-    auto phys_row = [&](int c) { return dec_phys_row(lane, c, t1, bt, bs); };
-    uint4 kr[2][NC], vr[4][NH];
-    auto load_k = [&](int prow) { /* K of key 8nt + gq of the tile; zero past the end */
-#pragma unroll
-        for (int nt = 0; nt < 2; nt++) {
-            const int r = __shfl_sync(0xffffffffu, prow, 8 * nt + gq);
-            const uint4 *src = (const uint4 *)(kc + ((size_t)(r < 0 ? 0 : r) * Hkv + kh) * D + 8 * t);
-#pragma unroll
-            for (int c = 0; c < NC; c++) kr[nt][c] = r >= 0 ? src[4 * c] : make_uint4(0u, 0u, 0u, 0u);
-        }
-    };
-    auto load_v = [&](int prow) { /* V of keys 2t, 2t+1, 2t+8, 2t+9; zero past the end (0 * garbage would be NaN) */
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int r = __shfl_sync(0xffffffffu, prow, 2 * t + (i & 1) + 8 * (i >> 1));
-            const uint4 *src = (const uint4 *)(vc + ((size_t)(r < 0 ? 0 : r) * Hkv + kh) * D + 8 * gq);
-#pragma unroll
-            for (int hd = 0; hd < NH; hd++) vr[i][hd] = r >= 0 ? src[8 * hd] : make_uint4(0u, 0u, 0u, 0u);
-        }
-    };
-    int c0 = t0 + warp * DEC_MMA_TILE, prow_next = phys_row(c0 + STRIDE);
-    {
-        const int prow = phys_row(c0);
-        load_k(prow);
-        load_v(prow);
-    }
-    for (; c0 < t1; c0 += STRIDE) {
-        const int nc = t1 - c0 < DEC_MMA_TILE ? t1 - c0 : DEC_MMA_TILE, prow_after = phys_row(c0 + 2 * STRIDE);
-        float sc[2][4];
-        mma_tile_scores<D>(sc, qa, kr);
-        load_k(prow_next);
-        mma_tile_update<D>(sc, nc, sl2, t, m, l, o, vr);
-        load_v(prow_next);
-        prow_next = prow_after;
-    }
-    mma_warp_store<D>(m, l, o, warp, gq, G, t, wml, wacc);
-    __syncthreads();
-    decode_block_finish(wml, wacc, G, D, out, out_bf, part_acc, part_ml, row, Hq, kh, head0, p, n_parts);
-}
-
 /* The default bf16 decode kernel (0.75 of the copy bandwidth at 256 x 384 against the register
  * pipeline's 0.68, equal on long contexts; bench/RESULTS.md): the tensor-core kernel with its
  * K/V tiles copied by cp.async into shared memory DEC_STAGES - 1 tiles ahead (twice the bytes in flight
@@ -364,18 +201,6 @@ decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_
     decode_block_finish(wml, wacc, G, D, out, out_bf, part_acc, part_ml, row, Hq, kh, head0, p, n_parts);
 }
 
-/* Grid (S, Hq), D threads: out = sum_p acc_p e^(m_p - M) / sum_p l_p e^(m_p - M). */
-__global__ static void decode_merge_kernel(float *out, bf16 *out_bf, const float *part_acc, const float *part_ml, const int *q_start, int Hq, int D,
-                                           int n_parts) {
-    const int s = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
-    const size_t sh = (size_t)s * Hq + h;
-    float M, L, o;
-    softmax_merge(part_ml + sh * n_parts * 2, 2, part_acc + sh * n_parts * D + d, D, n_parts, &M, &L, &o);
-    const size_t oi = ((size_t)q_start[s] * Hq + h) * D + d;
-    if (out) out[oi] = o / L;
-    if (out_bf) out_bf[oi] = __float2bfloat16(o / L);
-}
-
 /* The longest context (the batch's widest block table) the warp-per-item kernel takes: at
  * 256 x 4,096 keys it matched the block kernel (bench/RESULTS.md, sixth session); past that a
  * long context would be one warp's walk while the other warps idle. */
@@ -386,33 +211,24 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
                                const T *kc, const T *vc, int n_parts) {
     dim3 grid(n_parts, d->n_kv_heads, c->b.n_seqs);
     if constexpr (sizeof(T) == 2 && D <= 128) { /* bf16 caches: tensor cores */
-        /* blocks per SM the registers are sized for: 2 by default (3 spills a few registers and
-         * measured slower: bench/RESULTS.md) */
         /* a warp per item where the items fill the resident warps (2 blocks per SM) at least once
          * and no context is longer than DEC_WARP_MAX_KEYS (measured: bench/RESULTS.md, sixth and
          * seventh sessions; fewer or longer items stay with the blocks, whose four warps share an
          * item, so that one long context among short ones is not walked by a single warp). A
          * key-only rule, like n_parts: a graph replays it for every step of its batch shape */
-        if (c->knobs.decode_warp && n_parts == 1 && (long)c->b.n_seqs * d->n_kv_heads >= 2L * c->n_sms * DEC_WARPS &&
+        if (n_parts == 1 && (long)c->b.n_seqs * d->n_kv_heads >= 2L * c->n_sms * DEC_WARPS &&
             (long)c->b.max_blocks * d->block_size <= DEC_WARP_MAX_KEYS)
             return cuda_decode_warp_launch(c, d, out, out_bf, q, kc, vc);
-        if (c->knobs.decode_async) {
-            /* per call, not cached in a static (the attributes belong to the current device, as in
-             * the prefill launch); the largest carve-out, so that two blocks fit an SM */
-            const size_t smem = decode_async_smem(D);
-            ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                               cudaSharedmemCarveoutMaxShared));
-            decode_attn_async_kernel<D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(
-                out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
-                d->n_kv_heads, d->block_size, d->scale, n_parts);
-            ZP_LAUNCH_CHECK("decode_attention_async");
-            return ZP_OK;
-        }
-        auto k = c->knobs.decode_blocks == 3 ? decode_attn_mma_kernel<D, 3> : decode_attn_mma_kernel<D, 2>;
-        k<<<grid, DEC_WARPS * 32, 0, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len, c->d.tables,
-                                                 c->b.max_blocks, d->n_heads, d->n_kv_heads, d->block_size, d->scale, n_parts);
-        ZP_LAUNCH_CHECK("decode_attention_mma");
+        /* per call, not cached in a static (the attributes belong to the current device, as in
+         * the prefill launch); the largest carve-out, so that two blocks fit an SM */
+        const size_t smem = decode_async_smem(D);
+        ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           cudaSharedmemCarveoutMaxShared));
+        decode_attn_async_kernel<D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(
+            out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
+            d->n_kv_heads, d->block_size, d->scale, n_parts);
+        ZP_LAUNCH_CHECK("decode_attention_async");
         return ZP_OK;
     }
     const int G = d->n_heads / d->n_kv_heads;
@@ -432,34 +248,26 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     const int S = c->b.n_seqs, G = d->n_heads / d->n_kv_heads, D = d->head_dim;
     if (S == 0) return ZP_OK;
     if ((D != 64 && D != 128 && D != 256) || G > DEC_MAX_G) { /* other shapes: the exact row kernel, one block per (seq, head) */
-        bf16 *obf = cuda_xbf_produce(c, out, (size_t)c->b.n_tokens * d->n_heads * D);
-        if (!out && !obf) return zp_fail(ZP_ERR_BACKEND, "cuda decode attention: out is NULL but no bf16 operand can be handed over");
-        return cuda_attn_rows(c, d, (float *)out, obf, (const float *)q, k_cache, v_cache, layer);
+        return cuda_attn_rows(c, d, cuda_operand_f32(c, out), cuda_operand_bf16(c, out), (const float *)q, k_cache, v_cache, layer);
     }
-    /* split sequences only as far as it takes to give every SM four blocks, and no further than
-     * whole grains of the longest sequence the block tables can hold (no per-step host data:
-     * the launch is the same for every step of one batch shape) */
     const int max_parts = zp_ceil_div((long)c->b.max_blocks * d->block_size, DEC_GRAIN);
-    int n_parts = zp_ceil_div(4L * c->n_sms, (long)S * d->n_kv_heads);
-    n_parts = n_parts < 1 ? 1 : n_parts > max_parts ? max_parts : n_parts;
-    if (c->knobs.decode_split_waves && !c->fp32 && D <= 128)
-        n_parts = zp_decode_parts_waves((long)S * d->n_kv_heads, (long)c->n_sms * c->knobs.decode_blocks, max_parts);
+    const int n_parts = decode_parts_default((long)S * d->n_kv_heads, c->n_sms, max_parts);
     if (n_parts > 1) {
         const size_t heads = (size_t)S * d->n_heads * n_parts;
         ZP_TRY(cuda_grow(&c->dec_part, &c->dec_part_cap, sizeof(float) * heads * (D + 2)));
     }
     float *part_acc = (float *)c->dec_part, *part_ml = part_acc ? part_acc + (size_t)S * d->n_heads * n_parts * D : NULL;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * D;
-    bf16 *obf = cuda_xbf_produce(c, out, (size_t)c->b.n_tokens * d->n_heads * D); /* the operand of the output projection */
-    if (!out && !obf) return zp_fail(ZP_ERR_BACKEND, "cuda decode attention: out is NULL but no bf16 operand can be handed over");
+    float *of = cuda_operand_f32(c, out); /* out is of the operand type: fp32 rows or bf16 rows */
+    bf16 *obf = cuda_operand_bf16(c, out);
     ZP_DISPATCH_STORAGE(c->fp32, {
         const T *kc = (const T *)k_cache + layer_off, *vc = (const T *)v_cache + layer_off;
-        if (D == 64) ZP_TRY((decode_launch<T, 64>(c, d, (float *)out, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
-        else if (D == 128) ZP_TRY((decode_launch<T, 128>(c, d, (float *)out, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
-        else ZP_TRY((decode_launch<T, 256>(c, d, (float *)out, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
+        if (D == 64) ZP_TRY((decode_launch<T, 64>(c, d, of, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
+        else if (D == 128) ZP_TRY((decode_launch<T, 128>(c, d, of, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
+        else ZP_TRY((decode_launch<T, 256>(c, d, of, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
     });
     if (n_parts > 1) {
-        decode_merge_kernel<<<dim3(S, d->n_heads), D, 0, c->stream>>>((float *)out, obf, part_acc, part_ml, c->d.q_start, d->n_heads, D, n_parts);
+        decode_merge_kernel<<<dim3(S, d->n_heads), D, 0, c->stream>>>(of, obf, part_acc, part_ml, c->d.q_start, d->n_heads, D, n_parts);
         ZP_LAUNCH_CHECK("decode_merge");
     }
     return ZP_OK;

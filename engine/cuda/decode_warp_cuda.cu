@@ -1,6 +1,6 @@
 /* decode_warp_cuda.cu - paged decode attention with a warp per (KV head, sequence)
  * (the default where a batch's items fill the resident warps and its contexts are short, see
- * decode_launch; ZIPAGE_DECODE_KERNEL=async turns it off): the cp.async tensor-core kernel's tile loop
+ * decode_launch): the cp.async tensor-core kernel's tile loop
  * (decode_mma.cuh), but each warp walks all the keys of its item in 16-key steps and writes its
  * result itself, so a block of DEC_WARPS warps serves DEC_WARPS items and no block-wide merge
  * or barrier follows the loop. On short contexts the block kernel pays its start (query

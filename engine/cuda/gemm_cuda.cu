@@ -1,86 +1,23 @@
-/* gemm_cuda.cu - the GEMMs' bf16 operands and outputs handed between ops (xbf: the operand an
- * op wrote for the GEMM right after it; ybf: a GEMM's output for the op right after it, the
- * gemm_handoff contract of backend.h), and
- * bf16 GEMMs through cublasLt with a measured choice of algorithm per shape
- * (ZIPAGE_GEMM_TUNE=1, a benchmark knob, off by default): at the first call of an (M, N, K,
- * output type: fp32, or bf16 for a GEMM whose output is handed over) the heuristic's best
- * candidates are each timed on the real operands with the L2 cache flushed before every timed
- * run (in a model step the weights come cold from memory: a shape timed with its weights in L2
- * picks algorithms that lose there), and the fastest is kept for that shape unless it beats
- * the heuristic's first by less than 2% (timing noise). cuBLAS's default heuristic is tuned for
- * typical shapes; the decode GEMMs (M = running requests, N and K of one model) are few and
- * repeat every step, so measuring them once is cheap.
- * cuda_gemm is every GEMM's one entry: the tuned algorithm where there is one, else
- * cublasGemmEx (always in fp32 storage, so the parity mode's sums stay put).
- * Also the backend op gate_up_silu: the MLP's gate/up GEMM with a bf16 output, and its
- * activation reading that (a third of the activation's traffic saved at large batches).
- * Not here: the matmul op's bias and hand-over checks (backend_cuda.cu), and tuning inside a CUDA graph capture (a shape is tuned when first seen, and graphs record a
- * shape at its second sighting; an untuned shape met while capturing goes to cublasGemmEx).
+/* gemm_cuda.cu - every GEMM's one entry (cuda_gemm): bf16 operands and fp32 sums, the output
+ * in fp32 or bf16 (an operand-typed buffer, backend.h zp_act_type), through cublasGemmEx, or
+ * (the gemm_tune option, a benchmark knob, off by default) through cublasLt with a measured
+ * choice of algorithm per shape: at the first call of an (M, N, K, output type) the
+ * heuristic's best candidates are each timed on the real operands with the L2 cache flushed
+ * before every timed run (in a model step the weights come cold from memory: a shape timed
+ * with its weights in L2 picks algorithms that lose there), and the fastest is kept for that
+ * shape unless it beats the heuristic's first by less than 2% (timing noise). cuBLAS's
+ * default heuristic is tuned for typical shapes; the decode GEMMs (M = running requests, N and
+ * K of one model) are few and repeat every step, so measuring them once is cheap. In fp32
+ * storage (the parity mode) it is always cublasGemmEx, so the parity sums stay put.
+ * Not here: the matmul op's bias (backend_cuda.cu), and tuning inside a CUDA graph capture (a
+ * shape is tuned when first seen, and graphs record a shape at its second sighting; an
+ * untuned shape met while capturing goes to cublasGemmEx).
  */
 #include <cublasLt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_common.cuh"
-
-/* ---------------------------------------------------------------- operands */
-
-/* A bf16 hand-over scratch (xbf, ybf) of at least n values, *cap in values (grows between
- * steps only: a shape's first step is never recorded into a graph). */
-static zp_status bf16_reserve(cuda_ctx *c, bf16 **buf, size_t *cap, size_t n) {
-    if (n <= *cap) return ZP_OK;
-    ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    cudaFree(*buf);
-    *buf = NULL;
-    *cap = 0;
-    ZP_CUDA_CHECK(cudaMalloc(buf, 2 * n * sizeof(bf16)));
-    *cap = 2 * n;
-    return ZP_OK;
-}
-static zp_status xbf_reserve(cuda_ctx *c, size_t n) { return bf16_reserve(c, &c->xbf, &c->xbf_cap, n); }
-
-/* In bf16 storage an op whose output feeds a GEMM (RMSNorm, SiLU-mul) also writes the bf16
- * operand into xbf and marks it as bf16(out) as of op number op_seq; the GEMM uses it when it
- * is the very next op on the same buffer (see cu_matmul), and skips its own conversion. */
-bf16 *cuda_xbf_produce(cuda_ctx *c, const void *out, size_t n) {
-    if (c->fp32 || xbf_reserve(c, n) != ZP_OK) { c->xbf_src = NULL; return NULL; }
-    c->xbf_src = out ? out : (const void *)&c->xbf; /* out NULL: handed over only (gemm_handoff) */
-    c->xbf_n = n;
-    c->xbf_seq = c->op_seq;
-    return c->xbf;
-}
-
-zp_status cuda_gemm_operand(cuda_ctx *c, const void *x, size_t nx, const bf16 **xop) {
-    const void *key = x ? x : (const void *)&c->xbf; /* x NULL: the operand the op just before handed over */
-    const int ready = c->xbf_src == key && c->xbf_n == nx && c->op_seq == c->xbf_seq + 1; /* written by the op just before */
-    c->xbf_src = NULL;
-    if (!ready && !x)
-        return zp_fail(ZP_ERR_BACKEND, "cuda GEMM: x is NULL but the op just before handed over no operand of %zu values", nx);
-    if (!ready) {
-        ZP_TRY(xbf_reserve(c, nx));
-        to_bf16_kernel<<<zp_ceil_div((long)nx, 256), 256, 0, c->stream>>>(c->xbf, (const float *)x, nx);
-        ZP_LAUNCH_CHECK("matmul operand to bf16");
-    }
-    *xop = c->xbf;
-    return ZP_OK;
-}
-
-/* A GEMM's output handed to the next op (gemm_handoff): ybf, grown between steps as xbf. */
-bf16 *cuda_ybf_produce(cuda_ctx *c, size_t n) {
-    c->ybf_n = 0;
-    if (c->fp32 || bf16_reserve(c, &c->ybf, &c->ybf_cap, n) != ZP_OK) return NULL;
-    c->ybf_n = n;
-    c->ybf_seq = c->op_seq;
-    return c->ybf;
-}
-
-zp_status cuda_ybf_take(cuda_ctx *c, size_t n, const char *who, const bf16 **y) {
-    const int ready = c->ybf_n == n && c->op_seq == c->ybf_seq + 1;
-    c->ybf_n = 0;
-    if (!ready) return zp_fail(ZP_ERR_BACKEND, "cuda %s: its input is NULL but the op just before handed over no GEMM output of %zu values", who, n);
-    *y = c->ybf;
-    return ZP_OK;
-}
 
 /* ---------------------------------------------------------------- tuned GEMMs */
 
@@ -91,7 +28,7 @@ zp_status cuda_ybf_take(cuda_ctx *c, size_t n, const char *who, const bf16 **y) 
 
 struct cuda_gemm_entry {
     int M, N, K;
-    cudaDataType_t out_type;        /* CUDA_R_32F, or CUDA_R_16BF (an output handed over) */
+    cudaDataType_t out_type;        /* CUDA_R_32F, or CUDA_R_16BF (an operand-typed output) */
     int use;                        /* 0: no candidate ran; cublasGemmEx does this shape */
     cublasLtMatmulAlgo_t algo;
     cublasLtMatrixLayout_t a, b, d; /* w, x, out as below (NULL when !use) */
@@ -241,44 +178,5 @@ zp_status cuda_gemm(cuda_ctx *c, void *out, cudaDataType_t out_type, const void 
     /* row-major out[M,N] = x[M,K] . w[N,K]^T  ==  column-major out^T = w^T^T . x^T */
     ZP_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w, t, K, x, t, K, &beta, out, out_type, N,
                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    return ZP_OK;
-}
-
-/* act[t, j] = silu(g) * u of a bf16 gu[T, 2I] (the gate row, then the up row), 4 values per
- * thread (I % 4 == 0); act in fp32 and its bf16 rounding (the down GEMM's operand). */
-__global__ static void silu_mul_bf16_kernel(float *out, bf16 *out_bf, const bf16 *gu, int T, int I) {
-    const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 4;
-    if (i >= (size_t)T * I) return;
-    const size_t t = i / I, j = i % I;
-    const uint2 gw = *(const uint2 *)(gu + t * 2 * I + j), uw = *(const uint2 *)(gu + t * 2 * I + I + j);
-    const float2 g0 = __bfloat1622float2(*(const __nv_bfloat162 *)&gw.x), g1 = __bfloat1622float2(*(const __nv_bfloat162 *)&gw.y);
-    const float2 u0 = __bfloat1622float2(*(const __nv_bfloat162 *)&uw.x), u1 = __bfloat1622float2(*(const __nv_bfloat162 *)&uw.y);
-    const float4 y = make_float4(silu_times(g0.x, u0.x), silu_times(g0.y, u0.y), silu_times(g1.x, u1.x), silu_times(g1.y, u1.y));
-    if (out) *(float4 *)(out + i) = y; /* NULL: handed over in bf16 only */
-    if (out_bf) st_bf16x4(out_bf + i, y);
-}
-
-/* Backend op gate_up_silu. bf16 storage: the gate/up GEMM writes bf16 into gu (half the bytes
- * of fp32: the GEMM writes and the activation reads 2 x T x 2I x 2 bytes fewer), and the
- * activation reads it. fp32 storage: matmul then silu_mul, unchanged (the parity mode). */
-zp_status cuda_gate_up_silu(zp_backend *be, void *act, void *gu, const void *x, const void *w, int T, int I, int H) {
-    cuda_ctx *c = CUDA_CTX(be);
-    if (c->fp32) {
-        ZP_TRY(be->matmul(be, gu, x, w, NULL, T, 2 * I, H));
-        return be->silu_mul(be, act, gu, T, I);
-    }
-    if ((size_t)T * I == 0) return ZP_OK;
-    if (I % 4) return zp_fail(ZP_ERR_UNSUPPORTED, "cuda gate_up_silu: intermediate size %d is not a multiple of 4", I);
-    {
-        zp_prof_scope prof(c, ZP_OP_GEMM);
-        const bf16 *xop;
-        ZP_TRY(cuda_gemm_operand(c, x, (size_t)T * H, &xop));
-        ZP_TRY(cuda_gemm(c, gu, CUDA_R_16BF, w, xop, T, 2 * I, H)); /* gu[T, 2I] = x[T, H] . w[2I, H]^T in bf16 */
-    }
-    zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
-    bf16 *obf = cuda_xbf_produce(c, act, (size_t)T * I);
-    if (!act && !obf) return zp_fail(ZP_ERR_BACKEND, "cuda gate_up_silu: act is NULL but no bf16 operand can be handed over");
-    silu_mul_bf16_kernel<<<zp_ceil_div((long)T * I / 4, 256), 256, 0, c->stream>>>((float *)act, obf, (const bf16 *)gu, T, I);
-    ZP_LAUNCH_CHECK("gate_up_silu");
     return ZP_OK;
 }

@@ -30,8 +30,7 @@ static uint64_t mix(uint64_t h, uint64_t v) {
 /* The backend's part of the key: the addresses and sizes of its own buffers that its kernels
  * read (the batch shape is in the model's part). */
 static uint64_t backend_key(const cuda_ctx *c, uint64_t key) {
-    const uint64_t parts[] = {(uint64_t)(uintptr_t)c->packed, c->packed_cap, (uint64_t)(uintptr_t)c->xbf, c->xbf_cap,
-                              (uint64_t)(uintptr_t)c->ybf, c->ybf_cap, (uint64_t)(uintptr_t)c->dec_part, c->dec_part_cap};
+    const uint64_t parts[] = {(uint64_t)(uintptr_t)c->packed, c->packed_cap, (uint64_t)(uintptr_t)c->dec_part, c->dec_part_cap};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) key = mix(key, parts[i]);
     return key ? key : 1;
 }

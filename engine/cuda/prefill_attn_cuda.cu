@@ -198,7 +198,7 @@ __global__ static void prefill_tile_kernel(float *out, bf16 *out_bf, const float
     for (int i = lane; i < nrows * D; i += 32) {
         const int rr = i / D, d = i % D;
         const size_t oi = ((size_t)(row0 + rr) * Hq + h) * D + d;
-        out[oi] = Os[rr * L::LDO + d] / lrow[rr];
+        if (out) out[oi] = Os[rr * L::LDO + d] / lrow[rr];
         if (out_bf) out_bf[oi] = __float2bfloat16(Os[rr * L::LDO + d] / lrow[rr]);
     }
 }
@@ -230,16 +230,15 @@ zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, co
     if (!c->fp32 && c->n_ptiles > 0) {
         const bf16 *kc = (const bf16 *)k_cache + layer_off, *vc = (const bf16 *)v_cache + layer_off;
         const int G = d->n_heads / d->n_kv_heads, D = d->head_dim;
-        float *o = (float *)out;
         const float *qf = (const float *)q;
         const int fits = (D == 64 && prefill_tile_fits<64, 64>(G)) || (D == 128 && prefill_tile_fits<128, 64>(G)) ||
                          (D == 256 && prefill_tile_fits<256, 32>(G));
+        bf16 *obf = (bf16 *)out; /* bf16 storage: the operand type is bf16 */
         if (fits) {
-            bf16 *obf = cuda_xbf_produce(c, out, (size_t)c->b.n_tokens * d->n_heads * D); /* the output projection's operand */
-            if (D == 64) return prefill_tile_launch<64, 64>(c, d, o, obf, qf, kc, vc);
-            if (D == 128) return prefill_tile_launch<128, 64>(c, d, o, obf, qf, kc, vc);
-            return prefill_tile_launch<256, 32>(c, d, o, obf, qf, kc, vc);
+            if (D == 64) return prefill_tile_launch<64, 64>(c, d, NULL, obf, qf, kc, vc);
+            if (D == 128) return prefill_tile_launch<128, 64>(c, d, NULL, obf, qf, kc, vc);
+            return prefill_tile_launch<256, 32>(c, d, NULL, obf, qf, kc, vc);
         }
     }
-    return cuda_attn_rows(c, d, (float *)out, NULL, (const float *)q, k_cache, v_cache, layer);
+    return cuda_attn_rows(c, d, cuda_operand_f32(c, out), cuda_operand_bf16(c, out), (const float *)q, k_cache, v_cache, layer);
 }

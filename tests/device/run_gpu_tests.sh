@@ -8,21 +8,15 @@
 # The GPU machine has no Debian -dev packages: carry the .debs that `make devdeps` downloads
 # (folder .devdeps, git-ignored); they are unpacked into /tmp, not installed.
 # Usage there:  bash tests/device/run_gpu_tests.sh [--no-bench | --suites]     (logs under $OUT if set)
-#   --suites: only the build, the gpu-labelled suites and memcheck of test_cuda_scoring (fits
+#   --suites: only the build, the gpu-labelled suites, the kernel lab's validation and memcheck of test_cuda_scoring (fits
 #   one 10-minute device call; the whole script no longer does)
 set -uo pipefail
 LOG=${OUT:-/tmp}/gpu_tests.log
 exec > >(tee "$LOG") 2>&1
-DEPS=/tmp/zipage-deps
-A=x86_64-linux-gnu
-mkdir -p "$DEPS"
-for f in .devdeps/*.deb; do dpkg -x "$f" "$DEPS"; done
-export LD_LIBRARY_PATH="$DEPS/usr/lib/$A:$DEPS/usr/lib/$A/openblas-openmp:${LD_LIBRARY_PATH:-}"
+source tests/device/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 nvcc --version | tail -2
-cmake -S . -B build-gpu -DZIPAGE_CUDA=ON -DZIPAGE_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$DEPS/usr" \
-  -DZP_OPENBLAS_LIB="$DEPS/usr/lib/$A/openblas-openmp/libopenblas.so" -DZP_CBLAS_INCLUDE="$DEPS/usr/include/$A/openblas-openmp" >/dev/null \
-  && cmake --build build-gpu -j "$(nproc)" 2>&1 | grep -E "error|warning|Built target zipage$" || exit 1
+gpu_build . build-gpu || exit 1
 rc=0
 build-gpu/tests/test_cuda_ops > /tmp/ops.log 2>&1
 s=$?
@@ -31,6 +25,8 @@ if [ $s -ne 0 ] && [ $s -ne 1 ]; then
   cuda-gdb -batch -ex run -ex bt build-gpu/tests/test_cuda_ops 2>&1 | tail -25
 fi
 (cd build-gpu && ctest -L gpu --output-on-failure -V 2>&1 | grep -vE "^[0-9]+: Test command|^[0-9]+: Working|^[0-9]+: Environment|^UpdateCTest|^Parse|^Test project|^Constructing|^Checking|^Updating") || rc=1
+echo "== the kernel lab (dev/cuda): every decode-attention variant against the CPU reference"
+for shape in "256 384 256" "8 4096 256 --scatter" "150 300 16 --heads 32 8 64"; do build-gpu/dev_decode_attention all $shape || rc=1; done
 if [ "${1:-}" = "--suites" ]; then
   compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/tests/test_cuda_scoring > /tmp/san_memcheck.log 2>&1
   s=$?; echo "test_cuda_scoring memcheck: exit $s; $(grep -E 'ERROR SUMMARY' /tmp/san_memcheck.log | tail -1)"

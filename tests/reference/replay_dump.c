@@ -107,9 +107,9 @@ int main(int argc, char **argv) {
     TRY(r.be->alloc_cache(r.be, (size_t)NB * r.bs * r.H * r.D, &r.kv.k));
     TRY(r.be->alloc_cache(r.be, (size_t)NB * r.bs * r.H * r.D, &r.kv.v));
     TRY(r.be->alloc_cache(r.be, (size_t)r.w * Hq * r.D, &r.kv.q));
-    TRY(r.be->alloc(r.be, (size_t)NB * r.bs * r.H, &r.kv.score));
-    TRY(r.be->alloc(r.be, (size_t)r.P * Hq * r.D, &r.qbuf));
-    TRY(r.be->alloc(r.be, (size_t)r.P * Hq * 2, &r.stats));
+    TRY(r.be->alloc(r.be, (size_t)NB * r.bs * r.H, ZP_ACT_F32, &r.kv.score));
+    TRY(r.be->alloc(r.be, (size_t)r.P * Hq * r.D, ZP_ACT_F32, &r.qbuf));
+    TRY(r.be->alloc(r.be, (size_t)r.P * Hq * 2, ZP_ACT_F32, &r.stats));
     const zp_policy_ops *ops = policy_find(argv[2]);
     zp_kv_geometry geo;
     if (!ops) { fprintf(stderr, "replay_dump: unknown policy %s\n", argv[2]); return 1; }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# gpu_env.sh - sourced by the GPU machine's scripts (run_gpu_tests.sh, bench/before_after.sh):
+# unpacks the Debian packages that `make devdeps` downloads (.devdeps, carried into the call;
+# the machine has no -dev packages) into /tmp/zipage-deps, puts their libraries on
+# LD_LIBRARY_PATH, and defines gpu_build SRC BUILD: configure SRC with CUDA (sm_90, warnings
+# as errors) and build it, printing only errors, warnings and the last target line.
+# Run from the repository root.
+DEPS=/tmp/zipage-deps
+A=x86_64-linux-gnu
+mkdir -p "$DEPS"
+for f in .devdeps/*.deb; do dpkg -x "$f" "$DEPS"; done
+export LD_LIBRARY_PATH="$DEPS/usr/lib/$A:$DEPS/usr/lib/$A/openblas-openmp:${LD_LIBRARY_PATH:-}"
+
+gpu_build() {
+  cmake -S "$1" -B "$2" -DZIPAGE_CUDA=ON -DZIPAGE_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$DEPS/usr" \
+    -DZP_OPENBLAS_LIB="$DEPS/usr/lib/$A/openblas-openmp/libopenblas.so" -DZP_CBLAS_INCLUDE="$DEPS/usr/include/$A/openblas-openmp" \
+    >/dev/null || return 1
+  cmake --build "$2" -j "$(nproc)" 2>&1 | grep -E "error|warning|Built target zipage$"
+  [ "${PIPESTATUS[0]}" -eq 0 ]
+}

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend_options.h" /* zp_backend_options, zp_op_kind */
 #include "scorers.h"
 #include "status.h"
 
@@ -79,9 +80,6 @@ typedef struct {
  * gate/up and activation, the GEMM outputs added to the residual): bf16 on CUDA in bf16 storage,
  * fp32 on the CPU and in CUDA's fp32 parity mode. */
 typedef enum { ZP_ACT_F32 = 0, ZP_ACT_OPERAND = 1 } zp_act_type;
-
-/* Kinds of device work that profiling (ZIPAGE_PROFILE=1, CUDA) times separately. */
-typedef enum { ZP_OP_GEMM, ZP_OP_ATTENTION, ZP_OP_ELEMENTWISE, ZP_OP_SAMPLING, ZP_OP_COUNT } zp_op_kind;
 
 typedef struct zp_backend zp_backend;
 struct zp_backend {
@@ -202,19 +200,6 @@ struct zp_backend {
     zp_status (*graph_begin)(zp_backend *be, uint64_t key, int *hit, int *recording);
     zp_status (*graph_end)(zp_backend *be, int ok);
 };
-
-/* A backend's tuning options (benchmark A/B switches; the defaults are what the measurements
- * chose, bench/RESULTS.md). The library reads no environment: the command line sets them
- * (tools/cli_options.c: flags, and the ZIPAGE_* variables for the benchmark scripts). What each
- * does is in the backend file named. */
-typedef struct {
-    int compress_priority_low; /* compression's stream below the model's: decode blocks first (backend_cuda.cu) */
-    int profile;               /* CUDA events around every op (backend_cuda.cu) */
-    int gemm_tune;             /* cublasLt algorithms timed per GEMM shape (gemm_cuda.cu) */
-} zp_backend_options;
-
-/* The measured defaults. */
-zp_backend_options zp_backend_options_default(void);
 
 /* The CPU reference backend (fp32, BLAS sgemm, OpenMP). n_threads <= 0: OpenMP default. */
 zp_status zp_backend_cpu_create(int n_threads, zp_backend **out);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "settings.h" /* the defaults' schema */
+
 
 static double now_s(void) {
     struct timespec ts;
@@ -32,16 +34,8 @@ zp_engine_config zp_engine_config_default(void) {
     zp_engine_config c;
     memset(&c, 0, sizeof c);
     c.backend = default_backend_set ? default_backend : zp_backend_options_default();
-    c.device = "cpu";
-    c.block_size = 256;
-    c.max_num_seqs = 256;
-    c.max_num_batched_tokens = 8192;
-    c.enable_prefix_cache = 1;
-    c.policy = "full";
-    c.nmax = 8;
-    c.window = 0; /* the policy's default (policy.h) */
+    zp_settings_defaults(zp_engine_settings, zp_engine_n_settings, &c); /* the schema's rows (settings.h) */
     c.max_compress_blocks = 600;
-    c.gpu_memory_utilization = 0.9;
     c.cuda_graphs = -1;
     return c;
 }

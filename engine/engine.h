@@ -3,46 +3,41 @@
  * One engine = one model on one backend, a paged KV pool, a scheduler and the sampler.
  * Each step runs either a prefill batch or a decode batch and samples one token per
  * scheduled request. Requests are token ids; text and chat templates live outside.
+ * The engine is opaque: this header shows none of its parts (the backend's op table, the
+ * model, the scheduler, the compressor; engine_internal.h, for the engine's own files and its
+ * white-box tests).
  */
 #ifndef ZP_ENGINE_H
 #define ZP_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include "compress.h"
-#include "model.h"
-#include "sampler.h"
-#include "scheduler.h"
+#include "backend_options.h" /* zp_backend_options, ZP_OP_COUNT */
+#include "config.h"          /* zp_model_config */
+#include "sampler.h"         /* zp_sampling_params, zp_finish_reason */
+#include "settings.h"        /* ZP_ENGINE_SETTINGS: the config's schema */
+#include "status.h"
 
 typedef struct {
     const char *model_dir;     /* checkpoint folder; with random_weights a preset name or config */
     int random_weights;        /* 1: mkmodel's seeded weights built in memory (benchmarks) */
     uint64_t weight_seed;
-    const char *device;        /* "cpu" (default), "cuda", "cuda:N" */
-    const char *precision;     /* CUDA storage: "bf16" (default) or "fp32" (parity mode) */
     int n_threads;             /* <= 0: OpenMP default */
-    int block_size;            /* tokens per KV block, default 256 */
+    /* the schema's settings (settings.h ZP_ENGINE_SETTINGS: device, precision, block_size,
+     * gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, enable_prefix_cache,
+     * scheduler, async_compress, policy, nmax, window (0: the policy's), max_concurrency (0:
+     * min(max_num_seqs, num_blocks / (nmax + 1))), kv_pool_tokens (0: CPU 32768 tokens, at most
+     * 2 GiB; CUDA from free memory)), each with its default and range there */
+    ZP_ENGINE_SETTINGS(ZP_SETTING_FIELD)
     int num_blocks;            /* KV pool blocks; 0: from kv_pool_tokens */
-    int64_t kv_pool_tokens;    /* KV pool size in tokens; 0: default (CPU: 32768 tokens, at most 2 GiB;
-                                  CUDA: from free memory, see gpu_memory_utilization) */
     double kv_pool_bytes;      /* or the KV state's memory in bytes: K/V blocks plus, with an evicting
                                   policy, its score cache and query slots, so every policy gets the
                                   same memory (excludes kv_pool_tokens); 0: unused */
-    float gpu_memory_utilization; /* CUDA: share of device memory for weights, activations and KV (default 0.9) */
-    int max_num_seqs;          /* default 256 */
-    int max_num_batched_tokens;/* default 8192 */
-    int enable_prefix_cache;   /* default on */
     int host_only;             /* sample and score compression on the host even on CUDA (tests, debugging) */
     int cuda_graphs;           /* replay decode forwards as CUDA graphs, one per batch shape: -1 (default) where the
                                   backend has them, 0 off, 1 on (an error on a backend without them) */
-    /* compression */
-    const char *policy;        /* "full" (default), "zipage", "snapkv-d", ... (policies/) */
     const char *policy_params; /* JSON object of policy parameters, NULL for defaults */
-    int nmax;                  /* N_max: blocks kept per request after compression (default 8) */
-    int window;                /* w: window queries kept per request (0: the policy's default, policy.h) */
-    int max_concurrency;       /* M query slots; 0: min(max_num_seqs, num_blocks / (nmax + 1)) */
-    const char *scheduler;     /* "hybrid" (default with an evicting policy), "strict", "full" */
-    int async_compress;        /* compress on a worker thread while others decode */
     int max_compress_blocks;   /* async: requests per compression task = this / (nmax + 1) (default 600) */
     zp_backend_options backend; /* the backend's tuning options (default: zp_engine_set_default_backend_options) */
 } zp_engine_config;
@@ -126,6 +121,12 @@ size_t zp_engine_weight_bytes(const zp_engine *e);
  * except an untied embedding table (a step gathers only its n_tokens rows of it, hidden values
  * each, which the caller adds; a tied table is read whole by the output head). */
 size_t zp_engine_step_weight_bytes(const zp_engine *e);
+
+/* The logits of one prompt's prefill through cfg's model alone (no pool, scheduler or
+ * sampling; a private KV store of exactly its length, block 16): the last position's, or every
+ * position's with all_positions. *logits [rows][vocab] is malloc'ed; the caller frees it. */
+zp_status zp_prompt_logits(const zp_engine_config *cfg, const int *prompt, int n_prompt, int all_positions, float **logits, int *rows,
+                           int *vocab);
 
 /* Queues one sample of a prompt. (request_id, sample_index, seed) key its random numbers. */
 zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, const zp_sampling_params *sp,

@@ -6,8 +6,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "compress.h"  /* the compressor, policies */
 #include "engine.h"
 #include "geometry.h"
+#include "model.h"     /* the model, the backend's op table */
+#include "scheduler.h" /* requests, the pool, the scheduler */
 
 struct zp_engine {
     zp_engine_config cfg;

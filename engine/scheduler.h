@@ -27,7 +27,6 @@ typedef enum { ZP_SEQ_WAITING, ZP_SEQ_RUNNING, ZP_SEQ_FINISHED } zp_seq_status;
 /* Where a request stands with its next compression: none pending; planned by the scheduler
  * (target and release tables set, not yet started); handed to the compression worker. */
 typedef enum { ZP_COMPRESS_NONE, ZP_COMPRESS_PLANNED, ZP_COMPRESS_IN_FLIGHT } zp_compress_phase;
-typedef enum { ZP_FINISH_NONE, ZP_FINISH_EOS, ZP_FINISH_STOP, ZP_FINISH_LENGTH, ZP_FINISH_MAX_POS, ZP_FINISH_COUNT } zp_finish_reason;
 
 typedef struct {
     int64_t request_id;   /* caller's id (e.g. problem index): keys the RNG */

@@ -285,21 +285,7 @@ static zp_status open_run(run_ctx *c, const exp_run *r, const char *model_dir, c
         return zp_fail(ZP_ERR_INVALID, "dataset %s needs the code sandbox: install bubblewrap (make deps) or pass --unsafe-no-sandbox", c->ds.name);
     zp_engine_config ec = zp_engine_config_default();
     runner_model_config(r, model_dir, &ec);
-    ec.device = r->device;
-    ec.precision = r->precision;
-    ec.block_size = r->block_size;
-    ec.kv_pool_tokens = r->kv_pool_tokens;
-    ec.gpu_memory_utilization = r->gpu_memory_utilization;
-    ec.max_num_seqs = r->max_num_seqs;
-    ec.max_num_batched_tokens = r->max_num_batched_tokens;
-    ec.enable_prefix_cache = r->prefix_cache;
-    ec.policy = r->policy;
-    ec.policy_params = r->policy_params[0] ? r->policy_params : NULL;
-    ec.nmax = r->nmax ? r->nmax : 8;
-    ec.window = r->window; /* resolved at expansion: the axis, or the policy's default */
-    ec.max_concurrency = r->max_concurrency;
-    ec.scheduler = r->scheduler;
-    ec.async_compress = r->async;
+    exp_engine_config(r, &ec);
     ZP_TRY(zp_engine_init(&ec, &c->e));
     ZP_TRY(zp_tokenizer_load(model_dir, &c->tok));
     return add_requests(c, r, model_dir);

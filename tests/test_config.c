@@ -3,7 +3,10 @@
 #include <string.h>
 
 #include "config.h"
+#include "cli_engine.h"
 #include "cli_options.h"
+#include "engine.h"
+#include "settings.h"
 #include "test_util.h"
 
 static void test_presets(void) {
@@ -178,10 +181,64 @@ static void test_backend_options(void) {
     CHECK_FAILS(cli_backend_option("gemm_tune", &k), ZP_ERR_INVALID, "expected NAME=VALUE");
 }
 
+/* The engine settings' schema (engine/settings.h) behind the defaults and the command line:
+ * every row's default is zp_engine_config_default's; every row is a flag that sets its field
+ * (a switch flips a boolean), refuses a value outside its range naming the flag, and is listed
+ * in the usage. */
+static void test_engine_schema(void) {
+    const zp_engine_config d = zp_engine_config_default();
+    char flag[64], *usage = NULL;
+    size_t n_usage = 0;
+    FILE *u = open_memstream(&usage, &n_usage);
+    cli_engine_usage(u);
+    fclose(u);
+    CHECK(zp_engine_n_settings >= 14);
+    for (int i = 0; i < zp_engine_n_settings; i++) {
+        const zp_setting *s = &zp_engine_settings[i];
+        const void *f = (const char *)&d + s->offset;
+        zp_setting_flag(s, flag, sizeof flag);
+        CHECK(strstr(usage, flag) != NULL);
+        zp_engine_config c = zp_engine_config_default();
+        void *g = (char *)&c + s->offset;
+        int matched = 0;
+        switch (s->type) {
+        case ZP_SET_STR:
+            CHECK(s->def_str ? !strcmp(*(const char *const *)f, s->def_str) : *(const char *const *)f == NULL);
+            CHECK_OK(cli_engine_flag(flag, "xyz", &c, &matched));
+            CHECK(matched && !strcmp(*(const char *const *)g, "xyz"));
+            break;
+        case ZP_SET_BOOL:
+            CHECK(*(const int *)f == (int)s->def && cli_engine_switch(flag));
+            CHECK_OK(cli_engine_flag(flag, NULL, &c, &matched));
+            CHECK(matched && *(const int *)g == !(int)s->def);
+            break;
+        default: {
+            const double want = s->hi > s->lo + 1 ? s->lo + 1 : s->hi;
+            char v[64], high[64];
+            snprintf(v, sizeof v, "%.17g", want);
+            snprintf(high, sizeof high, "%.17g", s->hi * 2 + 1);
+            CHECK(s->type == ZP_SET_FLOAT ? *(const float *)f == (float)s->def
+                  : s->type == ZP_SET_I64 ? *(const int64_t *)f == (int64_t)s->def : *(const int *)f == (int)s->def);
+            CHECK_OK(cli_engine_flag(flag, v, &c, &matched));
+            CHECK(matched && (s->type == ZP_SET_FLOAT ? *(const float *)g == (float)want
+                              : s->type == ZP_SET_I64 ? *(const int64_t *)g == (int64_t)want : *(const int *)g == (int)want));
+            CHECK_FAILS(cli_engine_flag(flag, high, &c, &matched), ZP_ERR_INVALID, flag);
+            if (s->type != ZP_SET_FLOAT) CHECK_FAILS(cli_engine_flag(flag, "2.5", &c, &matched), ZP_ERR_INVALID, "whole number");
+        }
+        }
+    }
+    free(usage);
+    int matched = 1;
+    zp_engine_config c = zp_engine_config_default();
+    CHECK_OK(cli_engine_flag("--no-such-flag", "1", &c, &matched));
+    CHECK(!matched);
+}
+
 int main(void) {
     test_presets();
     test_malformed();
     test_refusals();
     test_backend_options();
+    test_engine_schema();
     return zp_test_finish("test_config");
 }

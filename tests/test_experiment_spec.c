@@ -67,6 +67,10 @@ int main(void) {
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"kind\":\"bench\"}", "\"kind\" must be"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"gpu_memory_utilization\":1.5}", "\"gpu_memory_utilization\" must be a number in"},
                             {"[1,2]", "not a JSON object"},
+                            /* a boolean is a boolean, and only an axis setting takes a list */
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"prefix_cache\":1}", "\"prefix_cache\" must be true or false"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"block_size\":[16,32]}", "\"block_size\" must be a number in"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"policy\":[\"zipage\",3]}", "\"policy\" values must be strings"},
                             /* a cross product too large to run (found by the experiment fuzzer: it looped for minutes) */
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"policy\":\"zipage\",\"nmax\":[1,2,3,4,5,6,7,8],\"window\":[1,2,3,4,5,6,7,8],"
                              "\"policy_params\":{\"lambda\":[0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8],\"decay\":[0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9]}}",
@@ -106,16 +110,35 @@ int main(void) {
         CHECK(seen == 255);
         exp_free(&pc);
     }
-    /* gpu_memory_utilization reaches the runs and their resolved configuration only when set */
+    /* gpu_memory_utilization reaches the runs and their resolved configuration (every setting is there) */
     FILE *f = fopen(path, "w");
     fputs("{\"model\":\"m\",\"dataset\":\"d\",\"device\":\"cuda\",\"gpu_memory_utilization\":0.8}", f);
     fclose(f);
     experiment g;
     CHECK_OK(exp_load(path, NULL, &g));
-    CHECK(g.n_runs == 1 && g.runs[0].gpu_memory_utilization == 0.8f && strstr(g.runs[0].resolved, "\"gpu_memory_utilization\":0.8}"));
+    CHECK(g.n_runs == 1 && g.runs[0].gpu_memory_utilization == 0.8f && strstr(g.runs[0].resolved, "\"gpu_memory_utilization\":0.8,"));
     exp_free(&g);
     CHECK_OK(exp_load("smoke", ZIPAGE_SOURCE_DIR "/experiments", &g));
-    CHECK(g.runs[0].gpu_memory_utilization == 0.9f && !strstr(g.runs[0].resolved, "gpu_memory_utilization"));
+    CHECK(g.runs[0].gpu_memory_utilization == 0.9f && strstr(g.runs[0].resolved, "\"gpu_memory_utilization\":0.9,"));
+    exp_free(&g);
+    /* the schema: every setting of both tables is in the resolved configuration, an axis setting
+     * of the engine's table expands (kv_pool_tokens, last and fastest), and the engine config
+     * of a run takes every engine setting */
+    f = fopen(path, "w");
+    fputs("{\"model\":\"m\",\"dataset\":[\"d1\",\"d2\"],\"policy\":\"zipage\",\"kv_pool_tokens\":[4096,8192],\"async\":true,"
+          "\"prefix_cache\":false,\"block_size\":16,\"max_num_seqs\":7}", f);
+    fclose(f);
+    CHECK_OK(exp_load(path, NULL, &g));
+    CHECK(g.n_runs == 4 && !strcmp(g.runs[1].dataset, "d1") && g.runs[1].kv_pool_tokens == 8192 && !strcmp(g.runs[2].dataset, "d2"));
+    for (int i = 0; i < exp_n_settings; i++) {
+        char key[80];
+        snprintf(key, sizeof key, "\"%s\":", exp_settings[i].name);
+        CHECK(strstr(g.runs[0].resolved, key) != NULL);
+    }
+    zp_engine_config ec = zp_engine_config_default();
+    exp_engine_config(&g.runs[1], &ec);
+    CHECK(ec.kv_pool_tokens == 8192 && ec.async_compress == 1 && ec.enable_prefix_cache == 0 && ec.block_size == 16 && ec.max_num_seqs == 7 &&
+          !strcmp(ec.policy, "zipage") && ec.window == 16 && !strcmp(ec.scheduler, "hybrid"));
     exp_free(&g);
     return zp_test_finish("test_experiment_spec");
 }

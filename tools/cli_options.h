@@ -4,7 +4,8 @@
 #ifndef ZP_CLI_OPTIONS_H
 #define ZP_CLI_OPTIONS_H
 
-#include "backend.h"
+#include "backend_options.h"
+#include "status.h"
 
 /* One NAME=VALUE into o. An unknown name or a value outside its set fails naming both and
  * the accepted values, so that a mistyped A/B switch never runs the default under its label. */

@@ -27,7 +27,7 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: zipage bench (--model DIR | --preset NAME) [--device cpu|cuda] [--workload fixed|reasoning] [flags]\n"
                "  --model DIR            checkpoint folder;  --preset NAME: a preset (models/) or config.json with random weights\n"
-               "  --weight-seed S        seed of the random weights (default 1);  --precision P: CUDA bf16 (default) or fp32\n"
+               "  --weight-seed S        seed of the random weights (default 1)\n"
                "  --workload W           fixed (default): --batch B --prompt P --gen T (defaults 8, 128, 32)\n"
                "                         reasoning: --requests N (default 64) --datasets aime24,amc23 --max-tokens 32768\n"
                "  --temperature T        sampling (default: fixed 0 = greedy; reasoning 0.6 with top-p 0.95, top-k 20)\n"

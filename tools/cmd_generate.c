@@ -26,8 +26,6 @@ static void usage(FILE *f, const char *cmd) {
     fprintf(f,
             "usage: zipage %s --model DIR --prompt-ids 1,2,3 [flags]\n"
             "  --model DIR            checkpoint folder (config.json + safetensors)\n"
-            "  --device D             cpu (default), cuda, cuda:N\n"
-            "  --precision P          CUDA storage: bf16 (default) or fp32\n"
             "  --prompt-ids LIST      prompt token ids, comma separated\n"
             "  --prompt TEXT          a user message, rendered with the model's chat template and tokenizer\n"
             "  --system TEXT          system prompt for --prompt;  --raw: no chat template;  --no-thinking (Qwen3)\n"
@@ -188,30 +186,13 @@ static zp_status write_logits_json(const char *path, const gen_args *g, const fl
     return ZP_OK;
 }
 
-/* One prefill of the prompt through the model with a private KV store of exactly its length. */
+/* One prefill of the prompt through the model alone (zp_prompt_logits). */
 static zp_status run_logits(const gen_args *g) {
-    zp_backend *be;
-    ZP_TRY(zp_backend_create(g->ec.device, g->ec.precision, g->ec.n_threads, &g->ec.backend, &be));
-    zp_model *m = NULL;
-    zp_kv_storage kv = {0};
-    zp_status s = zp_model_load(g->ec.model_dir, be, &m);
-    const int T = g->n_prompt, bs = 16, nb = (T + bs - 1) / bs, rows = g->all_positions ? T : 1;
-    int *pos = malloc(sizeof(int) * (size_t)T * 3), *bt = malloc(sizeof(int) * (size_t)nb);
-    float *lg = NULL;
-    if (s == ZP_OK && (!pos || !bt)) s = zp_fail(ZP_ERR_OOM, "logits: out of memory");
-    if (s == ZP_OK) s = zp_model_kv_alloc(m, nb, bs, &kv);
-    if (s == ZP_OK && !(lg = malloc(sizeof(float) * (size_t)rows * (size_t)m->cfg.vocab))) s = zp_fail(ZP_ERR_OOM, "logits: out of memory");
-    if (s == ZP_OK) {
-        int *slots = pos + T, *out_rows = pos + 2 * T, q0 = 0, kvl = T;
-        for (int t = 0; t < T; t++) { pos[t] = t; slots[t] = t; out_rows[t] = g->all_positions ? t : T - 1; }
-        for (int b = 0; b < nb; b++) bt[b] = b;
-        zp_batch b = {T, 1, g->prompt, pos, slots, &q0, &T, &kvl, bt, nb, rows, out_rows, 1, 0, NULL, NULL};
-        s = zp_model_forward(m, &b, &kv, lg);
-    }
-    if (s == ZP_OK) s = write_logits_json(g->out_json, g, lg, rows, m->cfg.vocab);
-    free(lg); free(pos); free(bt);
-    if (m) { zp_model_kv_free(m, &kv); zp_model_free(m); }
-    be->destroy(be);
+    float *lg;
+    int rows, V;
+    ZP_TRY(zp_prompt_logits(&g->ec, g->prompt, g->n_prompt, g->all_positions, &lg, &rows, &V));
+    zp_status s = write_logits_json(g->out_json, g, lg, rows, V);
+    free(lg);
     return s;
 }
 

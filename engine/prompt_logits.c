@@ -1,0 +1,38 @@
+/* prompt_logits.c - the logits of one prompt's prefill through a model alone: what `zipage
+ * logits` writes and the transformers comparisons read. No pool, scheduler, compression or
+ * sampling; a private KV store of exactly the prompt's length. */
+#include <stdlib.h>
+
+#include "engine.h"
+#include "model.h"
+
+zp_status zp_prompt_logits(const zp_engine_config *cfg, const int *prompt, int n_prompt, int all_positions, float **logits, int *rows,
+                           int *vocab) {
+    *logits = NULL;
+    if (n_prompt <= 0) return zp_fail(ZP_ERR_INVALID, "logits: an empty prompt");
+    zp_backend *be;
+    ZP_TRY(zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &cfg->backend, &be));
+    zp_model *m = NULL;
+    zp_kv_storage kv = {0};
+    zp_status s = zp_model_load(cfg->model_dir, be, &m);
+    const int T = n_prompt, bs = 16, nb = (T + bs - 1) / bs, R = all_positions ? T : 1;
+    int *pos = malloc(sizeof(int) * (size_t)T * 3), *bt = malloc(sizeof(int) * (size_t)nb);
+    float *lg = NULL;
+    if (s == ZP_OK && (!pos || !bt)) s = zp_fail(ZP_ERR_OOM, "logits: out of memory");
+    if (s == ZP_OK) s = zp_model_kv_alloc(m, nb, bs, &kv);
+    if (s == ZP_OK && !(lg = malloc(sizeof(float) * (size_t)R * (size_t)m->cfg.vocab))) s = zp_fail(ZP_ERR_OOM, "logits: out of memory");
+    if (s == ZP_OK) {
+        int *slots = pos + T, *out_rows = pos + 2 * T, q0 = 0, kvl = T;
+        for (int t = 0; t < T; t++) { pos[t] = t; slots[t] = t; out_rows[t] = all_positions ? t : T - 1; }
+        for (int b = 0; b < nb; b++) bt[b] = b;
+        zp_batch b = {T, 1, prompt, pos, slots, &q0, &T, &kvl, bt, nb, R, out_rows, 1, 0, NULL, NULL};
+        s = zp_model_forward(m, &b, &kv, lg);
+    }
+    if (s == ZP_OK) { *logits = lg; *rows = R; *vocab = m->cfg.vocab; }
+    else free(lg);
+    free(pos);
+    free(bt);
+    if (m) { zp_model_kv_free(m, &kv); zp_model_free(m); }
+    be->destroy(be);
+    return s;
+}

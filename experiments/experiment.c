@@ -68,7 +68,8 @@ static zp_status parse_base(const cJSON *r, const char *src, exp_run *b) {
     if (!b->scheduler[0]) snprintf(b->scheduler, sizeof b->scheduler, "hybrid"); /* full KV runs get "full" at expansion */
     if (strcmp(b->grader, "builtin") && strcmp(b->grader, "math-verify"))
         return zp_fail(ZP_ERR_INVALID, "%s: \"grader\" must be \"builtin\" or \"math-verify\"", src);
-    if (!b->model[0] || !cJSON_GetObjectItemCaseSensitive(r, "dataset"))
+    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(r, "dataset");
+    if (!b->model[0] || !ds || cJSON_IsNull(ds) || (cJSON_IsString(ds) && !ds->valuestring[0]))
         return zp_fail(ZP_ERR_INVALID, "%s: \"model\" and \"dataset\" are required", src);
     char kind[32] = "generate";
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "kind");

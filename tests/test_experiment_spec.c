@@ -49,6 +49,8 @@ int main(void) {
     /* errors */
     const char *bad[][2] = {{"{\"model\":\"m\",\"dataset\":\"d\",\"nmaxx\":[1]}", "unknown key \"nmaxx\""},
                             {"{\"dataset\":\"d\"}", "\"model\" and \"dataset\" are required"},
+                            {"{\"model\":\"m\",\"dataset\":null}", "\"model\" and \"dataset\" are required"},
+                            {"{\"model\":\"m\",\"dataset\":\"\"}", "\"model\" and \"dataset\" are required"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"samples\":0}", "\"samples\" must be a number in [1"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"nmax\":[\"x\"]}", "\"nmax\" values must be whole numbers in [1, 1e+06]"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"nmax\":0}", "\"nmax\" values must be whole numbers in [1"},

@@ -21,7 +21,5 @@ zp_status cli_list(const char *flag, const char *v);
 /* Prints "zipage <cmd>: error: <last error>" and returns exit code 1 (2 for usage errors). */
 int cli_report(const char *cmd, zp_status s);
 double cli_now(void);
-/* Peak resident memory of this process in MiB. */
-double cli_peak_rss_mib(void);
 
 #endif

@@ -1,28 +1,16 @@
-/* cmd_bench.c - `zipage bench`: throughput of one engine configuration on a fixed or a
- * reasoning workload (bench_workload.h), as one CSV row: tokens/s, requests/s, running
- * requests, decode step time, time shares of the decode steps (GEMM, attention, elementwise,
- * sampling, host: device shares need --profile, CUDA), the share of the wall time spent
- * compressing, device memory, and the ratio to the memory-bandwidth roofline (weights + K/V
- * attended per decode step, over the copy bandwidth measured at the start of the same run).
- * --preset builds a real shape with random weights in memory (no checkpoint file); --pools
- * sweeps KV-pool sizes on one set of weights; --max-seconds cuts each run at a time limit and
- * still reports it (throughput at capacity of workloads longer than a 10-minute device call);
- * SIGINT or SIGTERM (Ctrl-C, `timeout`) cuts the run in progress the same way, writes its row
- * and stops before the next pool, so a killed sweep keeps what it measured. A benchmark, not a
- * test: compare ratios measured in one run. The transformers peer writes the same columns
- * (bench/peer_hf.py). */
-#include <errno.h>
+/* cmd_bench.c - `zipage bench`: its flags and usage; the benchmark itself is bench/bench_run.c
+ * (one engine configuration on a fixed or a reasoning workload, one CSV row per pool). SIGINT
+ * or SIGTERM (Ctrl-C, `timeout`) cuts the run in progress, which is still reported, and stops
+ * before the next pool, so a killed sweep keeps what it measured. The transformers peer writes
+ * the same columns (bench/peer_hf.py). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "bench_timeline.h"
-#include "bench_workload.h"
-#include "cli_common.h" /* flag parsing, cli_now, cli_peak_rss_mib */
+#include "bench_run.h"
+#include "cli_common.h" /* flag parsing */
 #include "cli_engine.h" /* engine flags shared with generate */
-#include "mkmodel.h"    /* zp_preset_dir */
 
 static void usage(FILE *f) {
     fprintf(f, "usage: zipage bench (--model DIR | --preset NAME) [--device cpu|cuda] [--workload fixed|reasoning] [flags]\n"
@@ -57,20 +45,6 @@ static void usage(FILE *f) {
     cli_engine_usage(f);
 }
 
-typedef struct {
-    zp_engine_config ec;
-    const char *workload, *datasets, *csv, *label, *model_name, *timeline;
-    const char *dump;          /* --dump-workload: write the reasoning requests there, run nothing */
-    int batch, prompt, gen, requests, max_tokens, profile;
-    int no_warmup_run;         /* fixed workload: time the first run (no untimed run before it) */
-    int n_pools, pool_bytes;   /* pool_bytes: the sizes are bytes of KV state, not tokens */
-    double pools[32];
-    char pool_spec[32][32];    /* each size as given (the CSV's pool column) */
-    float temperature, max_seconds, warmup_seconds, timeline_interval;
-    int64_t seed, weight_seed;
-} bench_args;
-
-/* One --pools entry: a token count, or a memory size with a GiB / MiB suffix (bytes). */
 static zp_status parse_pool(char *tok, double *value, int *bytes) {
     const size_t n = strlen(tok);
     *bytes = n > 3 && (!strcmp(tok + n - 3, "GiB") || !strcmp(tok + n - 3, "MiB"));
@@ -89,7 +63,7 @@ static zp_status parse_pool(char *tok, double *value, int *bytes) {
 }
 
 /* --pools: a comma-separated list of sizes, all token counts or all memory sizes. */
-static zp_status parse_pools(const char *v, bench_args *b) {
+static zp_status parse_pools(const char *v, bench_config *b) {
     char buf[1024];
     if (strlen(v) >= sizeof buf) return zp_fail(ZP_ERR_INVALID, "--pools: list too long");
     ZP_TRY(cli_list("--pools", v));
@@ -110,12 +84,8 @@ static zp_status parse_pools(const char *v, bench_args *b) {
 }
 
 /* Sets the engine's pool to --pools entry i. */
-static void set_pool(bench_args *b, int i) {
-    b->ec.kv_pool_tokens = b->pool_bytes ? 0 : (int64_t)b->pools[i];
-    b->ec.kv_pool_bytes = b->pool_bytes ? b->pools[i] : 0;
-}
 
-static zp_status parse(int argc, char **argv, bench_args *b) {
+static zp_status parse(int argc, char **argv, bench_config *b) {
     memset(b, 0, sizeof *b);
     b->ec = zp_engine_config_default();
     b->workload = "fixed";
@@ -161,7 +131,7 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
     if (!b->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR or --preset NAME is required");
     if (b->n_pools && b->ec.kv_pool_tokens) return zp_fail(ZP_ERR_INVALID, "--pools and --kv-pool-tokens exclude each other");
     if (b->n_pools && b->ec.kv_pool_bytes) return zp_fail(ZP_ERR_INVALID, "--pools and --kv-pool-gib exclude each other");
-    if (b->n_pools) set_pool(b, 0);
+    if (b->n_pools) bench_set_pool(b, 0);
     if (strcmp(b->workload, "fixed") && strcmp(b->workload, "reasoning"))
         return zp_fail(ZP_ERR_INVALID, "--workload: \"%s\" is neither fixed nor reasoning", b->workload);
     if (b->dump && strcmp(b->workload, "reasoning"))
@@ -180,28 +150,8 @@ static zp_status parse(int argc, char **argv, bench_args *b) {
     return ZP_OK;
 }
 
-/* The folder holding the tokenizer: the checkpoint, or the preset's folder. */
-static zp_status tokenizer_dir(const bench_args *b, char *out, size_t n) {
-    if (!b->ec.random_weights) { snprintf(out, n, "%s", b->ec.model_dir); return ZP_OK; }
-    return zp_preset_dir(b->ec.model_dir, out, n);
-}
-
-typedef struct {
-    double wall, copy_bw, mem_gib;
-    zp_engine_stats st;
-    size_t kv_token_bytes;
-    size_t step_weight_bytes;  /* read by every step: all weights but an untied embedding table */
-    size_t embed_row_bytes;    /* one token's embedding row */
-    const char *pool;          /* the --pools entry of this row, or "" */
-    int finished;              /* requests finished (all of them unless --max-seconds cut the run) */
-    double tps_steady;         /* generated tokens/s after --warmup-seconds (0: the run ended before) */
-    int unservable;            /* a request was refused: it can never fit this pool */
-} bench_result;
-
-/* The signal that asked the sweep to stop (SIGINT, SIGTERM), or 0. The handler only sets it;
- * a second signal of the same kind finds the default action again and ends the process. */
-static volatile sig_atomic_t bench_stop_signal;
-
+/* The handler only sets bench_stop_signal (bench_run.h); a second signal of the same kind finds
+ * the default action again and ends the process. */
 static void bench_on_signal(int sig) { bench_stop_signal = sig; }
 
 static void bench_catch_signals(void) {
@@ -214,230 +164,10 @@ static void bench_catch_signals(void) {
     sigaction(SIGTERM, &sa, NULL);
 }
 
-/* Frees the outputs finished so far; returns how many there were. */
-static int drain_finished(zp_engine *e) {
-    zp_output o[64];
-    int done = 0;
-    for (int n; (n = zp_engine_poll(e, o, 64)) > 0;)
-        for (int i = 0; i < n; i++, done++) zp_output_free(&o[i]);
-    return done;
-}
-
-static zp_status run_workload(const bench_args *b, zp_engine *e, const bench_workload *w, bench_timeline *tl, bench_result *res) {
-    zp_sampling_params sp = zp_sampling_default();
-    const int reasoning = !strcmp(b->workload, "reasoning");
-    sp.temperature = b->temperature >= 0 ? b->temperature : reasoning ? 0.6f : 0.f;
-    if (reasoning && b->temperature < 0) { sp.top_p = 0.95f; sp.top_k = 20; }
-    sp.ignore_eos = 1;
-    zp_status s = ZP_OK;
-    for (int r = 0; s == ZP_OK && r < w->n; r++) {
-        sp.max_tokens = w->gen[r];
-        s = zp_engine_add_request(e, w->prompt[r], w->prompt_len[r], &sp, r, 0, (uint64_t)b->seed);
-    }
-    res->unservable = s == ZP_ERR_CAPACITY;
-    const double t0 = cli_now();
-    double tw = b->warmup_seconds > 0 ? -1.0 : t0; /* when the steady window began (-1: not yet) */
-    int64_t gw = 0;
-    zp_engine_stats st;
-    zp_engine_get_stats(e, &st);
-    bench_timeline_begin(tl, b->label, res->pool, t0, &st);
-    int cut = 0;
-    res->finished = 0;
-    while (s == ZP_OK && zp_engine_has_unfinished(e) && !cut) {
-        s = zp_engine_step(e);
-        const double now = cli_now();
-        if (tw < 0 && now - t0 >= b->warmup_seconds) {
-            zp_engine_get_stats(e, &st);
-            tw = now;
-            gw = st.generated_tokens;
-        }
-        if (s == ZP_OK && bench_timeline_due(tl, now)) {
-            res->finished += drain_finished(e);
-            zp_engine_get_stats(e, &st);
-            s = bench_timeline_row(tl, now, &st, res->finished);
-        }
-        cut = (b->max_seconds > 0 && now - t0 >= b->max_seconds) || bench_stop_signal;
-    }
-    res->wall = cli_now() - t0;
-    zp_engine_get_stats(e, &st);
-    res->tps_steady = tw >= 0 && res->wall > tw - t0 ? (double)(st.generated_tokens - gw) / (res->wall - (tw - t0)) : 0.0;
-    if (s == ZP_OK && zp_engine_has_unfinished(e)) zp_engine_abandon(e); /* cut: the unfinished ones are dropped */
-    res->finished += drain_finished(e);
-    if (s == ZP_OK) s = bench_timeline_row(tl, t0 + res->wall, &st, res->finished); /* the run's last interval */
-    if (s == ZP_OK && res->finished < w->n)
-        printf("# stopped after %.1f s (%s): %d of %d requests finished\n", res->wall,
-               bench_stop_signal == SIGINT ? "SIGINT" : bench_stop_signal ? "SIGTERM" : "--max-seconds", res->finished, w->n);
-    return s;
-}
-
-/* Reasoning workload: tokens/s over the steps that began with requests still waiting for
- * admission, i.e. the engine at capacity before the last requests drain (with few requests the
- * whole-run figure is bound by the longest one); 0 for the fixed workload. */
-static double saturated_tps(const bench_args *b, const zp_engine_stats *st) {
-    if (strcmp(b->workload, "reasoning") || st->saturated_seconds <= 0) return 0.0;
-    return (double)st->saturated_tokens / st->saturated_seconds;
-}
-
-static void print_row(FILE *f, const bench_args *b, const bench_workload *w, const bench_result *r, int header) {
-    const zp_engine_stats *st = &r->st;
-    if (header)
-        fprintf(f, "label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
-                   "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
-                   "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
-                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady\n");
-    double pl = 0, gl = 0, dev = 0;
-    for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
-    for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
-    const double DS = st->decode_seconds > 0 ? st->decode_seconds : 1; /* device shares are of the decode time */
-    const double W = r->wall > 0 ? r->wall : 1, comp = st->compress_seconds;
-    const double steps = st->decode_steps > 0 ? (double)st->decode_steps : 1;
-    /* bytes a decode step must read: the weights (an untied embedding table only at its tokens'
-     * rows) and the K/V its sequences attend */
-    const double step_bytes = ((double)r->step_weight_bytes * steps + (double)st->decode_tokens * (double)r->embed_row_bytes +
-                               (double)st->decode_kv_tokens * (double)r->kv_token_bytes) / steps;
-    const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
-    const int all = st->prefill_steps + st->decode_steps > 0;
-    fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f\n",
-            b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
-            b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
-            b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
-            (double)st->generated_tokens / W, st->prefill_seconds > 0 ? (double)st->prefill_tokens / st->prefill_seconds : 0.0,
-            st->decode_seconds > 0 ? (double)st->decode_tokens / st->decode_seconds : 0.0, r->finished / W, all ? (double)st->running_sum / (double)(st->prefill_steps + st->decode_steps) : 0.0,
-            st->peak_running, (long long)st->decode_steps, 1e3 * st->decode_seconds / steps, st->decode_op_seconds[ZP_OP_GEMM] / DS,
-            st->decode_op_seconds[ZP_OP_ATTENTION] / DS, st->decode_op_seconds[ZP_OP_ELEMENTWISE] / DS, st->decode_op_seconds[ZP_OP_SAMPLING] / DS,
-            comp / W, dev > 0 ? (DS - dev) / DS : 0.0, r->mem_gib, cli_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
-            (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0, r->finished, r->tps_steady);
-}
-
-/* Prints the row of one finished configuration, and appends it to --csv. */
-static zp_status report(const bench_args *b, const bench_workload *w, zp_engine *e, bench_result *r) {
-    const zp_model_config *mc = zp_engine_model_config(e);
-    zp_engine_get_stats(e, &r->st);
-    size_t used = 0, tot = 0;
-    if (zp_engine_device_memory(e, &used, &tot) == ZP_OK) r->mem_gib = (double)used / (1 << 30); /* CPU: none */
-    printf("# zipage bench %s on %s (%s, %d layers, hidden %d, %.2f B parameters)\n", b->workload, b->model_name, mc->arch_name,
-           mc->n_layers, mc->hidden, (double)zp_engine_weight_bytes(e) / zp_engine_cache_elem_bytes(e) / 1e9);
-    print_row(stdout, b, w, r, 1);
-    if (zp_engine_uses_graphs(e))
-        printf("# CUDA graphs: %lld decode-step graphs recorded, %lld replays\n", (long long)r->st.graph_records,
-               (long long)r->st.graph_replays);
-    fflush(stdout);
-    if (!b->csv) return ZP_OK;
-    struct stat sb;
-    const int header = stat(b->csv, &sb) != 0 || sb.st_size == 0;
-    FILE *f = fopen(b->csv, "a");
-    if (!f) return zp_fail(ZP_ERR_IO, "%s: cannot append the result row", b->csv);
-    print_row(f, b, w, r, header);
-    return fclose(f) == 0 ? ZP_OK : zp_fail(ZP_ERR_IO, "%s: cannot write the result row", b->csv);
-}
-
-/* A pool too small for one request of the workload (the scheduler refused to add a request
- * that can never fit) is a finding of a pool sweep, not the end of it (--pools only; a single
- * pool fails as before): the requests already added are dropped, the row says 0 tok/s with 0
- * requests finished, the error is kept in `msg` (the command still fails once every pool has
- * run) and the next pool runs. */
-static zp_status pool_unservable(zp_engine *e, const char *pool, char *msg, size_t n) {
-    fprintf(stderr, "zipage bench: pool %s cannot serve the workload (%s): its row reports 0 tok/s\n", *pool ? pool : "(default)",
-            zp_last_error());
-    if (!msg[0]) snprintf(msg, n, "pool %s cannot serve the workload: %s", *pool ? pool : "(default)", zp_last_error());
-    zp_engine_abandon(e);
-    return ZP_OK;
-}
-
-/* The fixed workload once, untimed and unreported (graphs recorded, buffers grown, lazy
- * initialisations done), then the engine's counters zeroed for the timed run into r. A pool
- * that cannot serve the workload fails here as in the timed run (r->unservable). */
-static zp_status warmup_run(const bench_args *b, zp_engine *e, const bench_workload *w, bench_result *r) {
-    bench_timeline off = {0}; /* no rows */
-    const double t0 = cli_now();
-    ZP_TRY(run_workload(b, e, w, &off, r));
-    printf("# warm-up run: %.3f s untimed (--no-warmup-run times the first run)\n", cli_now() - t0);
-    return zp_engine_reset_stats(e);
-}
-
-static zp_status run(bench_args *b) {
-    bench_workload w;
-    char tdir[4096];
-    zp_engine *e;
-    ZP_TRY(zp_engine_init(&b->ec, &e));
-    const zp_model_config *mc = zp_engine_model_config(e);
-    zp_status s = ZP_OK;
-    if (!strcmp(b->workload, "fixed")) s = bench_workload_fixed(b->batch, b->prompt, b->gen, mc->vocab, (uint64_t)b->seed, &w);
-    else if ((s = tokenizer_dir(b, tdir, sizeof tdir)) == ZP_OK)
-        s = bench_workload_reasoning(tdir, b->datasets, b->requests, b->max_tokens, (uint64_t)b->seed, &w);
-    if (s != ZP_OK) { zp_engine_free(e); return s; }
-    bench_result base;
-    memset(&base, 0, sizeof base);
-    const size_t es = (size_t)zp_engine_cache_elem_bytes(e);
-    s = zp_engine_copy_bandwidth(e, &base.copy_bw);
-    base.step_weight_bytes = zp_engine_step_weight_bytes(e);
-    base.embed_row_bytes = (size_t)mc->hidden * es;
-    base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * es;
-    const int runs = b->n_pools ? b->n_pools : 1;
-    char unservable[512] = "";
-    bench_timeline tl = {0};
-    if (s == ZP_OK) s = bench_timeline_open(&tl, b->timeline, b->timeline_interval);
-    for (int i = 0; s == ZP_OK && i < runs; i++) { /* one row per pool size; the weights stay */
-        if (i > 0) {
-            set_pool(b, i);
-            if ((s = zp_engine_reinit(&e, &b->ec)) != ZP_OK) break;
-        }
-        bench_result r = base;
-        r.pool = b->n_pools ? b->pool_spec[i] : "";
-        if (!strcmp(b->workload, "fixed") && !b->no_warmup_run && b->max_seconds <= 0) s = warmup_run(b, e, &w, &r); /* a cut run is not steady */
-        if (bench_stop_signal) break; /* during the warm-up: nothing timed to report */
-        if (s == ZP_OK) s = run_workload(b, e, &w, &tl, &r);
-        if (s == ZP_ERR_CAPACITY && r.unservable && b->n_pools) s = pool_unservable(e, r.pool, unservable, sizeof unservable);
-        if (s == ZP_OK) s = report(b, &w, e, &r);
-        if (bench_stop_signal) break;
-    }
-    const zp_status sc = bench_timeline_close(&tl);
-    if (s == ZP_OK) s = sc;
-    bench_workload_free(&w);
-    zp_engine_free(e);
-    if (s == ZP_OK && bench_stop_signal)
-        return zp_fail(ZP_ERR_INTERRUPTED, "stopped by %s: the rows of the runs measured so far were written%s", bench_stop_signal == SIGINT ? "SIGINT" : "SIGTERM",
-                       runs > 1 ? ", the later pools were not run" : "");
-    if (s == ZP_OK && unservable[0])
-        return zp_fail(ZP_ERR_CAPACITY, "%s; the other rows were written", unservable);
-    return s;
-}
-
-/* --dump-workload: the reasoning requests as JSON lines, no model loaded. A failed write
- * removes the file, so no truncated workload is left for a peer to read. */
-static zp_status dump_workload(const bench_args *b) {
-    char tdir[4096];
-    bench_workload w;
-    ZP_TRY(tokenizer_dir(b, tdir, sizeof tdir));
-    ZP_TRY(bench_workload_reasoning(tdir, b->datasets, b->requests, b->max_tokens, (uint64_t)b->seed, &w));
-    FILE *f = fopen(b->dump, "w");
-    if (!f) {
-        bench_workload_free(&w);
-        return zp_fail(ZP_ERR_IO, "--dump-workload: cannot open %s: %s", b->dump, strerror(errno));
-    }
-    int64_t gen = 0;
-    for (int i = 0; i < w.n; i++) {
-        fputs("{\"prompt\": [", f);
-        for (int t = 0; t < w.prompt_len[i]; t++) fprintf(f, t ? ", %d" : "%d", w.prompt[i][t]);
-        fprintf(f, "], \"gen\": %d}\n", w.gen[i]);
-        gen += w.gen[i];
-    }
-    const int bad = ferror(f) != 0;
-    const int n = w.n;
-    bench_workload_free(&w);
-    if (fclose(f) != 0 || bad) {
-        remove(b->dump);
-        return zp_fail(ZP_ERR_IO, "--dump-workload: writing %s failed: %s", b->dump, strerror(errno));
-    }
-    printf("# %d reasoning requests (%lld tokens to generate) written to %s\n", n, (long long)gen, b->dump);
-    return ZP_OK;
-}
-
 int cmd_bench(int argc, char **argv) {
-    bench_args b;
+    bench_config b;
     zp_status s = parse(argc, argv, &b);
     if (s == ZP_OK && !b.dump) bench_catch_signals();
-    if (s == ZP_OK) s = b.dump ? dump_workload(&b) : run(&b);
+    if (s == ZP_OK) s = b.dump ? bench_dump_workload(&b) : bench_run(&b);
     return s == ZP_OK ? 0 : cli_report("bench", s);
 }

@@ -3,7 +3,7 @@
  * prefill, preemptions, compressions), so that "at capacity" can be seen rather than assumed:
  * when the ramp from an empty engine ends, and whether a policy's rate still drifts when a run
  * is cut. Rows are appended and flushed as they come (a killed run keeps them). Not here: the
- * run's summary row (cmd_bench.c) and the plot (bench/plot_timeline.sh). */
+ * run's summary row (bench_run.c) and the plot (bench/plot_timeline.sh). */
 #ifndef ZP_BENCH_TIMELINE_H
 #define ZP_BENCH_TIMELINE_H
 
@@ -21,7 +21,7 @@ typedef struct {
 
 /* Opens `path` for appending (header when new or empty); path NULL: a disabled timeline. */
 zp_status bench_timeline_open(bench_timeline *tl, const char *path, double interval);
-/* A run begins at t0 (seconds, cli_now), its counters at st. */
+/* A run begins at t0 (seconds, a monotonic clock), its counters at st. */
 void bench_timeline_begin(bench_timeline *tl, const char *label, const char *pool, double t0, const zp_engine_stats *st);
 /* Whether a row is due at `now` (an interval since the last one). */
 int bench_timeline_due(const bench_timeline *tl, double now);

@@ -7,11 +7,13 @@
 #include <string.h>
 
 extern const zp_policy_ops policy_full_ops, policy_streaming_ops, policy_h2o_ops, policy_snapkv_d_ops, policy_rkv_ops,
-    policy_morphkv_ops, policy_zipage_ops, policy_gkv_ops, policy_snapkv_ops;
+    policy_morphkv_ops, policy_zipage_ops, policy_gkv_ops, policy_snapkv_ops, policy_tova_ops, policy_keynorm_ops, policy_keydiff_ops,
+    policy_random_ops;
 
-static const zp_policy_ops *const registry[] = {&policy_full_ops,  &policy_streaming_ops, &policy_h2o_ops,
-                                                &policy_snapkv_d_ops, &policy_rkv_ops,       &policy_morphkv_ops,
-                                                &policy_zipage_ops, &policy_gkv_ops, &policy_snapkv_ops, NULL};
+static const zp_policy_ops *const registry[] = {&policy_full_ops,    &policy_streaming_ops, &policy_h2o_ops,     &policy_snapkv_d_ops,
+                                                &policy_rkv_ops,     &policy_morphkv_ops,   &policy_zipage_ops,  &policy_gkv_ops,
+                                                &policy_snapkv_ops,  &policy_tova_ops,      &policy_keynorm_ops, &policy_keydiff_ops,
+                                                &policy_random_ops,  NULL};
 
 const zp_policy_ops *const *policy_registry(void) { return registry; }
 
@@ -131,4 +133,30 @@ zp_status policy_param_choice(const cJSON *params, const char *policy, const cha
         if (!strcmp(it->valuestring, choices[i])) { *v = i; return ZP_OK; }
     return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"%s\" must be one of %s%s%s", policy, key, choices[0],
                    choices[1] ? ", " : "", choices[1] ? choices[1] : "");
+}
+
+typedef struct {
+    int seed;
+} key_state;
+
+zp_status policy_key_init(const cJSON *params, const char *policy, int with_seed, void **state) {
+    static const char *const none[] = {NULL}, *const seed[] = {"seed", NULL};
+    key_state *s = calloc(1, sizeof *s);
+    ZP_CHECK_ALLOC(s);
+    zp_status st = policy_check_keys(params, policy, with_seed ? seed : none);
+    if (st == ZP_OK && with_seed) st = policy_param_int(params, policy, "seed", 0, 2147483647, &s->seed);
+    if (st != ZP_OK) { free(s); return st; }
+    *state = s;
+    return ZP_OK;
+}
+
+void policy_key_plan(const void *state, zp_key_score kind, zp_score_plan *p) {
+    p->attention = 0;
+    p->key_score = kind;
+    p->seed = (uint32_t)((const key_state *)state)->seed;
+}
+
+void policy_key_describe(const void *state, int with_seed, char *buf, size_t len) {
+    if (with_seed) snprintf(buf, len, "{\"seed\": %d}", ((const key_state *)state)->seed);
+    else snprintf(buf, len, "{}");
 }

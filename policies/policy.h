@@ -89,6 +89,12 @@ zp_status policy_param_pool_kernel(const cJSON *params, const char *policy, cons
 /* String parameter restricted to choices; *v = index of the choice. */
 zp_status policy_param_choice(const cJSON *params, const char *policy, const char *key, const char *const *choices, int *v);
 
+/* The key-score policies (keynorm.c, keydiff.c, random.c): no parameters but random's seed (an
+ * integer in [0, 2^31)), no protected tokens (as kvpress's presses), every score from the keys. */
+zp_status policy_key_init(const cJSON *params, const char *policy, int with_seed, void **state);
+void policy_key_plan(const void *state, zp_key_score kind, zp_score_plan *p);
+void policy_key_describe(const void *state, int with_seed, char *buf, size_t len);
+
 /* SnapKV-D's importance options, shared by snapkv_d.c and rkv.c: pool kernel, GQA reduction
  * (0 max of logits, 1 max of probabilities), keys of the softmax (0 non-window, 1 all, causal),
  * cache order of the survivors (0 score, as R-KV's code gathers them; 1 position). */

@@ -57,6 +57,18 @@ void scorer_max_pool(const float *x, int n, int k, float *out);
 /* out[n] = ||k_t||_2. */
 void scorer_key_norm(const float *keys, int n, int D, float *out);
 
+/* Scores from the keys alone (keys.c): ZP_KEYS_NORM -||k_t|| (kvpress KnormPress: low-norm keys
+ * kept); ZP_KEYS_DIFF -cos(k_t, a) with a the mean of the unit keys k / max(||k||, 1e-12), the
+ * cosine x.y / (max(||x||, 1e-8) max(||y||, 1e-8)) (kvpress KeyDiffPress: the keys least like the
+ * mean kept); ZP_KEYS_RANDOM scorer_key_draw (a uniform floor). anchor: scratch [D]. */
+typedef enum { ZP_KEYS_NONE, ZP_KEYS_NORM, ZP_KEYS_DIFF, ZP_KEYS_RANDOM } zp_key_score;
+#define ZP_KEY_NORM_EPS 1e-12f
+#define ZP_COS_EPS 1e-8f
+void scorer_key_score(zp_key_score kind, uint32_t seed, const float *keys, int n, int D, float *out, float *anchor);
+/* A uniform draw in [0, 1) (24 bits) hashed from seed and the bits of key[0, D): the same for a
+ * token at every compression and on every backend, whatever the schedule. */
+float scorer_key_draw(uint32_t seed, const float *key, int D);
+
 /* Redundancy logits r[n] from keys, with the "last above threshold is protected" rule:
  * r[x] = sum_{y != x} c(x,y) - sum_{y : last(y) = x} c(x,y), c the cosine similarity,
  * last(y) the latest x != y with c(x,y) > theta. Raw: all pairs, O(n^2 D). Lightning: pairs
@@ -80,8 +92,8 @@ void scorer_keep_topk_recent(const float *score, int n, int budget, int recent, 
 zp_status scorer_rank_order(const float *score, const uint8_t *keep, int m, int n, int *order);
 
 /* A policy's score as a fixed pipeline of the scorers above (plan.c runs it on the host,
- * engine/cuda/score_cuda.cu on the device; policies/ fill it from their parameters):
- *   A = attention ? window attention (attn) : 0;      if max_norm: A /= max A (over t < n - w
+ * scorers/cuda/plan_cuda.cu on the device; policies/ fill it from their parameters):
+ *   A = attention ? window attention (attn) : key_score ? the key score : 0;      if max_norm: A /= max A (over t < n - w
  *       with norm_candidates, else over all n)
  *   S = global ? (max(A, gamma H) | A + gamma H on t < n_hist, or t < n_hist - w with
  *       history_excludes_window) : A;   new history = S
@@ -95,7 +107,9 @@ zp_status scorer_rank_order(const float *score, const uint8_t *keep, int m, int 
 typedef enum { ZP_RED_NONE, ZP_RED_RAW, ZP_RED_LIGHTNING } zp_redundancy_kind;
 typedef enum { ZP_GLOBAL_NONE, ZP_GLOBAL_MAX, ZP_GLOBAL_SUM } zp_global_kind;
 typedef struct {
-    int attention;                /* 0: A = 0 (StreamingLLM) */
+    int attention;                /* 0: A = the key score, or 0 (StreamingLLM) */
+    zp_key_score key_score;       /* without attention: a score from the keys alone (key-norm, KeyDiff, random) */
+    uint32_t seed;                /* ZP_KEYS_RANDOM's */
     zp_attn_opts attn;
     int max_norm;
     int norm_candidates;          /* max_norm's maxima over t < n - w only (G-KV), else over all n */

@@ -183,6 +183,7 @@ int main(void) {
         {"rkv", "{\"gqa\": \"max_prob\", \"keys\": \"all\", \"kernel\": 5, \"order\": \"position\", \"parity\": false}"}, {"snapkv-d", "{\"gqa\": \"max_prob\", \"keys\": \"all\"}"},
         {"snapkv", NULL}, {"snapkv", "{\"gqa\": \"max_prob\", \"kernel\": 5}"}, {"rkv", "{\"order\": \"position\"}"},
         {"snapkv-d", "{\"order\": \"position\", \"kernel\": 3}"}, {"rkv", "{\"parity\": true, \"lambda\": 0.5}"},
+        {"tova", NULL}, {"keynorm", NULL}, {"keydiff", NULL}, {"random", NULL}, {"random", "{\"seed\": 3}"},
     };
     for (int fp32 = 1; fp32 >= 0; fp32--) {
         zp_backend *be;

@@ -15,9 +15,9 @@ static int count_policy(const experiment *x, const char *p) {
 
 int main(void) {
     const struct { const char *name; int runs, full; } want[] = {{"smoke", 3, 1}, {"aime_nmax_sweep", 5, 1}, {"amc_window_sweep", 6, 1},
-                                                                 {"concurrency_sweep", 10, 2}, {"policy_comparison", 24, 3},
+                                                                 {"concurrency_sweep", 10, 2}, {"policy_comparison", 36, 3},
                                                                  {"ablation_zipage", 9, 1}, {"throughput_random", 4, 1},
-                                                                 {"fidelity_policies", 16, 0}, {"fidelity_zipage_ablation", 4, 0},
+                                                                 {"fidelity_policies", 24, 0}, {"fidelity_zipage_ablation", 4, 0},
                                                                  {"fidelity_zipage_lambda", 12, 0}, {"smoke_fidelity", 15, 0}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         experiment x;

@@ -254,7 +254,51 @@ static void test_attention_random(void) {
     }
 }
 
-/* Every policy: exactly budget kept, the window kept, deterministic. */
+/* Every policy: exactly budget kept, its protected recent tokens kept, deterministic. */
+/* random (kvpress RandomPress's floor): each token kept with probability budget / n whatever its
+ * position or content, the same draw for a token at every compression (a hash of its key), the
+ * same keep for the same keys, another one for another seed. 2,000 trials of n 64, budget 16:
+ * each position's count is 500 +- 19.4 (binomial); every one must be within 6 sigma, and the
+ * counts must not follow the position (first half against second half within 3%). */
+static void test_random_policy(void) {
+    enum { N = 64, D = 8, BUDGET = 16, TRIALS = 2000 };
+    float keys[N * D], q[D], scratch[6 * N + N * D];
+    int count[N] = {0};
+    zp_policy p, p2;
+    CHECK_OK(policy_create("random", NULL, &p));
+    CHECK_FAILS(policy_create("random", "{\"seed\": -1}", &p2), ZP_ERR_INVALID, "seed");
+    CHECK_OK(policy_create("random", "{\"seed\": 7}", &p2));
+    for (int i = 0; i < D; i++) q[i] = 1.f;
+    int differ = 0;
+    for (int r = 0; r < TRIALS; r++) {
+        for (int i = 0; i < N * D; i++) keys[i] = frand((uint32_t)(r * N * D + i), 9);
+        zp_select_input in = {{N, D, 1, 1, 0.35f, keys, q}, NULL, 0, 16, BUDGET, scratch};
+        uint8_t keep[N], again[N], other[N];
+        CHECK_OK(policy_select(&p, &in, keep, NULL, NULL));
+        CHECK_OK(policy_select(&p, &in, again, NULL, NULL));
+        CHECK_OK(policy_select(&p2, &in, other, NULL, NULL));
+        CHECK(memcmp(keep, again, N) == 0);
+        differ += memcmp(keep, other, N) != 0;
+        int kept = 0;
+        for (int t = 0; t < N; t++) { count[t] += keep[t]; kept += keep[t]; }
+        CHECK(kept == BUDGET);
+    }
+    CHECK(differ > TRIALS * 9 / 10);
+    const double mean = (double)TRIALS * BUDGET / N, sd = sqrt(mean * (1.0 - (double)BUDGET / N));
+    long first = 0, second = 0;
+    for (int t = 0; t < N; t++) {
+        CHECK(fabs(count[t] - mean) <= 6 * sd);
+        if (t < N / 2) first += count[t]; else second += count[t];
+    }
+    CHECK(fabs((double)(first - second)) <= 0.03 * (first + second));
+    /* a token's draw is its key's: the same at the next compression, whatever else is there */
+    for (int i = 0; i < N * D; i++) keys[i] = frand((uint32_t)i, 10);
+    const float d0 = scorer_key_draw(0, keys + 5 * D, D);
+    CHECK(d0 >= 0.f && d0 < 1.f && d0 == scorer_key_draw(0, keys + 5 * D, D) && d0 != scorer_key_draw(1, keys + 5 * D, D));
+    policy_destroy(&p);
+    policy_destroy(&p2);
+}
+
 static void test_policy_contracts(void) {
     enum { N = 48, D = 8, G = 2, W = 4, BUDGET = 32, BS = 16 };
     float keys[N * D], q[W * G * D], H[N], hist[N], scratch[6 * N + N * D];
@@ -274,14 +318,16 @@ static void test_policy_contracts(void) {
         int count = 0;
         for (int t = 0; t < N; t++) count += keep[t];
         CHECK(count == BUDGET);
-        for (int t = N - W; t < N; t++) CHECK(keep[t]);
+        zp_score_plan pl;
+        CHECK_OK(policy_plan(&p, BUDGET, W, &pl));
+        for (int t = N - (pl.recent < BUDGET ? pl.recent : BUDGET); t < N; t++) CHECK(keep[t]);
         CHECK(memcmp(keep, keep2, N) == 0);
         char desc[512];
         p.ops->describe(p.state, desc, sizeof desc);
         CHECK(desc[0] == '{');
         policy_destroy(&p);
     }
-    CHECK(n_pol == 9);
+    CHECK(n_pol == 13);
     zp_policy p;
     CHECK_FAILS(policy_create("lru", NULL, &p), ZP_ERR_INVALID, "unknown policy \"lru\"");
     CHECK_FAILS(policy_create("zipage", "{\"lamda\": 0.3}", &p), ZP_ERR_INVALID, "unknown parameter \"lamda\"");
@@ -387,5 +433,6 @@ int main(void) {
     test_redundancy_random();
     test_attention_random();
     test_policy_contracts();
+    test_random_policy();
     return zp_test_finish("test_policies");
 }

@@ -147,6 +147,55 @@ __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims 
     for (int t = threadIdx.x; t < vis; t += blockDim.x) A[t] = P.attn.qred == ZP_QRED_MAX ? fmaxf(A[t], row[t]) : A[t] + row[t];
 }
 
+/* scorer_key_draw (scorers/keys.c) on the device: the same hash of the same float bits. */
+__device__ __forceinline__ unsigned long long mix64(unsigned long long h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+template <typename T>
+__device__ static float key_draw(uint32_t seed, const T *k, int D) {
+    unsigned long long h = mix64(0x9e3779b97f4a7c15ull ^ seed);
+    for (int i = 0; i < D; i++) h = mix64(h ^ (unsigned long long)__float_as_uint(zp_ld(k[i])));
+    return (float)(h >> 40) * (1.0f / 16777216.0f);
+}
+
+/* A[t] from the keys alone (scorer_key_score): -||k||, -cos(k, mean unit key) or the seeded
+ * draw; a thread per token, each sum in the host's order without fused multiply-adds. nrm [n]
+ * and anchor [D] are shared scratch. */
+template <typename T>
+__device__ static void key_scores(const zp_score_plan &P, const T *kl, const int *table, int n, int bs, int Hkv, int g, int D, float *A,
+                                  float *nrm, float *anchor) {
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
+        const T *k = key_row(kl, table, t, bs, Hkv, g, D);
+        if (P.key_score == ZP_KEYS_RANDOM) { A[t] = key_draw(P.seed, k, D); continue; }
+        float s = 0.f;
+        for (int i = 0; i < D; i++) s = __fadd_rn(s, __fmul_rn(zp_ld(k[i]), zp_ld(k[i])));
+        nrm[t] = sqrtf(s);
+        A[t] = -nrm[t];
+    }
+    if (P.key_score != ZP_KEYS_DIFF) return;
+    __syncthreads();
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+        float a = 0.f;
+        for (int t = 0; t < n; t++) a = __fadd_rn(a, __fmul_rn(zp_ld(key_row(kl, table, t, bs, Hkv, g, D)[i]), 1.0f / fmaxf(nrm[t], ZP_KEY_NORM_EPS)));
+        anchor[i] = a / (float)n;
+    }
+    __syncthreads();
+    float an = 0.f;
+    for (int i = 0; i < D; i++) an = __fadd_rn(an, __fmul_rn(anchor[i], anchor[i]));
+    an = sqrtf(an);
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
+        const T *k = key_row(kl, table, t, bs, Hkv, g, D);
+        float dot = 0.f;
+        for (int i = 0; i < D; i++) dot = __fadd_rn(dot, __fmul_rn(zp_ld(k[i]), anchor[i]));
+        A[t] = -dot / __fmul_rn(fmaxf(nrm[t], ZP_COS_EPS), fmaxf(an, ZP_COS_EPS));
+    }
+}
+
 /* Stage 1, one block per job. Shared: q [G*D] | row [n] | A [n] | lg [hg][n]. */
 template <typename T, int DT>
 __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_attn_dims d, const T *kc, const T *qc, const float *sc, int hg,
@@ -172,6 +221,9 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
         }
         if (P.attn.qred == ZP_QRED_MEAN)
             for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= (float)rows;
+    } else if (P.key_score != ZP_KEYS_NONE) {
+        __syncthreads(); /* A's zeros are written */
+        key_scores<T>(P, kl, table, n, bs, Hkv, g, D, A, row, qs); /* row: the norms; qs (G*D >= D): the anchor */
     }
     if (P.max_norm) max_normalize(A, n, P.norm_candidates ? n - w : n, red);
     const int hist_m = !P.history_excludes_window ? n_hist : n_hist > w ? n_hist - w : 0;

@@ -6,7 +6,8 @@ known difference). For each synthetic case of make_inputs.all_cases (D 64 and 12
 queries) the case is written for plan_dump (the C policy_select), and the kept sets of every KV
 head must be identical to the oracle's, in fp32.
 
-Asserted: zipage (lightning and raw redundancy), streaming, gkv (three parameter sets), morphkv
+Asserted: zipage (lightning and raw redundancy), streaming, tova (per KV head; its distance from the
+authors' layer-wise rule is reported), keynorm and keydiff (kvpress's presses), gkv (three parameter sets), morphkv
 (max_prob, sum_logit, sum fusion at w 32), SnapKV's one prompt compression (window 32, max pool
 7 or 5; the authors' kept set where G is 1, their score reduced over the group per row where it
 is 3 or 4: ref_snapkv.keep_kv_head), one
@@ -32,11 +33,13 @@ sys.path.insert(0, HERE)
 import make_inputs as mi  # noqa: E402
 import ref_gkv  # noqa: E402
 import ref_h2o  # noqa: E402
+import ref_kvpress  # noqa: E402
 import ref_morphkv  # noqa: E402
 import ref_rkv  # noqa: E402
 import ref_snapkv  # noqa: E402
 import ref_snapkv_d  # noqa: E402
 import ref_streaming  # noqa: E402
+import ref_tova  # noqa: E402
 import ref_zipage  # noqa: E402
 
 # (label, oracle, oracle params, harness policy, harness params JSON, window, history scaling, asserted)
@@ -63,6 +66,9 @@ ROWS = [
     ("morphkv (sum_logit)", ref_morphkv.keep_sorted, {"window": 16, "gqa": "sum_logit"}, "morphkv", '{"gqa": "sum_logit"}', 16, None, True),
     ("morphkv (sum fusion, w 32)", ref_morphkv.keep_sorted, {"window": 32, "fusion": "sum"}, "morphkv", '{"fusion": "sum"}', 32, None, True),
     ("morphkv (rows window)", ref_morphkv.keep_sorted, {"window": 16}, "morphkv", '{"rows": "window"}', 16, None, False),
+    ("tova (per KV head)", ref_tova.keep_kv_head, {}, "tova", "{}", 1, None, True),
+    ("keynorm", lambda *a: np.sort(ref_kvpress.keep_knorm(*a), axis=-1), {}, "keynorm", "{}", 1, None, True),
+    ("keydiff", lambda *a: np.sort(ref_kvpress.keep_keydiff(*a), axis=-1), {}, "keydiff", "{}", 1, None, True),
 ]
 
 
@@ -113,6 +119,18 @@ def main(dump):
     print(f"snapkv G 1: the per-KV-head oracle equals the authors' per-query-head selection in {g1_same}/{len(g1)} cases"
           + ("  PASS" if g1 and g1_same == len(g1) else "  FAIL"))
     failures += not g1 or g1_same != len(g1)
+    # TOVA: how far the harness's per-KV-head selection is from the authors' layer-wise one (one set
+    # for every KV head from all query heads' mean; the same rule where a layer has one KV head)
+    t_same = t_heads = 0
+    overlap = []
+    for c in cases:
+        a = ref_tova.keep_layer(c["keys"], c["queries"][:, -1:], None, 0, c["block_size"], c["budget"])
+        b = ref_tova.keep_kv_head(c["keys"], c["queries"][:, -1:], None, 0, c["block_size"], c["budget"])
+        t_heads += a.shape[0]
+        t_same += sum(np.array_equal(a[h], b[h]) for h in range(a.shape[0]))
+        overlap += [len(np.intersect1d(a[h], b[h])) / len(a[h]) for h in range(a.shape[0])]
+    print(f"tova per KV head against the authors' layer rule: identical on {t_same}/{t_heads} heads, "
+          f"{100 * np.mean(overlap):.1f}% of the kept tokens shared (the named difference: reported)")
     print(f"check_plans: {len(cases)} cases; {'all asserted policies identical' if not failures else f'{failures} asserted policy differs'}")
     return 1 if failures else 0
 

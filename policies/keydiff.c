@@ -8,27 +8,4 @@
 
 #include "policy.h"
 
-static zp_status keydiff_init(const cJSON *params, void **state) { return policy_key_init(params, "keydiff", 0, state); }
-
-static void keydiff_plan(const void *state, int budget, int window, zp_score_plan *p) {
-    (void)budget;
-    (void)window;
-    policy_key_plan(state, ZP_KEYS_DIFF, p);
-}
-
-static void keydiff_describe(const void *state, char *buf, size_t len) { policy_key_describe(state, 0, buf, len); }
-
-const zp_policy_ops policy_keydiff_ops = {
-    .name = "keydiff",
-    .label = "KeyDiff",
-    .summary = "keys least similar to the mean key kept (kvpress KeyDiffPress)",
-    .evicts = 1,
-    .needs_history = 0,
-    .prefix_compatible = 1,
-    .prompt_only = 0,
-    .default_window = 1, /* no queries are read: the smallest query cache */
-    .init = keydiff_init,
-    .destroy = free,
-    .plan = keydiff_plan,
-    .describe = keydiff_describe,
-};
+POLICY_KEY_OPS(keydiff, "keydiff", "KeyDiff", "keys least similar to the mean key kept (kvpress KeyDiffPress)", ZP_KEYS_DIFF, 0);

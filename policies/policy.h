@@ -94,6 +94,19 @@ zp_status policy_param_choice(const cJSON *params, const char *policy, const cha
 zp_status policy_key_init(const cJSON *params, const char *policy, int with_seed, void **state);
 void policy_key_plan(const void *state, zp_key_score kind, zp_score_plan *p);
 void policy_key_describe(const void *state, int with_seed, char *buf, size_t len);
+/* The ops of a key-score policy: name, label, summary, its zp_key_score, whether it takes a seed. */
+#define POLICY_KEY_OPS(id, NAME, LABEL, SUMMARY, KIND, SEED)                                                                  \
+    static zp_status id##_init(const cJSON *params, void **state) { return policy_key_init(params, NAME, SEED, state); }       \
+    static void id##_plan(const void *state, int budget, int window, zp_score_plan *p) {                                        \
+        (void)budget;                                                                                                          \
+        (void)window;                                                                                                          \
+        policy_key_plan(state, KIND, p);                                                                                       \
+    }                                                                                                                          \
+    static void id##_describe(const void *state, char *buf, size_t len) { policy_key_describe(state, SEED, buf, len); }        \
+    const zp_policy_ops policy_##id##_ops = {.name = NAME, .label = LABEL, .summary = SUMMARY, .evicts = 1, .needs_history = 0, \
+                                             .prefix_compatible = 1, .prompt_only = 0,                                         \
+                                             .default_window = 1, /* no queries are read: the smallest query cache */         \
+                                             .init = id##_init, .destroy = free, .plan = id##_plan, .describe = id##_describe}
 
 /* SnapKV-D's importance options, shared by snapkv_d.c and rkv.c: pool kernel, GQA reduction
  * (0 max of logits, 1 max of probabilities), keys of the softmax (0 non-window, 1 all, causal),

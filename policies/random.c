@@ -9,27 +9,4 @@
 
 #include "policy.h"
 
-static zp_status random_init(const cJSON *params, void **state) { return policy_key_init(params, "random", 1, state); }
-
-static void random_plan(const void *state, int budget, int window, zp_score_plan *p) {
-    (void)budget;
-    (void)window;
-    policy_key_plan(state, ZP_KEYS_RANDOM, p);
-}
-
-static void random_describe(const void *state, char *buf, size_t len) { policy_key_describe(state, 1, buf, len); }
-
-const zp_policy_ops policy_random_ops = {
-    .name = "random",
-    .label = "random",
-    .summary = "a seeded uniform draw per token (the floor)",
-    .evicts = 1,
-    .needs_history = 0,
-    .prefix_compatible = 1,
-    .prompt_only = 0,
-    .default_window = 1, /* no queries are read: the smallest query cache */
-    .init = random_init,
-    .destroy = free,
-    .plan = random_plan,
-    .describe = random_describe,
-};
+POLICY_KEY_OPS(random, "random", "random", "a seeded uniform draw per token (the floor)", ZP_KEYS_RANDOM, 1);

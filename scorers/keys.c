@@ -11,26 +11,17 @@
 #include <math.h>
 #include <string.h>
 
+#include "key_hash.h"
 #include "scorers.h"
 
-/* The 64-bit finaliser of MurmurHash3 (fmix64). */
-static uint64_t mix64(uint64_t h) {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
-}
-
 float scorer_key_draw(uint32_t seed, const float *key, int D) {
-    uint64_t h = mix64(0x9e3779b97f4a7c15ull ^ seed);
+    uint64_t h = zp_mix64(ZP_KEY_HASH_INIT ^ seed);
     for (int i = 0; i < D; i++) {
         uint32_t bits;
         memcpy(&bits, &key[i], sizeof bits);
-        h = mix64(h ^ bits);
+        h = zp_mix64(h ^ bits);
     }
-    return (float)(h >> 40) * (1.0f / 16777216.0f); /* 24 bits: exact in a float */
+    return zp_hash_unit(h);
 }
 
 void scorer_key_score(zp_key_score kind, uint32_t seed, const float *keys, int n, int D, float *out, float *anchor) {

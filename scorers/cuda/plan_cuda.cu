@@ -14,6 +14,7 @@
  */
 #include <math.h>
 
+#include "../key_hash.h"
 #include "plan_cuda.cuh"
 
 #define PAIRS_Y 128            /* tokens per block of the pairs stage */
@@ -147,20 +148,12 @@ __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims 
     for (int t = threadIdx.x; t < vis; t += blockDim.x) A[t] = P.attn.qred == ZP_QRED_MAX ? fmaxf(A[t], row[t]) : A[t] + row[t];
 }
 
-/* scorer_key_draw (scorers/keys.c) on the device: the same hash of the same float bits. */
-__device__ __forceinline__ unsigned long long mix64(unsigned long long h) {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
-}
+/* scorer_key_draw (scorers/keys.c) on the device: the same hash (key_hash.h) of the same float bits. */
 template <typename T>
 __device__ static float key_draw(uint32_t seed, const T *k, int D) {
-    unsigned long long h = mix64(0x9e3779b97f4a7c15ull ^ seed);
-    for (int i = 0; i < D; i++) h = mix64(h ^ (unsigned long long)__float_as_uint(zp_ld(k[i])));
-    return (float)(h >> 40) * (1.0f / 16777216.0f);
+    uint64_t h = zp_mix64(ZP_KEY_HASH_INIT ^ seed);
+    for (int i = 0; i < D; i++) h = zp_mix64(h ^ (uint64_t)__float_as_uint(zp_ld(k[i])));
+    return zp_hash_unit(h);
 }
 
 /* A[t] from the keys alone (scorer_key_score): -||k||, -cos(k, mean unit key) or the seeded

@@ -21,6 +21,7 @@ typedef struct {
     float scale;          /* softmax scale, 1/sqrt(D) */
     const float *keys;    /* [n][D] post-RoPE keys of this KV head */
     const float *queries; /* [w][G][D] window queries (post-RoPE, post q-norm) */
+    int layer, head;      /* where it sits (layer, KV head): the random draw's coordinates */
 } zp_score_view;
 
 typedef enum {
@@ -57,17 +58,22 @@ void scorer_max_pool(const float *x, int n, int k, float *out);
 /* out[n] = ||k_t||_2. */
 void scorer_key_norm(const float *keys, int n, int D, float *out);
 
-/* Scores from the keys alone (keys.c): ZP_KEYS_NORM -||k_t|| (kvpress KnormPress: low-norm keys
- * kept); ZP_KEYS_DIFF -cos(k_t, a) with a the mean of the unit keys k / max(||k||, 1e-12), the
- * cosine x.y / (max(||x||, 1e-8) max(||y||, 1e-8)) (kvpress KeyDiffPress: the keys least like the
- * mean kept); ZP_KEYS_RANDOM scorer_key_draw (a uniform floor). anchor: scratch [D]. */
+/* Scores of one (layer, KV head) from its keys alone (keys.c): ZP_KEYS_NORM -||k_t|| rounded to
+ * ZP_KEY_NORM_BITS significant bits (kvpress KnormPress: low-norm keys kept; RoPE keeps a norm, so
+ * a token repeated at another position has the same norm up to float rounding: rounded, the two
+ * tie exactly and the earlier wins on every backend); ZP_KEYS_DIFF -cos(k_t, a) with a the mean
+ * of the unit keys k / max(||k||, 1e-12), the cosine x.y / (max(||x||, 1e-8) max(||y||, 1e-8))
+ * (kvpress KeyDiffPress: the keys least like the mean kept); ZP_KEYS_RANDOM scorer_key_draw of
+ * (layer, head, n, t) (a uniform floor). anchor: scratch [D]. */
 typedef enum { ZP_KEYS_NONE, ZP_KEYS_NORM, ZP_KEYS_DIFF, ZP_KEYS_RANDOM } zp_key_score;
 #define ZP_KEY_NORM_EPS 1e-12f
 #define ZP_COS_EPS 1e-8f
-void scorer_key_score(zp_key_score kind, uint32_t seed, const float *keys, int n, int D, float *out, float *anchor);
-/* A uniform draw in [0, 1) (24 bits) hashed from seed and the bits of key[0, D): the same for a
- * token at every compression and on every backend, whatever the schedule. */
-float scorer_key_draw(uint32_t seed, const float *key, int D);
+#define ZP_KEY_NORM_BITS 12
+void scorer_key_score(zp_key_score kind, uint32_t seed, int layer, int head, const float *keys, int n, int D, float *out, float *anchor);
+/* A uniform draw in [0, 1) (24 bits) hashed from the seed and token t of a compression of n
+ * tokens at (layer, KV head): no float enters it, so every backend draws the same, and a
+ * request's draws follow its own lengths, not the schedule. */
+float scorer_key_draw(uint32_t seed, int layer, int head, int n, int t);
 
 /* Redundancy logits r[n] from keys, with the "last above threshold is protected" rule:
  * r[x] = sum_{y != x} c(x,y) - sum_{y : last(y) = x} c(x,y), c the cosine similarity,

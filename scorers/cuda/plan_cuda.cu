@@ -148,27 +148,19 @@ __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims 
     for (int t = threadIdx.x; t < vis; t += blockDim.x) A[t] = P.attn.qred == ZP_QRED_MAX ? fmaxf(A[t], row[t]) : A[t] + row[t];
 }
 
-/* scorer_key_draw (scorers/keys.c) on the device: the same hash (key_hash.h) of the same float bits. */
+/* A[t] from the keys alone (scorer_key_score): -||k|| (rounded), -cos(k, mean unit key) or the
+ * seeded draw of (layer, head, n, t) (key_hash.h); a thread per token, each sum in the host's
+ * order without fused multiply-adds. nrm [n] and anchor [D] are shared scratch. */
 template <typename T>
-__device__ static float key_draw(uint32_t seed, const T *k, int D) {
-    uint64_t h = zp_mix64(ZP_KEY_HASH_INIT ^ seed);
-    for (int i = 0; i < D; i++) h = zp_mix64(h ^ (uint64_t)__float_as_uint(zp_ld(k[i])));
-    return zp_hash_unit(h);
-}
-
-/* A[t] from the keys alone (scorer_key_score): -||k||, -cos(k, mean unit key) or the seeded
- * draw; a thread per token, each sum in the host's order without fused multiply-adds. nrm [n]
- * and anchor [D] are shared scratch. */
-template <typename T>
-__device__ static void key_scores(const zp_score_plan &P, const T *kl, const int *table, int n, int bs, int Hkv, int g, int D, float *A,
-                                  float *nrm, float *anchor) {
+__device__ static void key_scores(const zp_score_plan &P, const T *kl, const int *table, int layer, int n, int bs, int Hkv, int g, int D,
+                                  float *A, float *nrm, float *anchor) {
     for (int t = threadIdx.x; t < n; t += blockDim.x) {
+        if (P.key_score == ZP_KEYS_RANDOM) { A[t] = zp_key_draw(P.seed, layer, g, n, t); continue; }
         const T *k = key_row(kl, table, t, bs, Hkv, g, D);
-        if (P.key_score == ZP_KEYS_RANDOM) { A[t] = key_draw(P.seed, k, D); continue; }
         float s = 0.f;
         for (int i = 0; i < D; i++) s = __fadd_rn(s, __fmul_rn(zp_ld(k[i]), zp_ld(k[i])));
         nrm[t] = sqrtf(s);
-        A[t] = -nrm[t];
+        A[t] = P.key_score == ZP_KEYS_NORM ? -zp_round_bits(nrm[t], ZP_KEY_NORM_BITS) : -nrm[t];
     }
     if (P.key_score != ZP_KEYS_DIFF) return;
     __syncthreads();
@@ -216,7 +208,7 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
             for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= (float)rows;
     } else if (P.key_score != ZP_KEYS_NONE) {
         __syncthreads(); /* A's zeros are written */
-        key_scores<T>(P, kl, table, n, bs, Hkv, g, D, A, row, qs); /* row: the norms; qs (G*D >= D): the anchor */
+        key_scores<T>(P, kl, table, layer, n, bs, Hkv, g, D, A, row, qs); /* row: the norms; qs (G*D >= D): the anchor */
     }
     if (P.max_norm) max_normalize(A, n, P.norm_candidates ? n - w : n, red);
     const int hist_m = !P.history_excludes_window ? n_hist : n_hist > w ? n_hist - w : 0;

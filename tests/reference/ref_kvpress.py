@@ -13,7 +13,10 @@ Follows (NVIDIA/kvpress @ 8bb29b9, the presses last changed in 42175e7):
   kvpress/presses/block_press.py:65-92    KeyDiff's block-wise form (the paper's): the kept set
                                           and the next block are scored together, the anchor
                                           over those candidates only, topk(n_kept)
-Neither press protects any token (no sinks, no window). kvpress compresses a prompt once; the
+Neither press protects any token (no sinks, no window). The harness rounds key-norm's scores to 12
+significant bits (kvpress does not): RoPE preserves a key's norm, so a token repeated at another
+position has the same norm up to float rounding, and rounded the two tie exactly and the
+earlier is kept on every backend instead of whichever float noise favours. kvpress compresses a prompt once; the
 harness runs the same score at every block overflow on the cache plus its growth block, which
 is BlockPress's step (candidates = kept + one block, budget = n_kept). The budget here is the
 harness's N_max x block_size, not a ratio. Ties: the lower index (torch.topk leaves them
@@ -31,9 +34,15 @@ def _keep(score, n, budget):
     return topk_desc(score, budget)
 
 
+def round_bits(x, bits=12):
+    """x rounded to `bits` significant bits, ties to even (the harness's scorers/key_hash.h)."""
+    m, e = np.frexp(x)
+    return np.ldexp(np.rint(np.ldexp(m, bits)), e - bits)
+
+
 def keep_knorm(keys, queries, history, n_hist, block_size, budget, params=None):
     k = as_f32(keys).astype(np.float64)
-    return _keep(-np.linalg.norm(k, axis=-1), k.shape[1], budget)
+    return _keep(-round_bits(np.linalg.norm(k, axis=-1)), k.shape[1], budget)
 
 
 def keep_keydiff(keys, queries, history, n_hist, block_size, budget, params=None):

@@ -2,12 +2,11 @@
 #include "experiment.h"
 
 #include <cjson/cJSON.h> /* definitions */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h> /* run ids */
-
-#include <stddef.h>
 
 #include "config.h" /* zp_read_file, zp_read_json_object */
 #include "policy.h" /* policy_find: each policy's default window */
@@ -50,9 +49,12 @@ static zp_status set_from_json(const zp_setting *s, const cJSON *it, const char 
     return zp_setting_set_number(s, what, it->valuedouble, run);
 }
 
-static int get_bool(const cJSON *root, const char *key, int def) {
+/* A boolean key of its own syntax: absent (def), or true or false (anything else is refused). */
+static zp_status get_bool(const cJSON *root, const char *key, const char *src, int def, int *v) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
-    return cJSON_IsBool(it) ? cJSON_IsTrue(it) : def;
+    if (it && !cJSON_IsBool(it)) return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" must be true or false", src, key);
+    *v = it ? cJSON_IsTrue(it) : def;
+    return ZP_OK;
 }
 
 /* The base run: every schema default, then the definition's scalar settings (the axes are set
@@ -204,7 +206,8 @@ static zp_status expand(const cJSON *r, const exp_run *base, const char *src, ex
     }
     if (combos > EXP_MAX_RUNS)
         return zp_fail(ZP_ERR_INVALID, "%s: the axes multiply to %.0f runs, more than %d: split the experiment", src, combos, EXP_MAX_RUNS);
-    const int baseline = get_bool(r, "baseline", 0);
+    int baseline = 0;
+    ZP_TRY(get_bool(r, "baseline", src, 0, &baseline));
     int total = 1;
     for (int a = 0; a < n_axes; a++) total *= len[a];
     for (int c = 0; c < total; c++) {

@@ -71,6 +71,7 @@ int main(void) {
                             {"[1,2]", "not a JSON object"},
                             /* a boolean is a boolean, and only an axis setting takes a list */
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"prefix_cache\":1}", "\"prefix_cache\" must be true or false"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"baseline\":\"yes\"}", "\"baseline\" must be true or false"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"block_size\":[16,32]}", "\"block_size\" must be a number in"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"policy\":[\"zipage\",3]}", "\"policy\" values must be strings"},
                             /* a cross product too large to run (found by the experiment fuzzer: it looped for minutes) */

@@ -73,29 +73,33 @@ zp_status zp_setting_parse(const zp_setting *s, const char *what, const char *te
     return zp_setting_set_number(s, what, v, base);
 }
 
-void zp_setting_json(const zp_setting *s, const void *base, char *out, size_t n) {
+int zp_setting_json(const zp_setting *s, const void *base, char *out, size_t n) {
     const void *f = (const char *)base + s->offset;
+    int k = 0;
     switch (s->type) {
-    case ZP_SET_INT: snprintf(out, n, "%d", *(const int *)f); break;
-    case ZP_SET_BOOL: snprintf(out, n, "%s", *(const int *)f ? "true" : "false"); break;
-    case ZP_SET_I64: snprintf(out, n, "%lld", (long long)*(const int64_t *)f); break;
-    case ZP_SET_FLOAT: snprintf(out, n, "%g", *(const float *)f); break;
+    case ZP_SET_INT: k = snprintf(out, n, "%d", *(const int *)f); break;
+    case ZP_SET_BOOL: k = snprintf(out, n, "%s", *(const int *)f ? "true" : "false"); break;
+    case ZP_SET_I64: k = snprintf(out, n, "%lld", (long long)*(const int64_t *)f); break;
+    case ZP_SET_FLOAT: k = snprintf(out, n, "%g", *(const float *)f); break;
     case ZP_SET_STR: {
         const char *v = s->size ? (const char *)f : *(const char *const *)f;
-        if (!v) { snprintf(out, n, "null"); break; }
-        size_t k = 0;
-        if (n) out[k++] = '"';
-        for (; *v && k + 7 < n; v++) { /* quotes, backslashes and control characters escaped */
+        if (!v) return snprintf(out, n, "null") < (int)n;
+        size_t at = 0;
+        for (; *v && at + 8 < n; v++) { /* quotes, backslashes and control characters escaped */
             const unsigned char ch = (unsigned char)*v;
-            if (ch == '"' || ch == '\\') { out[k++] = '\\'; out[k++] = (char)ch; }
-            else if (ch < 0x20) k += (size_t)snprintf(out + k, n - k, "\\u%04x", ch);
-            else out[k++] = (char)ch;
+            if (!at) out[at++] = '"';
+            if (ch == '"' || ch == '\\') { out[at++] = '\\'; out[at++] = (char)ch; }
+            else if (ch < 0x20) at += (size_t)snprintf(out + at, n - at, "\\u%04x", ch);
+            else out[at++] = (char)ch;
         }
-        if (k + 1 < n) out[k++] = '"';
-        out[k < n ? k : n - 1] = 0;
-        break;
+        if (*v || n < 3) { if (n) out[0] = 0; return 0; }
+        if (!at) out[at++] = '"';
+        out[at++] = '"';
+        out[at] = 0;
+        return 1;
     }
     }
+    return k >= 0 && (size_t)k < n;
 }
 
 void zp_setting_flag(const zp_setting *s, char *out, size_t n) {

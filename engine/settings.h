@@ -86,8 +86,9 @@ const zp_setting *zp_setting_find(const zp_setting *t, int n, const char *name);
 zp_status zp_setting_parse(const zp_setting *s, const char *what, const char *text, void *base);
 /* Sets a row from a number (a JSON value): whole where the type is, within the range. */
 zp_status zp_setting_set_number(const zp_setting *s, const char *what, double v, void *base);
-/* Writes the row's value as JSON (a number, true/false, a quoted string or null). */
-void zp_setting_json(const zp_setting *s, const void *base, char *out, size_t n);
+/* Writes the row's value as JSON (a number, true/false, a quoted string or null); 0 when it did
+ * not fit in n bytes (out then holds a cut value, not to be used). */
+int zp_setting_json(const zp_setting *s, const void *base, char *out, size_t n);
 /* The row's flag: --name with '_' as '-', or --no-name for a boolean that defaults to on. */
 void zp_setting_flag(const zp_setting *s, char *out, size_t n);
 

@@ -110,7 +110,7 @@ static zp_status resolve_json(exp_run *r, const char *src) {
     size_t at = 0, n = sizeof r->resolved;
     char v[2200];
     for (int i = 0; i < exp_n_settings && at < n; i++) {
-        zp_setting_json(&exp_settings[i], r, v, sizeof v);
+        if (!zp_setting_json(&exp_settings[i], r, v, sizeof v)) at = n; /* a value that does not fit: refused below */
         at += (size_t)snprintf(r->resolved + at, n - at, "%s\"%s\":%s", i ? "," : "{", exp_settings[i].name, v);
     }
     if (at < n)

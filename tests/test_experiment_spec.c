@@ -138,6 +138,16 @@ int main(void) {
         snprintf(key, sizeof key, "\"%s\":", exp_settings[i].name);
         CHECK(strstr(g.runs[0].resolved, key) != NULL);
     }
+    /* strings are escaped in the resolved configuration: a quote and a backslash in a path */
+    {
+        FILE *q = fopen(path, "w");
+        fputs("{\"model\":\"m\\\"x\\\\y\",\"dataset\":\"d\"}", q);
+        fclose(q);
+        experiment e;
+        CHECK_OK(exp_load(path, NULL, &e));
+        CHECK(e.n_runs == 1 && !strcmp(e.runs[0].model, "m\"x\\y") && strstr(e.runs[0].resolved, "\"model\":\"m\\\"x\\\\y\","));
+        exp_free(&e);
+    }
     zp_engine_config ec = zp_engine_config_default();
     exp_engine_config(&g.runs[1], &ec);
     CHECK(ec.kv_pool_tokens == 8192 && ec.async_compress == 1 && ec.enable_prefix_cache == 0 && ec.block_size == 16 && ec.max_num_seqs == 7 &&

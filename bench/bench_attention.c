@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < S; s++) { q0[s] = prefill ? s * N : s; ql[s] = prefill ? N : 1; kl[s] = N; }
     for (int t = 0; t < T; t++) { slots[t] = -1; posn[t] = t; }
     for (size_t i = 0; i < (size_t)T * HQ * D; i++) { r ^= r << 13; r ^= r >> 17; r ^= r << 5; qh[i] = (float)(r >> 8) / 16777216.0f - 0.5f; }
-    zp_batch b = {T, S, ids, posn, slots, q0, ql, kl, tables, per, 0, NULL, prefill, 0, NULL, NULL};
+    zp_batch b = {T, S, ids, posn, slots, q0, ql, kl, tables, per, 0, NULL, prefill, 0, NULL, NULL, 1, NULL};
     void *k = NULL, *v = NULL, *q = NULL, *o = NULL;
     if (be->alloc_cache(be, (size_t)NB * B * HKV * D, &k) || be->alloc_cache(be, (size_t)NB * B * HKV * D, &v) ||
         be->alloc(be, (size_t)T * HQ * D, ZP_ACT_F32, &q) || be->alloc(be, (size_t)T * HQ * D, ZP_ACT_OPERAND, &o))

@@ -35,8 +35,8 @@ typedef struct {
     const int *slot_mapping;  /* [T] physical slot block*bs+offset receiving the token's K/V */
     const int *seq_q_start;   /* [S] first row of each sequence in the batch */
     const int *seq_q_len;     /* [S] rows of each sequence */
-    const int *seq_kv_len;    /* [S] physical KV length after this step's writes */
-    const int *block_tables;  /* [S][max_blocks] physical block ids, -1 padded */
+    const int *seq_kv_len;    /* [n_views][S] physical KV length after this step's writes */
+    const int *block_tables;  /* [n_views][S][max_blocks] physical block ids, -1 padded */
     int max_blocks;           /* row stride of block_tables */
     int n_out;                /* rows whose logits are computed */
     const int *out_rows;      /* [n_out] batch rows for the LM head */
@@ -44,7 +44,23 @@ typedef struct {
     int n_qstore;             /* rows whose query goes to the query cache */
     const int *qstore_rows;   /* [n_qstore] batch rows */
     const int *qstore_slots;  /* [n_qstore] query-cache row: qid * window + window index */
+    /* Per-layer budgets (layer_budget.h): layer l's attention and history read view
+     * layer_view[l] of block_tables and seq_kv_len (a compressed request's table without the
+     * layer's dead blocks). n_views 1 and layer_view NULL: one view for every layer. */
+    int n_views;
+    const int *layer_view;    /* [L] or NULL */
 } zp_batch;
+
+/* The step as layer `layer` sees it: block_tables and seq_kv_len of its view. */
+static inline zp_batch zp_batch_layer(const zp_batch *b, int layer) {
+    zp_batch v = *b;
+    const int view = b->layer_view ? b->layer_view[layer] : 0;
+    if (view > 0) {
+        v.block_tables += (size_t)view * b->n_seqs * b->max_blocks;
+        v.seq_kv_len += (size_t)view * b->n_seqs;
+    }
+    return v;
+}
 
 /* Attention geometry shared by the attention and KV ops. */
 typedef struct {

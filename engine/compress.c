@@ -38,12 +38,29 @@ static zp_status check_request(const zp_compressor *c, const zp_seq *q) {
     return ZP_OK;
 }
 
-/* Counters of one finished request compression of n_kv tokens. */
-static void count_compression(zp_compressor *c, const zp_model_config *mc, int n_kv) {
-    const int budget = c->geo.budget;
+/* Layer l's budget and the blocks its view leaves out (uniform: the budget, none). */
+static int layer_budget(const zp_compressor *c, int l) { return c->layers ? c->layers->budget[l] : c->geo.budget; }
+static int layer_dead(const zp_compressor *c, int l) { return c->layers ? c->layers->dead[c->layers->view[l]] : 0; }
+static int view_of(const zp_compressor *c, int l) { return c->layers ? c->layers->view[l] : 0; }
+/* The first layer of view v, -1 when no layer reads it (view 0 when every layer has dead blocks). */
+static int first_layer_of_view(const zp_compressor *c, int n_layers, int v) {
+    for (int l = 0; l < n_layers; l++)
+        if (view_of(c, l) == v) return l;
+    return -1;
+}
+
+/* Counters of one finished request compression of n_kv tokens (was_compressed: its layers' views
+ * left their dead blocks out). */
+static void count_compression(zp_compressor *c, const zp_model_config *mc, int n_kv, int was_compressed) {
+    const int bs = c->geo.block_size;
+    double kept = 0;
     c->stats.compressions++;
-    c->stats.tokens_evicted += (int64_t)(n_kv - budget) * mc->n_layers * mc->n_kv_heads;
-    c->stats.retained_sum += budget;
+    for (int l = 0; l < mc->n_layers; l++) {
+        const int live = n_kv - (was_compressed ? layer_dead(c, l) * bs : 0);
+        c->stats.tokens_evicted += (int64_t)(live - layer_budget(c, l)) * mc->n_kv_heads;
+        kept += layer_budget(c, l);
+    }
+    c->stats.retained_sum += kept / mc->n_layers;
 }
 
 /* Layers per `compress` call: all of them when the longest request's score rows fit the work
@@ -56,44 +73,82 @@ static int device_layer_group(const zp_model_config *mc, zp_seq *const *seqs, in
     return fit < 1 ? 1 : fit > (size_t)mc->n_layers ? mc->n_layers : (int)fit;
 }
 
-/* The backend's `compress` runs the policy's plan and compacts, all requests of a layer group
- * in one call (zp_compress_host instead when `device` is 0); the wall time to completion is
- * counted as scoring. */
-zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n) {
+/* The requests of layer l: a compressed request reads its blocks without the layer's dead ones
+ * (its view, written into tabs [n][max_blocks]); every one writes the first budget / bs target
+ * blocks. */
+static void layer_requests(const zp_compressor *c, zp_seq *const *seqs, int n, int l, int use_hist, int *tabs, int max_blocks,
+                           zp_compress_req *reqs) {
+    const int bs = c->geo.block_size, budget = layer_budget(c, l), dead = layer_dead(c, l);
+    for (int i = 0; i < n; i++) {
+        const zp_seq *q = seqs[i];
+        const int *src = q->blocks;
+        int live = q->n_kv;
+        if (q->compressed && dead > 0) {
+            int *t = tabs + (size_t)i * max_blocks;
+            zp_layer_view_table(q->blocks, q->n_blocks, c->geo.nmax, dead, t);
+            src = t;
+            live -= dead * bs;
+        }
+        const int n_hist = c->history_live ? live : q->compressed ? budget : 0;
+        reqs[i] = (zp_compress_req){src, q->target, live, use_hist ? n_hist : 0, q->qid};
+    }
+}
+
+/* Layers [l0, l1) of one budget, all requests: the backend's `compress` (zp_compress_host when
+ * `device` is 0) in chunks within ZP_COMPRESS_DEVICE_ROWS score rows. */
+static zp_status compress_layers(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_req *reqs, int n, int l0, int l1,
+                                 int use_hist) {
     zp_backend *be = m->be;
-    const zp_model_config *mc = &m->cfg;
-    const int budget = c->geo.budget, use_hist = c->policy.ops->needs_history && kv->score != NULL;
+    const int budget = layer_budget(c, l0);
     zp_score_plan plan;
     ZP_TRY(policy_plan(&c->policy, budget, c->geo.window, &plan));
-    zp_compress_req *reqs = malloc(sizeof *reqs * (size_t)(n > 0 ? n : 1));
-    ZP_CHECK_ALLOC(reqs);
     zp_status st = ZP_OK;
-    for (int i = 0; i < n && st == ZP_OK; i++) {
-        const zp_seq *q = seqs[i];
-        st = check_request(c, q);
-        const int n_hist = c->history_live ? q->n_kv : q->compressed ? budget : 0;
-        reqs[i] = (zp_compress_req){q->blocks, q->target, q->n_kv, use_hist ? n_hist : 0, q->qid};
+    for (int r0 = 0, r1; r0 < n && st == ZP_OK; r0 = r1) {
+        size_t rows = 0;
+        for (r1 = r0; r1 < n; r1++) {
+            const size_t add = (size_t)reqs[r1].n * (size_t)(l1 - l0) * (size_t)m->cfg.n_kv_heads;
+            if (r1 > r0 && rows + add > ZP_COMPRESS_DEVICE_ROWS) break;
+            rows += add;
+        }
+        st = (c->device ? be->compress : zp_compress_host)(be, &kv->dims, &plan, budget, l0, l1, reqs + r0, r1 - r0, kv->k, kv->v, kv->q,
+                                                            use_hist ? kv->score : NULL);
+    }
+    return st;
+}
+
+/* The backend's `compress` runs the policy's plan and compacts, all requests of a layer group
+ * in one call; the wall time to completion is counted as scoring. The request tables (one per
+ * layer view) and their block tables stay alive until the last call has completed. */
+zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n) {
+    const zp_model_config *mc = &m->cfg;
+    const int use_hist = c->policy.ops->needs_history && kv->score != NULL, n_views = c->layers ? c->layers->n_views : 1;
+    zp_status st = ZP_OK;
+    for (int i = 0; i < n && st == ZP_OK; i++) st = check_request(c, seqs[i]);
+    int max_blocks = 1;
+    for (int i = 0; i < n; i++) max_blocks = seqs[i]->n_blocks > max_blocks ? seqs[i]->n_blocks : max_blocks;
+    zp_compress_req *reqs = malloc(sizeof *reqs * (size_t)(n > 0 ? n : 1) * (size_t)n_views);
+    int *tabs = n_views > 1 ? malloc(sizeof(int) * (size_t)(n > 0 ? n : 1) * (size_t)max_blocks * (size_t)n_views) : NULL;
+    if (!reqs || (n_views > 1 && !tabs)) {
+        free(reqs);
+        free(tabs);
+        return zp_fail(ZP_ERR_OOM, "compression: no memory for the requests of %d layer views", n_views);
+    }
+    for (int v = 0; v < n_views; v++) { /* a view's layers share its budget and dead blocks: its tables are built once */
+        const int l = first_layer_of_view(c, mc->n_layers, v);
+        if (l >= 0) layer_requests(c, seqs, n, l, use_hist, tabs ? tabs + (size_t)v * n * max_blocks : NULL, max_blocks, reqs + (size_t)v * n);
     }
     const double t0 = now_s();
     const int group = device_layer_group(mc, seqs, n);
-    for (int l0 = 0; l0 < mc->n_layers && st == ZP_OK; l0 += group) {
-        const int l1 = l0 + group < mc->n_layers ? l0 + group : mc->n_layers;
-        for (int r0 = 0, r1; r0 < n && st == ZP_OK; r0 = r1) { /* chunks within ZP_COMPRESS_DEVICE_ROWS score rows */
-            size_t rows = 0;
-            for (r1 = r0; r1 < n; r1++) {
-                const size_t add = (size_t)reqs[r1].n * (size_t)(l1 - l0) * (size_t)mc->n_kv_heads;
-                if (r1 > r0 && rows + add > ZP_COMPRESS_DEVICE_ROWS) break;
-                rows += add;
-            }
-            st = (c->device ? be->compress : zp_compress_host)(be, &kv->dims, &plan, budget, l0, l1, reqs + r0, r1 - r0, kv->k, kv->v, kv->q,
-                                                                use_hist ? kv->score : NULL);
-        }
+    for (int l0 = 0, l1; l0 < mc->n_layers && st == ZP_OK; l0 = l1) {
+        for (l1 = l0 + 1; l1 < mc->n_layers && l1 - l0 < group && view_of(c, l1) == view_of(c, l0); l1++) {}
+        st = compress_layers(c, m, kv, reqs + (size_t)view_of(c, l0) * n, n, l0, l1, use_hist);
     }
-    zp_status ws = be->compress_wait(be); /* always: nothing may stay in flight on an error */
+    zp_status ws = m->be->compress_wait(m->be); /* always: nothing may stay in flight on an error */
     if (st == ZP_OK) st = ws;
     free(reqs);
+    free(tabs);
     if (st != ZP_OK) return st;
     c->stats.score_seconds += now_s() - t0;
-    for (int i = 0; i < n; i++) count_compression(c, mc, seqs[i]->n_kv);
+    for (int i = 0; i < n; i++) count_compression(c, mc, seqs[i]->n_kv, seqs[i]->compressed);
     return ZP_OK;
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "geometry.h"
+#include "layer_budget.h"
 #include "model.h"
 #include "policy.h"
 #include "scheduler.h"
@@ -29,12 +30,13 @@ typedef struct {
     int64_t compressions;     /* request compressions */
     int64_t tokens_evicted;   /* tokens dropped, summed over layers and KV heads */
     double score_seconds;     /* wall time of the compress calls: scoring, selection, compaction */
-    int64_t retained_sum;     /* tokens kept per request per compression, summed */
+    double retained_sum;      /* tokens kept per request per compression (its mean over layers), summed */
 } zp_compress_stats;
 
 typedef struct {
     zp_policy policy;
     zp_kv_geometry geo; /* block size, budget (N_max blocks) and window of the engine */
+    const zp_layer_plan *layers; /* each layer's budget and block-table view (the engine's; NULL: uniform) */
     int device;         /* 0: zp_compress_host even where the backend's `compress` runs on the device */
     int history_live;   /* the plan's history_live: the stored history covers every token */
     zp_compress_stats stats;
@@ -42,7 +44,10 @@ typedef struct {
 
 zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, const zp_kv_geometry *geo);
 void compressor_free(zp_compressor *c);
-/* Compacts every request in seqs (each marked compressing, with a planned target). */
+/* Compacts every request in seqs (each marked compressing, with a planned target). With
+ * per-layer budgets (c->layers) each run of layers of one budget is its own group: layer l
+ * reads the request's blocks from its view's skip on (once the request was compressed) and
+ * writes its budget into the last budget / bs blocks of the target. */
 zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n);
 /* The `compress` op (backend.h) on the host for any backend, through its key_gather,
  * query_read, score_read and kv_compact: the CPU backend's `compress`, and the reference the

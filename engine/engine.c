@@ -68,6 +68,8 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     const int m = engine_query_slots(e, num_blocks);
     const zp_kv_geometry *g = &e->geo;
     ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, g));
+    ZP_TRY(zp_layer_plan_resolve(c->layer_budget, c->pyramid_beta, g, e->model->cfg.n_layers, &e->layers));
+    e->comp.layers = &e->layers;
     e->comp.device = !c->host_only;
     if (ops->prompt_only) ZP_TRY(sched_enable_prompt_compression(&e->sched, g, m));
     else ZP_TRY(sched_enable_compression(&e->sched, kind, g, m));
@@ -95,7 +97,12 @@ static zp_status engine_geometry(const zp_engine_config *cfg, zp_kv_geometry *ge
         zp_policy p;
         return policy_create(name, NULL, &p); /* its error names the known ones */
     }
-    return zp_geometry_resolve(ops, cfg->block_size, cfg->nmax, cfg->window, geo);
+    ZP_TRY(zp_geometry_resolve(ops, cfg->block_size, cfg->nmax, cfg->window, geo));
+    zp_layer_budget_kind kind;
+    ZP_TRY(zp_layer_kind_parse(cfg->layer_budget, cfg->pyramid_beta, &kind));
+    if (kind == ZP_LAYERS_PYRAMID && !ops->evicts)
+        return zp_fail(ZP_ERR_INVALID, "layer_budget pyramid needs an evicting policy (policy %s keeps every token)", ops->name);
+    return ZP_OK;
 }
 
 /* The backend's switches of cfg (CUDA graphs). */
@@ -205,6 +212,7 @@ void zp_engine_free(zp_engine *e) {
     if (!e) return;
     zp_engine_abandon(e); /* a compression in flight finishes first */
     compressor_free(&e->comp);
+    zp_layer_plan_free(&e->layers);
     free(e->ctask);
     free(e->qstore_rows); free(e->qstore_slots);
     for (int i = 0; i < e->all.n; i++) seq_destroy(e->all.v[i]);
@@ -328,11 +336,12 @@ static zp_status reserve_step(zp_engine *e, int rows, int seqs, int max_blocks) 
         int c = e->seq_cap;
         ZP_TRY(grow_int(&e->q_start, &c, seqs)); c = e->seq_cap;
         ZP_TRY(grow_int(&e->q_len, &c, seqs)); c = e->seq_cap;
-        ZP_TRY(grow_int(&e->kv_len, &c, seqs)); c = e->seq_cap;
         ZP_TRY(grow_int(&e->out_rows, &c, seqs));
         e->seq_cap = seqs;
     }
-    ZP_TRY(grow_int(&e->block_tables, &e->bt_cap, seqs * max_blocks));
+    const int V = e->layers.n_views > 1 ? e->layers.n_views : 1;
+    ZP_TRY(grow_int(&e->kv_len, &e->kvl_cap, seqs * V));
+    ZP_TRY(grow_int(&e->block_tables, &e->bt_cap, seqs * max_blocks * V));
     if (seqs > e->logits_rows) {
         free(e->logits);
         free(e->srows); free(e->sids);
@@ -373,6 +382,22 @@ static zp_status add_query_stores(zp_engine *e, const zp_seq *q, int row0, int n
     return ZP_OK;
 }
 
+/* Views 1.. of kv_len and block_tables (view 0 is the batch's own): a compressed request's table
+ * without the view's dead blocks, and as many fewer tokens; a request not yet compressed reads
+ * its whole table in every view. */
+static void build_layer_views(zp_engine *e, zp_seq *const *seqs, int n_seqs, int max_blocks) {
+    const int bs = e->cfg.block_size;
+    for (int v = 1; v < e->layers.n_views; v++)
+        for (int i = 0; i < n_seqs; i++) {
+            const zp_seq *q = seqs[i];
+            const int dead = q->compressed ? e->layers.dead[v] : 0;
+            int *bt = e->block_tables + ((size_t)v * n_seqs + i) * max_blocks;
+            const int k = zp_layer_view_table(q->blocks, q->n_blocks, e->geo.nmax, dead, bt);
+            for (int j = k; j < max_blocks; j++) bt[j] = -1;
+            e->kv_len[(size_t)v * n_seqs + i] = e->kv_len[i] - dead * bs;
+        }
+}
+
 /* Rows of request q this step: logical tokens [n_done, n_tokens) at positions n_done..; their
  * K/V go to physical slots n_kv.. (positions and slots coincide until a compression). */
 static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int is_prefill, zp_batch *b) {
@@ -401,9 +426,14 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
         int *bt = e->block_tables + (size_t)i * max_blocks;
         for (int k = 0; k < max_blocks; k++) bt[k] = k < q->n_blocks ? q->blocks[k] : -1;
     }
+    build_layer_views(e, seqs, n_seqs, max_blocks);
     memset(b, 0, sizeof *b);
     *b = (zp_batch){row, n_seqs, e->token_ids, e->positions, e->slots, e->q_start, e->q_len, e->kv_len, e->block_tables,
-                    max_blocks, n_seqs, e->out_rows, is_prefill, n_qs, e->qstore_rows, e->qstore_slots};
+                    max_blocks, n_seqs, e->out_rows, is_prefill, n_qs, e->qstore_rows, e->qstore_slots, 1, NULL};
+    if (e->layers.n_views > 1) {
+        b->n_views = e->layers.n_views;
+        b->layer_view = e->layers.view;
+    }
     return ZP_OK;
 }
 
@@ -574,7 +604,12 @@ static zp_status engine_step(zp_engine *e) {
         e->stats.decode_seconds += t1 - t0;
         e->stats.decode_steps++;
         e->stats.decode_tokens += b.n_tokens;
-        for (int s = 0; s < b.n_seqs; s++) e->stats.decode_kv_tokens += b.seq_kv_len[s];
+        int64_t kv_sum = 0; /* over the layers' views: the tokens each layer's attention reads */
+        for (int l = 0, L = e->model->cfg.n_layers; l < L; l++) {
+            const zp_batch bl = zp_batch_layer(&b, l);
+            for (int s = 0; s < b.n_seqs; s++) kv_sum += bl.seq_kv_len[s];
+        }
+        e->stats.decode_kv_tokens += kv_sum / e->model->cfg.n_layers;
         double ops1[ZP_OP_COUNT];
         if (prof_decode && e->be->op_seconds(e->be, ops1) == ZP_OK) /* profiling waits for the step's events here */
             for (int k = 0; k < ZP_OP_COUNT; k++) e->stats.decode_op_seconds[k] += ops1[k] - ops0[k];

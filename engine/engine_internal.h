@@ -9,6 +9,7 @@
 #include "compress.h"  /* the compressor, policies */
 #include "engine.h"
 #include "geometry.h"
+#include "layer_budget.h"
 #include "model.h"     /* the model, the backend's op table */
 #include "scheduler.h" /* requests, the pool, the scheduler */
 
@@ -26,7 +27,7 @@ struct zp_engine {
     int64_t next_order;
     /* per-step host arrays, grown on demand */
     int *token_ids, *positions, *slots, *out_rows, rows_cap;
-    int *q_start, *q_len, *kv_len, *block_tables, seq_cap, bt_cap;
+    int *q_start, *q_len, *kv_len, *block_tables, seq_cap, kvl_cap, bt_cap; /* kv_len, block_tables: every layer view */
     float *logits, *scratch;
     int logits_rows;
     zp_sample_row *srows;     /* device sampling: one row per scheduled request */
@@ -40,6 +41,7 @@ struct zp_engine {
     int compressing_enabled;
     int prompt_compress;     /* a prompt-only policy (SnapKV): long prompts compressed once after their prefill */
     zp_compressor comp;
+    zp_layer_plan layers;     /* per-layer budgets and block-table views (n_views 0 without compression: one view) */
     zp_seq **ctask;           /* requests of the compression in flight (async) or of this step */
     int n_ctask;
     pthread_t worker;

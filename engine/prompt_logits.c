@@ -25,7 +25,7 @@ zp_status zp_prompt_logits(const zp_engine_config *cfg, const int *prompt, int n
         int *slots = pos + T, *out_rows = pos + 2 * T, q0 = 0, kvl = T;
         for (int t = 0; t < T; t++) { pos[t] = t; slots[t] = t; out_rows[t] = all_positions ? t : T - 1; }
         for (int b = 0; b < nb; b++) bt[b] = b;
-        zp_batch b = {T, 1, prompt, pos, slots, &q0, &T, &kvl, bt, nb, R, out_rows, 1, 0, NULL, NULL};
+        zp_batch b = {T, 1, prompt, pos, slots, &q0, &T, &kvl, bt, nb, R, out_rows, 1, 0, NULL, NULL, 1, NULL};
         s = zp_model_forward(m, &b, &kv, lg);
     }
     if (s == ZP_OK) { *logits = lg; *rows = R; *vocab = m->cfg.vocab; }

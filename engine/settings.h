@@ -41,6 +41,9 @@ enum { ZP_SETTING_AXIS = 1 }; /* flags: an experiment may give a list of values 
     X(policy, ZP_SET_STR, policy, 0, "full", 0, 0, ZP_SETTING_AXIS, "eviction policy (default full)")                              \
     X(nmax, ZP_SET_INT, nmax, 8, NULL, 1, 1e6, ZP_SETTING_AXIS, "blocks kept per request after compression (default 8)")       \
     X(window, ZP_SET_INT, window, 0, NULL, 1, 1e6, ZP_SETTING_AXIS, "window queries per request (default: the policy's, its authors' value)") \
+    X(layer_budget, ZP_SET_STR, layer_budget, 0, "uniform", 0, 0, ZP_SETTING_AXIS,                                              \
+      "per-layer budgets: uniform (default) or pyramid (PyramidKV's schedule inside the N_max cap)")                               \
+    X(pyramid_beta, ZP_SET_INT, pyramid_beta, 20, NULL, 1, 1000, 0, "PyramidKV's beta: the top layer keeps about 1/beta of the mean (default 20)") \
     X(max_concurrency, ZP_SET_INT, max_concurrency, 0, NULL, 0, 1e6, ZP_SETTING_AXIS,                                         \
       "query slots (0, the default: pool blocks / (nmax + 1))")                                                                     \
     X(kv_pool_tokens, ZP_SET_I64, kv_pool_tokens, 0, NULL, 0, 1e12, ZP_SETTING_AXIS,                                              \

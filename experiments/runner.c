@@ -38,6 +38,7 @@
     X("policy_params", "%s", r->policy_params[0] ? r->policy_params : "{}")                                                 \
     X("nmax", "%d", r->nmax)                                                                                                \
     X("window", "%d", r->window)                                                                                            \
+    X("layer_budget", "%s", r->layer_budget[0] ? r->layer_budget : "uniform")                                            \
     X("max_concurrency", "%d", st->n_qslots)                                                                                \
     X("block_size", "%d", r->block_size)                                                                                    \
     X("kv_pool_tokens", "%lld", (long long)st->num_blocks * r->block_size)                                                  \

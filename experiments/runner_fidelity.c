@@ -49,6 +49,8 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     cmp.nmax = r->nmax ? r->nmax : 8;
     cmp.window = r->window; /* resolved at expansion: the axis, or the policy's default */
     cmp.scheduler = r->scheduler;
+    cmp.layer_budget = r->layer_budget;
+    cmp.pyramid_beta = r->pyramid_beta;
     fidelity_mean mean;
     ZP_TRY(fidelity_set_compare(&cache.set, &cmp, r->kl_window, NULL, &mean));
     char path[4400];
@@ -61,13 +63,13 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
             cache.set.n, r->gen, mean.mean_kl, mean.worst_window_kl, mean.agreement, mean.first_disagreement, mean.retained_share);
     const char *params = r->policy_params[0] ? r->policy_params : "{}";
     csv_fwrite(m, params, strlen(params)); /* quoted: a JSON object has commas */
-    fputc('\n', m);
+    fprintf(m, ",%s\n", r->layer_budget[0] ? r->layer_budget : "uniform");
     if (ferror(m) | fclose(m)) { free(row); return zp_fail(ZP_ERR_OOM, "%s: no memory for the row of run %s", path, r->run_id); }
     zp_status st = rio_append_lines(path, "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
-                                          "first_disagreement,retained_share,policy_params\n", row, k);
+                                          "first_disagreement,retained_share,policy_params,layer_budget\n", row, k);
     free(row);
     ZP_TRY(st);
-    fprintf(stderr, "run %s: %s N=%d: mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id, r->policy, r->nmax,
-            mean.mean_kl, mean.agreement, mean.retained_share);
+    fprintf(stderr, "run %s: %s N=%d (%s budgets): mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id, r->policy,
+            r->nmax, r->layer_budget[0] ? r->layer_budget : "uniform", mean.mean_kl, mean.agreement, mean.retained_share);
     return ZP_OK;
 }

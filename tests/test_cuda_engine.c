@@ -34,7 +34,7 @@ static void teacher_forced(const char *preset, int fp32) {
         CHECK_OK(zp_model_load(zp_test_model(preset), be[k], &m[k]));
         CHECK_OK(zp_model_kv_alloc(m[k], N / BS + 1, BS, &kv[k]));
         lg[k] = malloc(sizeof(float) * (size_t)m[k]->cfg.vocab);
-        zp_batch b = {N, 1, ids, pos, slots, &z, &n, &n, bt, N / BS + 1, 1, &last, 1, 0, NULL, NULL};
+        zp_batch b = {N, 1, ids, pos, slots, &z, &n, &n, bt, N / BS + 1, 1, &last, 1, 0, NULL, NULL, 1, NULL};
         CHECK_OK(zp_model_forward(m[k], &b, &kv[k], lg[k]));
     }
     const int V = m[0]->cfg.vocab;
@@ -45,11 +45,15 @@ static void teacher_forced(const char *preset, int fp32) {
     for (int k = 0; k < 2; k++) { free(lg[k]); zp_model_kv_free(m[k], &kv[k]); zp_model_free(m[k]); be[k]->destroy(be[k]); }
 }
 
-static void greedy_parity(const char *preset, const char *policy, int async, int fp32, int graphs) {
+/* layers: NULL (uniform budgets, N_max 2) or "pyramid" (per-layer budgets through the block-table
+ * views, N_max 4) */
+static void greedy_parity_layers(const char *preset, const char *policy, int async, int fp32, int graphs, const char *layers) {
     run_spec rs = run_spec_default(preset);
     rs.sp.max_tokens = 64;
     rs.ec.policy = policy;
-    rs.ec.nmax = 2;
+    rs.ec.nmax = layers ? 4 : 2;
+    rs.ec.layer_budget = layers;
+    if (layers && !strcmp(policy, "snapkv")) rs.prompt_len = 80; /* prompts past the cap: SnapKV compresses them */
     rs.ec.window = 4;
     rs.ec.async_compress = async;
     rs.check_invariants = 1;
@@ -66,8 +70,8 @@ static void greedy_parity(const char *preset, const char *policy, int async, int
         agree += k;
         total += cpu.n[r];
     }
-    printf("  %-10s %-9s %s %s%s: greedy %d/%d tokens identical, %lld compressions", preset, policy, async ? "async" : "sync ",
-           fp32 ? "fp32" : "bf16", graphs ? " graphs" : "", agree, total, (long long)gpu.st.compressions);
+    printf("  %-10s %-9s %s %s%s%s: greedy %d/%d tokens identical, %lld compressions", preset, policy, async ? "async" : "sync ",
+           fp32 ? "fp32" : "bf16", graphs ? " graphs" : "", layers ? " pyramid" : "", agree, total, (long long)gpu.st.compressions);
     if (graphs) printf(", %lld graphs recorded, %lld replayed", (long long)gpu.st.graph_records, (long long)gpu.st.graph_replays);
     printf("\n");
     if (graphs) CHECK(gpu.st.graph_replays > 0);
@@ -77,6 +81,10 @@ static void greedy_parity(const char *preset, const char *policy, int async, int
     }
     run_result_free(&cpu);
     run_result_free(&gpu);
+}
+
+static void greedy_parity(const char *preset, const char *policy, int async, int fp32, int graphs) {
+    greedy_parity_layers(preset, policy, async, fp32, graphs, NULL);
 }
 
 static void ignore_logits(void *ctx, int64_t request_id, int sample_index, int step, const float *logits, int vocab) {
@@ -167,6 +175,12 @@ int main(void) {
     greedy_parity("tiny-qwen3", "zipage", 0, 1, 1);
     greedy_parity("tiny-qwen3", "zipage", 1, 1, 1);
     greedy_parity("tiny-llama", "snapkv-d", 0, 1, 1);
+    /* per-layer budgets (PyramidKV's schedule): the layers' block-table views in attention, history and compression */
+    static const char *const pyramid[] = {"zipage", "h2o", "streaming", "snapkv-d", "snapkv", "rkv", "tova"};
+    for (size_t p = 0; p < sizeof pyramid / sizeof *pyramid; p++) greedy_parity_layers("tiny-llama", pyramid[p], 0, 1, 0, "pyramid");
+    greedy_parity_layers("tiny-qwen3", "zipage", 1, 1, 0, "pyramid");
+    greedy_parity_layers("tiny-qwen3", "zipage", 0, 1, 1, "pyramid");
+    greedy_parity_layers("tiny-qwen3", "zipage", 0, 0, 0, "pyramid");
     memory_sizing();
     const float sp[4][3] = {{0.8f, 1.0f, 0}, {0.6f, 0.95f, 20}, {0.7f, 0.9f, 0}, {1.0f, 1.0f, 5}};
     for (int i = 0; i < 4; i++) {

@@ -145,7 +145,7 @@ static void test_attention_path(pair *p) {
     int ids[57] = {0}, pos[57], slots[57], q0[2] = {0, 37}, kvl[2] = {37, 20}, qrows[3] = {33, 36, 56}, qslots[3] = {0, 3, 4 + 1};
     for (int s = 0, t = 0; s < 2; s++)
         for (int i = 0; i < len[s]; i++, t++) { pos[t] = i + 100 * s; slots[t] = bt[s][i / BS] * BS + i % BS; }
-    zp_batch b = {T, 2, ids, pos, slots, q0, kvl, kvl, &bt[0][0], 3, 0, NULL, 1, 3, qrows, qslots};
+    zp_batch b = {T, 2, ids, pos, slots, q0, kvl, kvl, &bt[0][0], 3, 0, NULL, 1, 3, qrows, qslots, 1, NULL};
     zp_backend *be[2] = {p->cpu, p->gpu};
     void *QKV[2], *Q[2], *O[2], *KC[2], *VC[2], *QC[2], *QN[2], *KN[2];
     size_t cache_n = (size_t)L * NB * BS * Hkv * D;
@@ -244,8 +244,8 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
     for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
     for (size_t i = 0; i < nkv; i++) qkv[i] = rnd((uint32_t)i, 21);
     for (size_t i = 0; i < nq; i++) qd[i] = 2.0f * rnd((uint32_t)i, 22);
-    zp_batch fill = {total, 0, ids, pos, slots, NULL, NULL, NULL, NULL, 0, 0, NULL, 1, 0, NULL, NULL};
-    zp_batch att = {T, S, ids, pos, slots, q0, qlen, len, tables, maxb, 0, NULL, ql != NULL, 0, NULL, NULL};
+    zp_batch fill = {total, 0, ids, pos, slots, NULL, NULL, NULL, NULL, 0, 0, NULL, 1, 0, NULL, NULL, 1, NULL};
+    zp_batch att = {T, S, ids, pos, slots, q0, qlen, len, tables, maxb, 0, NULL, ql != NULL, 0, NULL, NULL, 1, NULL};
     zp_backend *be[2] = {p->cpu, p->gpu};
     void *QKV[2], *QF[2], *Q[2], *O[2], *KC[2], *VC[2];
     for (int k = 0; k < 2; k++) {

@@ -121,7 +121,7 @@ static void test_paged_attention(zp_backend *be) {
     int ids[17] = {0}, pos[17], slots[17], q0[2] = {0, 7}, ql[2] = {7, 10}, kvl[2] = {7, 10};
     for (int s = 0, t = 0; s < 2; s++)
         for (int i = 0; i < len[s]; i++, t++) { pos[t] = i + 3 * s; slots[t] = bt[s][i / BS] * BS + i % BS; }
-    zp_batch b = {T, 2, ids, pos, slots, q0, ql, kvl, &bt[0][0], 4, 0, NULL, 1, 0, NULL, NULL};
+    zp_batch b = {T, 2, ids, pos, slots, q0, ql, kvl, &bt[0][0], 4, 0, NULL, 1, 0, NULL, NULL, 1, NULL};
     CHECK_OK(be->set_batch(be, &b));
     CHECK_OK(be->qkv_rope_store(be, &d, qkv, q, qn, kn, kc, vc, LAYER));
     CHECK_OK(be->attn_prefill(be, &d, out, q, kc, vc, LAYER));

@@ -267,7 +267,7 @@ static void attend_row(const zp_attn_dims *d, const zp_batch *b, int s, int r, i
 
 static zp_status cpu_attention(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache,
                                const void *v_cache, int layer) {
-    const zp_batch *b = &CTX(be)->b;
+    const zp_batch view = zp_batch_layer(&CTX(be)->b, layer), *b = &view; /* the layer's block-table view */
     const int D = d->head_dim, Hq = d->n_heads;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * D;
     int max_kv = 1;

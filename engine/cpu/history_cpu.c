@@ -57,7 +57,7 @@ static void key_sums(const zp_attn_dims *d, const zp_batch *b, int s, int g, con
 
 zp_status cpu_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q, const void *k_cache, void *score_cache, void *stats,
                            int layer) {
-    const zp_batch *b = cpu_batch(be);
+    const zp_batch view = zp_batch_layer(cpu_batch(be), layer), *b = &view; /* the layer's block-table view */
     const int Hkv = d->n_kv_heads;
     const float *kc = (const float *)k_cache + (size_t)layer * d->num_blocks * d->block_size * Hkv * d->head_dim;
     float *sc = (float *)score_cache + (size_t)layer * d->num_blocks * d->block_size * Hkv;

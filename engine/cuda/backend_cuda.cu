@@ -273,7 +273,8 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
     int n_tiles = 0;
     for (int s = 0; s < S; s++) n_tiles += zp_ceil_div(b->seq_q_len[s], CUDA_PREFILL_TILE);
     enum { N_ARR = 13 };
-    const size_t sizes[N_ARR] = {(size_t)T, (size_t)T, (size_t)T, (size_t)S, (size_t)S, (size_t)S, (size_t)S * b->max_blocks,
+    const size_t V = b->n_views > 1 ? (size_t)b->n_views : 1; /* layer views of kv_len and tables */
+    const size_t sizes[N_ARR] = {(size_t)T, (size_t)T, (size_t)T, (size_t)S, (size_t)S, V * S, V * S * b->max_blocks,
                                  (size_t)b->n_out, (size_t)T, (size_t)b->n_qstore, (size_t)b->n_qstore, (size_t)n_tiles, (size_t)n_tiles};
     size_t total = 0;
     for (int i = 0; i < N_ARR; i++) total += sizes[i];
@@ -289,7 +290,7 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
     int *host = c->hbatch;
     const int *srcs[N_ARR] = {b->token_ids, b->positions, b->slot_mapping, b->seq_q_start, b->seq_q_len, b->seq_kv_len,
                               b->block_tables, b->out_rows, NULL, b->qstore_rows, b->qstore_slots, NULL, NULL};
-    int **dsts[N_ARR] = {&c->d.ids, &c->d.positions, &c->d.slots, &c->d.q_start, &c->d.q_len, &c->d.kv_len, &c->d.tables,
+    int **dsts[N_ARR] = {&c->d.ids, &c->d.positions, &c->d.slots, &c->d.q_start, &c->d.q_len, &c->d.kv_len0, &c->d.tables0,
                          &c->d.out_rows, &c->d.row_seq, &c->d.qstore_rows, &c->d.qstore_slots, &c->d.tile_seq, &c->d.tile_row0};
     if (total + 1 > c->packed_cap) {
         ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
@@ -321,6 +322,8 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
         off += sizes[i];
     }
     c->n_ptiles = n_tiles;
+    c->d.kv_len = c->d.kv_len0; /* view 0 until an attention op picks its layer's */
+    c->d.tables = c->d.tables0;
     cudaError_t e = cudaMemcpyAsync(c->packed, host, sizeof(int) * total, cudaMemcpyHostToDevice, c->stream);
     if (e == cudaSuccess) e = cudaEventRecord(c->ev_upload, c->stream); /* no wait: kernels follow in stream order */
     if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda set_batch: upload failed: %s", cudaGetErrorString(e));

@@ -133,10 +133,12 @@ __device__ __forceinline__ float zp_block_max(float v, float *sh) {
 
 static inline int zp_ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 
-/* Device copies of the step's batch arrays (one packed upload per set_batch). */
+/* Device copies of the step's batch arrays (one packed upload per set_batch). kv_len and tables
+ * are those of the layer view in use (cuda_use_layer_view), kv_len0 and tables0 all views. */
 typedef struct {
     int *ids, *positions, *slots, *q_start, *q_len, *kv_len, *tables, *out_rows, *row_seq, *qstore_rows, *qstore_slots;
     int *tile_seq, *tile_row0; /* [n_ptiles] prefill query tiles: sequence, first row within it */
+    int *kv_len0, *tables0;    /* [n_views][S], [n_views][S][max_blocks] */
 } cuda_batch_dev;
 
 #define CUDA_PREFILL_TILE 16 /* query rows of one prefill attention tile */
@@ -233,6 +235,13 @@ static inline bf16 *cuda_operand_bf16(const cuda_ctx *c, void *p) { return c->fp
 __global__ void to_bf16_kernel(bf16 *out, const float *x, size_t n);
 /* Adds the recorded ops' times to psec (waits for them). */
 zp_status cuda_prof_flush(cuda_ctx *c);
+/* Points d.kv_len and d.tables at layer `layer`'s view of the batch (zp_batch_layer on the
+ * device); the attention and history ops call it first. */
+static inline void cuda_use_layer_view(cuda_ctx *c, int layer) {
+    const int view = c->b.layer_view ? c->b.layer_view[layer] : 0;
+    c->d.kv_len = c->d.kv_len0 + (size_t)view * c->b.n_seqs;
+    c->d.tables = c->d.tables0 + (size_t)view * c->b.n_seqs * c->b.max_blocks;
+}
 
 /* compress_cuda.cu */
 zp_status cuda_query_store(zp_backend *be, const zp_attn_dims *d, const void *q, void *qcache, int layer);

@@ -244,6 +244,7 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
 zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
                            int layer) {
     cuda_ctx *c = CUDA_CTX(be);
+    cuda_use_layer_view(c, layer);
     zp_prof_scope prof(c, ZP_OP_ATTENTION);
     const int S = c->b.n_seqs, G = d->n_heads / d->n_kv_heads, D = d->head_dim;
     if (S == 0) return ZP_OK;

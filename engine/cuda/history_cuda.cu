@@ -76,6 +76,7 @@ __global__ static void history_sums_kernel(float *sc, const float *stats, const 
 zp_status cuda_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q, const void *k_cache, void *score_cache, void *stats,
                             int layer) {
     cuda_ctx *c = CUDA_CTX(be);
+    cuda_use_layer_view(c, layer);
     if (c->b.n_tokens == 0) return ZP_OK;
     zp_prof_scope prof(c, ZP_OP_ATTENTION);
     const int D = d->head_dim, bs = d->block_size, Hkv = d->n_kv_heads;

@@ -224,6 +224,7 @@ static zp_status prefill_tile_launch(cuda_ctx *c, const zp_attn_dims *d, float *
 zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
                             int layer) {
     cuda_ctx *c = CUDA_CTX(be);
+    cuda_use_layer_view(c, layer);
     zp_prof_scope prof(c, ZP_OP_ATTENTION);
     if (c->b.n_tokens == 0) return ZP_OK;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;

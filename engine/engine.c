@@ -256,11 +256,12 @@ size_t zp_engine_block_bytes(const zp_engine *e) {
 }
 int zp_engine_num_running(const zp_engine *e) { return e->sched.running.n; }
 double zp_engine_kv_share(const zp_engine *e) {
-    double s = 0;
+    double s = 0, dead = 0; /* dead: blocks a compressed request's layers leave out, their mean */
     int n = 0;
+    for (int l = 0; l < e->layers.n_layers; l++) dead += (double)e->layers.dead[e->layers.view[l]] / e->layers.n_layers;
     for (int i = 0; i < e->sched.running.n; i++) {
         const zp_seq *q = e->sched.running.v[i];
-        if (q->n_done > 0) { s += (double)q->n_kv / q->n_done; n++; }
+        if (q->n_done > 0) { s += (q->n_kv - (q->compressed ? dead * e->cfg.block_size : 0)) / q->n_done; n++; }
     }
     return n ? s / n : 1.0;
 }

@@ -135,7 +135,8 @@ zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, c
  * the fidelity probe compares them across engines). NULL removes the hook. */
 typedef void (*zp_logits_hook)(void *ctx, int64_t request_id, int sample_index, int step, const float *logits, int vocab);
 void zp_engine_set_logits_hook(zp_engine *e, zp_logits_hook fn, void *ctx);
-/* Mean over running requests of physical / logical tokens (1.0 without eviction). */
+/* Mean over running requests of the tokens attention reads / logical tokens (1.0 without eviction):
+ * physical tokens, less each layer's dead blocks (per-layer budgets), averaged over the layers. */
 double zp_engine_kv_share(const zp_engine *e);
 /* Runs one prefill or decode step. */
 zp_status zp_engine_step(zp_engine *e);

@@ -59,14 +59,15 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     size_t k = 0;
     FILE *m = open_memstream(&row, &k);
     if (!m) return zp_fail(ZP_ERR_OOM, "%s: no memory for the row of run %s", path, r->run_id);
-    fprintf(m, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f,", r->run_id, r->policy, r->nmax, r->window, r->block_size, r->dataset,
-            cache.set.n, r->gen, mean.mean_kl, mean.worst_window_kl, mean.agreement, mean.first_disagreement, mean.retained_share);
+    fprintf(m, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f,%s,", r->run_id, r->policy, r->nmax, r->window, r->block_size, r->dataset,
+            cache.set.n, r->gen, mean.mean_kl, mean.worst_window_kl, mean.agreement, mean.first_disagreement, mean.retained_share,
+            r->layer_budget[0] ? r->layer_budget : "uniform");
     const char *params = r->policy_params[0] ? r->policy_params : "{}";
-    csv_fwrite(m, params, strlen(params)); /* quoted: a JSON object has commas */
-    fprintf(m, ",%s\n", r->layer_budget[0] ? r->layer_budget : "uniform");
+    csv_fwrite(m, params, strlen(params)); /* quoted, last: a JSON object has commas */
+    fputc('\n', m);
     if (ferror(m) | fclose(m)) { free(row); return zp_fail(ZP_ERR_OOM, "%s: no memory for the row of run %s", path, r->run_id); }
     zp_status st = rio_append_lines(path, "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
-                                          "first_disagreement,retained_share,policy_params,layer_budget\n", row, k);
+                                          "first_disagreement,retained_share,layer_budget,policy_params\n", row, k);
     free(row);
     ZP_TRY(st);
     fprintf(stderr, "run %s: %s N=%d (%s budgets): mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id, r->policy,

@@ -2,12 +2,15 @@
 # with full KV against the share of the context kept, one curve per policy (its N_max
 # points), and mean KL against the same axis. Variables: data, outdir, title, policies.
 # Columns: 1 run_id 2 policy 3 nmax 4 window 5 block 6 dataset 7 problems 8 gen 9 mean_kl
-#          10 worst_window_kl 11 agreement 12 first_disagreement 13 retained_share
+#          10 worst_window_kl 11 agreement 12 first_disagreement 13 retained_share 14 layer_budget
+# A curve is a policy, or policy+pyramid for its runs with per-layer budgets (column 14; files
+# written before it existed have the parameters there, and every run counts as uniform).
 set terminal pngcairo size 900,600 enhanced font "Sans,11"
 set datafile separator ","
 set key outside right top
 set grid
-sel(p, col) = strcol(2) eq p ? column(col) : 1/0
+curve() = strcol(2).(strcol(14) eq "pyramid" ? "+pyramid" : "")
+sel(p, col) = curve() eq p ? column(col) : 1/0
 set output outdir."/fidelity_agreement.png"
 set title "teacher-forced top-1 agreement with full KV — ".title
 set xlabel "retained share of the context (physical / logical tokens)"

@@ -51,10 +51,12 @@ typedef struct {
     const int *layer_view;    /* [L] or NULL */
 } zp_batch;
 
+/* The view layer `layer` reads. */
+static inline int zp_batch_view(const zp_batch *b, int layer) { return b->layer_view ? b->layer_view[layer] : 0; }
 /* The step as layer `layer` sees it: block_tables and seq_kv_len of its view. */
 static inline zp_batch zp_batch_layer(const zp_batch *b, int layer) {
     zp_batch v = *b;
-    const int view = b->layer_view ? b->layer_view[layer] : 0;
+    const int view = zp_batch_view(b, layer);
     if (view > 0) {
         v.block_tables += (size_t)view * b->n_seqs * b->max_blocks;
         v.seq_kv_len += (size_t)view * b->n_seqs;

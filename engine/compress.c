@@ -52,15 +52,11 @@ static int first_layer_of_view(const zp_compressor *c, int n_layers, int v) {
 /* Counters of one finished request compression of n_kv tokens (was_compressed: its layers' views
  * left their dead blocks out). */
 static void count_compression(zp_compressor *c, const zp_model_config *mc, int n_kv, int was_compressed) {
-    const int bs = c->geo.block_size;
-    double kept = 0;
+    const int64_t L = mc->n_layers, kept = c->layers ? c->layers->budget_sum : L * c->geo.budget;
+    const int64_t live = L * n_kv - (was_compressed && c->layers ? (int64_t)c->layers->dead_sum * c->geo.block_size : 0);
     c->stats.compressions++;
-    for (int l = 0; l < mc->n_layers; l++) {
-        const int live = n_kv - (was_compressed ? layer_dead(c, l) * bs : 0);
-        c->stats.tokens_evicted += (int64_t)(live - layer_budget(c, l)) * mc->n_kv_heads;
-        kept += layer_budget(c, l);
-    }
-    c->stats.retained_sum += kept / mc->n_layers;
+    c->stats.tokens_evicted += (live - kept) * mc->n_kv_heads;
+    c->stats.retained_sum += (double)kept / (double)L;
 }
 
 /* Layers per `compress` call: all of them when the longest request's score rows fit the work

@@ -99,10 +99,7 @@ static zp_status engine_geometry(const zp_engine_config *cfg, zp_kv_geometry *ge
     }
     ZP_TRY(zp_geometry_resolve(ops, cfg->block_size, cfg->nmax, cfg->window, geo));
     zp_layer_budget_kind kind;
-    ZP_TRY(zp_layer_kind_parse(cfg->layer_budget, cfg->pyramid_beta, &kind));
-    if (kind == ZP_LAYERS_PYRAMID && !ops->evicts)
-        return zp_fail(ZP_ERR_INVALID, "layer_budget pyramid needs an evicting policy (policy %s keeps every token)", ops->name);
-    return ZP_OK;
+    return zp_layer_budget_check(cfg->layer_budget, cfg->pyramid_beta, geo, &kind);
 }
 
 /* The backend's switches of cfg (CUDA graphs). */
@@ -255,13 +252,19 @@ size_t zp_engine_block_bytes(const zp_engine *e) {
     return zp_model_kv_block_bytes(&e->model->cfg, e->cfg.block_size, elem);
 }
 int zp_engine_num_running(const zp_engine *e) { return e->sched.running.n; }
+/* The tokens of a request's n_kv that its layers' attention reads, their mean over the layers
+ * (a compressed request's layers leave their dead blocks out). */
+static double seq_attended(const zp_engine *e, const zp_seq *q, int n_kv) {
+    if (!q->compressed || e->layers.n_layers == 0) return n_kv;
+    return n_kv - (double)e->layers.dead_sum * e->cfg.block_size / e->layers.n_layers;
+}
+
 double zp_engine_kv_share(const zp_engine *e) {
-    double s = 0, dead = 0; /* dead: blocks a compressed request's layers leave out, their mean */
+    double s = 0;
     int n = 0;
-    for (int l = 0; l < e->layers.n_layers; l++) dead += (double)e->layers.dead[e->layers.view[l]] / e->layers.n_layers;
     for (int i = 0; i < e->sched.running.n; i++) {
         const zp_seq *q = e->sched.running.v[i];
-        if (q->n_done > 0) { s += (q->n_kv - (q->compressed ? dead * e->cfg.block_size : 0)) / q->n_done; n++; }
+        if (q->n_done > 0) { s += seq_attended(e, q, q->n_kv) / q->n_done; n++; }
     }
     return n ? s / n : 1.0;
 }
@@ -605,12 +608,7 @@ static zp_status engine_step(zp_engine *e) {
         e->stats.decode_seconds += t1 - t0;
         e->stats.decode_steps++;
         e->stats.decode_tokens += b.n_tokens;
-        int64_t kv_sum = 0; /* over the layers' views: the tokens each layer's attention reads */
-        for (int l = 0, L = e->model->cfg.n_layers; l < L; l++) {
-            const zp_batch bl = zp_batch_layer(&b, l);
-            for (int s = 0; s < b.n_seqs; s++) kv_sum += bl.seq_kv_len[s];
-        }
-        e->stats.decode_kv_tokens += kv_sum / e->model->cfg.n_layers;
+        for (int s = 0; s < b.n_seqs; s++) e->stats.decode_kv_tokens += (int64_t)seq_attended(e, e->batch.seqs[s], b.seq_kv_len[s]);
         double ops1[ZP_OP_COUNT];
         if (prof_decode && e->be->op_seconds(e->be, ops1) == ZP_OK) /* profiling waits for the step's events here */
             for (int k = 0; k < ZP_OP_COUNT; k++) e->stats.decode_op_seconds[k] += ops1[k] - ops0[k];

@@ -40,11 +40,14 @@ void zp_layer_round_blocks(const int *exact, int L, int bs, int nmax, int *out) 
     }
 }
 
-zp_status zp_layer_kind_parse(const char *kind, int beta, zp_layer_budget_kind *out) {
+zp_status zp_layer_budget_check(const char *kind, int beta, const zp_kv_geometry *geo, zp_layer_budget_kind *out) {
     if (!kind || !strcmp(kind, "uniform")) *out = ZP_LAYERS_UNIFORM;
     else if (!strcmp(kind, "pyramid")) *out = ZP_LAYERS_PYRAMID;
     else return zp_fail(ZP_ERR_INVALID, "layer_budget \"%s\" is unknown (known: uniform, pyramid)", kind);
-    if (*out == ZP_LAYERS_PYRAMID && (beta < 1 || beta > 1000)) return zp_fail(ZP_ERR_INVALID, "pyramid_beta %d must be in [1, 1000]", beta);
+    if (*out != ZP_LAYERS_PYRAMID) return ZP_OK;
+    if (beta < 1 || beta > 1000) return zp_fail(ZP_ERR_INVALID, "pyramid_beta %d must be in [1, 1000]", beta);
+    if (!geo->evicts) return zp_fail(ZP_ERR_INVALID, "layer_budget pyramid needs an evicting policy (full KV keeps every token)");
+    if (geo->nmax < 2) return zp_fail(ZP_ERR_INVALID, "layer_budget pyramid needs nmax >= 2 (nmax %d leaves one block per layer)", geo->nmax);
     return ZP_OK;
 }
 
@@ -59,18 +62,17 @@ static zp_status plan_views(zp_layer_plan *p, int nmax, int bs) {
         while (v < p->n_views && p->dead[v] != dead) v++;
         if (v == p->n_views) p->dead[p->n_views++] = dead;
         p->view[l] = v;
+        p->budget_sum += p->budget[l];
+        p->dead_sum += dead;
     }
     return ZP_OK;
 }
 
 zp_status zp_layer_plan_resolve(const char *kind, int beta, const zp_kv_geometry *geo, int n_layers, zp_layer_plan *out) {
     memset(out, 0, sizeof *out);
-    ZP_TRY(zp_layer_kind_parse(kind, beta, &out->kind));
-    if (out->kind == ZP_LAYERS_PYRAMID) {
-        if (!geo->evicts) return zp_fail(ZP_ERR_INVALID, "layer_budget pyramid needs an evicting policy (full KV keeps every token)");
-        if (n_layers < 2) return zp_fail(ZP_ERR_INVALID, "layer_budget pyramid needs at least 2 layers (the model has %d)", n_layers);
-        if (geo->nmax < 2) return zp_fail(ZP_ERR_INVALID, "layer_budget pyramid needs nmax >= 2 (nmax %d leaves one block per layer)", geo->nmax);
-    }
+    ZP_TRY(zp_layer_budget_check(kind, beta, geo, &out->kind));
+    if (out->kind == ZP_LAYERS_PYRAMID && n_layers < 2)
+        return zp_fail(ZP_ERR_INVALID, "layer_budget pyramid needs at least 2 layers (the model has %d)", n_layers);
     out->n_layers = n_layers;
     out->budget = malloc(sizeof(int) * (size_t)n_layers);
     out->view = calloc((size_t)n_layers, sizeof(int));
@@ -100,12 +102,6 @@ int zp_layer_view_table(const int *blocks, int n_blocks, int nmax, int dead, int
     for (int i = 0; i < n_blocks; i++)
         if (i < nmax - dead || i >= nmax) out[k++] = blocks[i];
     return k;
-}
-
-double zp_layer_plan_mean(const zp_layer_plan *p) {
-    double sum = 0;
-    for (int l = 0; l < p->n_layers; l++) sum += p->budget[l];
-    return p->n_layers ? sum / p->n_layers : 0;
 }
 
 void zp_layer_plan_free(zp_layer_plan *p) {

@@ -16,6 +16,8 @@
 #ifndef ZP_LAYER_BUDGET_H
 #define ZP_LAYER_BUDGET_H
 
+#include <stdint.h>
+
 #include "geometry.h"
 #include "status.h"
 
@@ -28,6 +30,8 @@ typedef struct {
     int *view;         /* [L] the block-table view layer l reads once its request is compressed */
     int *dead;         /* [n_views] blocks after a view's first ones that it leaves out (view 0: none) */
     int pyramid_total; /* PyramidKV's own prompt capacity P (window included) the schedule is derived from; 0 uniform */
+    int64_t budget_sum; /* sum of budget[] over the layers */
+    int dead_sum;       /* sum over the layers of their view's dead blocks */
 } zp_layer_plan;
 
 /* kind "uniform" (or NULL) or "pyramid" (beta: PyramidKV's, its authors' 20), for any
@@ -36,13 +40,12 @@ typedef struct {
  * differ). */
 zp_status zp_layer_plan_resolve(const char *kind, int beta, const zp_kv_geometry *geo, int n_layers, zp_layer_plan *out);
 void zp_layer_plan_free(zp_layer_plan *p);
-/* Checks kind and, for pyramid, beta alone (before a model is loaded). */
-zp_status zp_layer_kind_parse(const char *kind, int beta, zp_layer_budget_kind *out);
+/* Checks what can be checked before a model is loaded: kind, and for pyramid beta, an evicting
+ * policy and N_max >= 2 (the errors of zp_layer_plan_resolve). */
+zp_status zp_layer_budget_check(const char *kind, int beta, const zp_kv_geometry *geo, zp_layer_budget_kind *out);
 /* The block table of a compressed request as a view with `dead` blocks leaves it: blocks
  * [0, nmax - dead) and [nmax, n_blocks) into out; returns its length. dead 0 copies the table. */
 int zp_layer_view_table(const int *blocks, int n_blocks, int nmax, int dead, int *out);
-/* Mean of budget[] over the layers. */
-double zp_layer_plan_mean(const zp_layer_plan *p);
 
 /* PyramidKV's per-layer capacity of non-window tokens as its authors compute it
  * (Zefan-Cai/KVCache-Factory @ c97f9d7, pyramidkv/pyramidkv_utils.py:449-459): prompt capacity

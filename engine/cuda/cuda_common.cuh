@@ -238,7 +238,7 @@ zp_status cuda_prof_flush(cuda_ctx *c);
 /* Points d.kv_len and d.tables at layer `layer`'s view of the batch (zp_batch_layer on the
  * device); the attention and history ops call it first. */
 static inline void cuda_use_layer_view(cuda_ctx *c, int layer) {
-    const int view = c->b.layer_view ? c->b.layer_view[layer] : 0;
+    const int view = zp_batch_view(&c->b, layer);
     c->d.kv_len = c->d.kv_len0 + (size_t)view * c->b.n_seqs;
     c->d.tables = c->d.tables0 + (size_t)view * c->b.n_seqs * c->b.max_blocks;
 }

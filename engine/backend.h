@@ -178,9 +178,11 @@ struct zp_backend {
      * keep[head][t] are written to positions 0.. of dst, in position order, or, when order is
      * not NULL, in the order order[head][0..kept) gives (order [Hkv][n]: R-KV's score order).
      * src and dst may share blocks. When score_cache is not NULL, scores[head][t] of the kept
-     * tokens go to the same target positions. */
+     * tokens go to the same target positions. shift (position order only): a key moved from
+     * index t to i is re-rotated from position t to i (zp_rope_shift_row; StreamingLLM's position
+     * shift), with the rope_init frequencies. */
     zp_status (*kv_compact)(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
-                            const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order);
+                            const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order, int shift);
 
     /* ---- compression ---- */
     /* For layers [layer0, layer1) of n_req requests and every KV head: runs `plan` (scores

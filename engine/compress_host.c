@@ -53,7 +53,7 @@ static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_scor
                                plan->order_score ? b->order + (size_t)g * n : NULL));
     }
     return be->kv_compact(be, d, k_cache, v_cache, score_cache, layer, r->src, n, r->dst, b->keep, b->new_hist,
-                          plan->order_score ? b->order : NULL);
+                          plan->order_score ? b->order : NULL, plan->shift_positions);
 }
 
 zp_status zp_compress_host(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,

@@ -71,6 +71,12 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     ZP_TRY(zp_layer_plan_resolve(c->layer_budget, c->pyramid_beta, g, e->model->cfg.n_layers, &e->layers));
     e->comp.layers = &e->layers;
     e->comp.device = !c->host_only;
+    zp_score_plan plan;
+    ZP_TRY(policy_plan(&e->comp.policy, g->budget, g->window, &plan));
+    if (plan.shift_positions && e->layers.n_views > 1)
+        return zp_fail(ZP_ERR_INVALID, "policy %s: position_shift needs layer_budget uniform (per-layer budgets give each layer its own cache indices)",
+                       c->policy);
+    e->shift_positions = plan.shift_positions;
     if (ops->prompt_only) ZP_TRY(sched_enable_prompt_compression(&e->sched, g, m));
     else ZP_TRY(sched_enable_compression(&e->sched, kind, g, m));
     ZP_TRY(zp_model_kv_alloc_compression(e->model, &e->kv, g, m, policy_stores_history(&e->comp.policy, g->budget, g->window)));
@@ -402,8 +408,9 @@ static void build_layer_views(zp_engine *e, zp_seq *const *seqs, int n_seqs, int
         }
 }
 
-/* Rows of request q this step: logical tokens [n_done, n_tokens) at positions n_done..; their
- * K/V go to physical slots n_kv.. (positions and slots coincide until a compression). */
+/* Rows of request q this step: logical tokens [n_done, n_tokens) at positions n_done.. (with a
+ * position shift: at their cache indices n_kv..); their K/V go to physical slots n_kv..
+ * (positions and slots coincide until a compression). */
 static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int is_prefill, zp_batch *b) {
     const int bs = e->cfg.block_size;
     int max_blocks = 1, rows = 0, n_qs = 0;
@@ -423,7 +430,7 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
         for (int j = 0; j < n_new; j++, row++) {
             int phys = q->n_kv + j;
             e->token_ids[row] = q->tokens[q->n_done + j];
-            e->positions[row] = q->n_done + j;
+            e->positions[row] = (e->shift_positions ? q->n_kv : q->n_done) + j;
             e->slots[row] = q->blocks[phys / bs] * bs + phys % bs;
         }
         e->out_rows[i] = row - 1;

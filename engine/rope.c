@@ -199,3 +199,14 @@ void zp_rope_frequencies(const zp_rope_config *r, int dim, float *inv, float *at
     }
     *attention_factor = (float)att;
 }
+
+void zp_rope_shift_row(float *x, const float *inv_freq, int half, int from, int to) {
+    if (from == to) return;
+    for (int i = 0; i < half; i++) {
+        const float a_from = (float)from * inv_freq[i], a_to = (float)to * inv_freq[i]; /* as the rows were rotated */
+        const double da = (double)a_to - (double)a_from; /* exact: two fp32 values */
+        const float c = (float)cos(da), s = (float)sin(da), x1 = x[i], x2 = x[i + half];
+        x[i] = x1 * c - x2 * s;
+        x[i + half] = x2 * c + x1 * s;
+    }
+}

@@ -18,8 +18,12 @@
  * (transformers 5 ignores it for default and fails in the forward for the others), "type" and
  * "rope_type" both present and different (transformers 4 and 5 disagree which one wins).
  *
- * Deliberately not here: applying the rotation (the backends' qkv_rope_store) and the rest
- * of config.json (config.c).
+ * zp_rope_shift_row re-rotates a cached (post-RoPE) key from one position to another: the
+ * CPU reference of StreamingLLM's position shift at compaction (the CUDA compaction's twin is
+ * in engine/cuda/compress_cuda.cu).
+ *
+ * Deliberately not here: applying the rotation to new tokens (the backends' qkv_rope_store)
+ * and the rest of config.json (config.c).
  */
 #ifndef ZP_ROPE_H
 #define ZP_ROPE_H
@@ -48,5 +52,12 @@ zp_status zp_rope_parse(const struct cJSON *root, const char *src, int max_pos, 
 /* inv_freq[dim/2] and the factor multiplying cos and sin, for a rotary width of dim. */
 void zp_rope_frequencies(const zp_rope_config *r, int dim, float *inv_freq, float *attention_factor);
 const char *zp_rope_type_name(zp_rope_type t);
+/* x[2 half], rotate-halves layout, holding a key rotated at position `from` (the fp32 angles
+ * from * inv_freq[i], times any attention factor): rotated in place to position `to`. The
+ * rotation is by the exact difference of the two fp32 angles (to * inv_freq[i] as fp32 minus
+ * from * inv_freq[i] as fp32, in double), its cosine and sine rounded to fp32 once, so the
+ * result is the key rotated at `to` up to fp32 rounding of this one step; the attention
+ * factor already in x is kept, not applied again. */
+void zp_rope_shift_row(float *x, const float *inv_freq, int half, int from, int to);
 
 #endif

@@ -23,6 +23,8 @@ const zp_policy_ops *policy_find(const char *name) {
     return NULL;
 }
 
+const char *policy_label(const zp_policy *p) { return p->ops->label_of ? p->ops->label_of(p->state) : p->ops->label; }
+
 int policy_window(const zp_policy_ops *ops, int window) { return window > 0 ? window : ops->default_window; }
 
 int policy_stores_history(const zp_policy *p, int budget, int window) {

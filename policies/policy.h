@@ -45,6 +45,9 @@ typedef struct zp_policy_ops {
     void (*plan)(const void *state, int budget, int window, zp_score_plan *out);
     /* Resolved parameters as a JSON object text into buf. */
     void (*describe)(const void *state, char *buf, size_t len);
+    /* Optional: the label of these parameters where they change what the policy is (StreamingLLM
+     * with or without its position shift); NULL: `label`. */
+    const char *(*label_of)(const void *state);
     int default_window;    /* w when a run sets none: its authors' query window (0 for full) */
     int prompt_only;       /* compresses once, after the prefill of a prompt longer than the budget;
                               decoding keeps every token and the request is not capped (SnapKV) */
@@ -70,6 +73,8 @@ zp_status policy_plan(const zp_policy *p, int budget, int window, zp_score_plan 
 zp_status policy_create(const char *name, const char *params_json, zp_policy *out);
 void policy_destroy(zp_policy *p);
 const zp_policy_ops *policy_find(const char *name);
+/* What tables call p: its label_of, else its ops' label. */
+const char *policy_label(const zp_policy *p);
 /* The query window a run of ops uses: `window` when set (> 0), else its authors' value. */
 int policy_window(const zp_policy_ops *ops, int window);
 /* The registered names, comma separated, into buf (for error messages). */

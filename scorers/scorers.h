@@ -132,6 +132,9 @@ typedef struct {
     int sink, recent;
     int order_score;              /* survivors in descending C order, then the recent tokens (the order
                                      R-KV's code gathers them in); 0: position order */
+    int shift_positions;          /* StreamingLLM's position shift: a kept key moved from cache index t
+                                     to i is re-rotated from position t to i, and new tokens take their
+                                     cache index as position (position order only) */
 } zp_score_plan;
 
 /* Runs a plan on one (request, layer, KV head): keep[n] (exactly budget ones when n >

@@ -3,8 +3,10 @@
  * bookkeeping invariants after every step; logical RoPE positions after compaction; shared
  * prefix blocks never modified; preemption and suspension with compression give the same
  * greedy outputs; async = sync; hybrid runs more requests than strict; a seeded stress run. */
+#include <math.h>
 #include <string.h>
 
+#include "rope.h"
 #include "scorers.h"
 #include "test_runner.h"
 #include "test_util.h"
@@ -41,6 +43,44 @@ static void test_large_budget_is_full(void) {
     run_result_free(&full);
 }
 
+/* StreamingLLM's position shift in compaction: a kept key moved from index t to i is the old row
+ * re-rotated from t to i (zp_rope_shift_row), a key that stays is untouched, values only move;
+ * refused with an order or without rope frequencies of the head size. */
+static void test_compaction_shift(void) {
+    enum { BS = 4, NB = 6, HKV = 2, D = 8, L = 1, N = 12 };
+    zp_backend *be;
+    CHECK_OK(zp_backend_cpu_create(1, &be));
+    zp_attn_dims d = {L, 4, HKV, D, BS, NB, 1.f, 1e-6f, 4, 1};
+    float k[NB * BS * HKV * D], v[NB * BS * HKV * D], before[NB * BS * HKV * D];
+    for (int i = 0; i < NB * BS * HKV * D; i++) { k[i] = (float)sin(0.37 * i); v[i] = (float)i; }
+    memcpy(before, k, sizeof k);
+    const int src[3] = {4, 1, 3}, dst[2] = {4, 1};
+    uint8_t keep[HKV * N];
+    for (int g = 0; g < HKV; g++)
+        for (int t = 0; t < N; t++) keep[g * N + t] = t < 2 || t >= N - 6; /* 2 sinks + 6 recent */
+    int order[HKV * N] = {0};
+    CHECK_FAILS(be->kv_compact(be, &d, k, v, NULL, 0, src, N, dst, keep, NULL, NULL, 1), ZP_ERR_INVALID, "rope frequencies");
+    const float inv[D / 2] = {1.0f, 0.1f, 0.01f, 0.001f};
+    CHECK_OK(be->rope_init(be, inv, D / 2, 1.0f));
+    CHECK_FAILS(be->kv_compact(be, &d, k, v, NULL, 0, src, N, dst, keep, NULL, order, 1), ZP_ERR_INVALID, "position order");
+    CHECK(memcmp(k, before, sizeof k) == 0);
+    CHECK_OK(be->kv_compact(be, &d, k, v, NULL, 0, src, N, dst, keep, NULL, NULL, 1));
+    int good = 1, rotated = 0;
+    for (int g = 0; g < HKV; g++)
+        for (int i = 0; i < 8; i++) {
+            const int t = i < 2 ? i : i + N - 8;
+            const size_t from = ((size_t)src[t / BS] * BS + t % BS) * HKV + g, to = ((size_t)dst[i / BS] * BS + i % BS) * HKV + g;
+            float want[D];
+            memcpy(want, before + from * D, sizeof want);
+            zp_rope_shift_row(want, inv, D / 2, t, i);
+            good &= !memcmp(k + to * D, want, sizeof want) && v[to * D + 3] == (float)(from * D + 3);
+            rotated += memcmp(want, before + from * D, sizeof want) != 0;
+        }
+    CHECK(good);
+    CHECK(rotated == HKV * 6); /* the sinks stay where they are, the recent ones move by 4 */
+    be->destroy(be);
+}
+
 /* Order-preserving compaction through scattered, partly shared block tables. */
 static void test_compaction_op(void) {
     enum { BS = 4, NB = 10, HKV = 2, D = 3, L = 2, N = 12, LAYER = 1 };
@@ -57,7 +97,7 @@ static void test_compaction_op(void) {
         for (int t = 0; t < N; t++) { keep[g * N + t] = (t % 3 != g) && t != 11 - g; scores[g * N + t] = 100.f * g + t; }
     float before_k[L * NB * BS * HKV * D];
     memcpy(before_k, k, sizeof k);
-    CHECK_OK(be->kv_compact(be, &d, k, v, sc, LAYER, src, N, dst, keep, scores, NULL));
+    CHECK_OK(be->kv_compact(be, &d, k, v, sc, LAYER, src, N, dst, keep, scores, NULL, 0));
     const size_t lo = (size_t)LAYER * NB * BS * HKV * D;
     for (int g = 0; g < HKV; g++) {
         int i = 0;
@@ -74,32 +114,40 @@ static void test_compaction_op(void) {
     be->destroy(be);
 }
 
-/* After each decode step: compressed requests used their logical position and attended their
- * physical length. */
+/* After each decode step: compressed requests used their logical position (with StreamingLLM's
+ * position shift: their cache index) and attended their physical length. */
+typedef struct {
+    int seen, shift;
+} position_watch;
+
 static void check_positions(zp_engine *e, void *ctx) {
-    int *seen = ctx;
+    position_watch *w = ctx;
     const zp_batch *b = &e->last_batch;
     if (b->is_prefill) return;
     for (int i = 0; i < b->n_seqs; i++) {
         const zp_seq *q = e->batch.seqs[i];
         if (!q->compressed || q->status == ZP_SEQ_FINISHED) continue; /* finished ones released their state */
-        (*seen)++;
-        CHECK(b->positions[b->seq_q_start[i]] == q->n_done - 1);
+        w->seen++;
+        CHECK(b->positions[b->seq_q_start[i]] == (w->shift ? b->seq_kv_len[i] : q->n_done) - 1);
         CHECK(b->seq_kv_len[i] == q->n_kv && q->n_kv > e->cfg.nmax * e->cfg.block_size);
-        CHECK(b->positions[b->seq_q_start[i]] >= b->seq_kv_len[i]);
+        if (!w->shift) CHECK(b->positions[b->seq_q_start[i]] >= b->seq_kv_len[i]);
     }
 }
 
 static void test_invariants_positions(void) {
-    for (int kind = 0; kind < 2; kind++) {
+    for (int kind = 0; kind < 3; kind++) {
         run_spec rs = zipage_spec("tiny-llama");
-        rs.ec.scheduler = kind ? "strict" : "hybrid";
-        int seen = 0;
+        rs.ec.scheduler = kind == 1 ? "strict" : "hybrid";
+        position_watch w = {0, kind == 2};
+        if (w.shift) {
+            rs.ec.policy = "streaming";
+            rs.ec.policy_params = "{\"position_shift\": true}";
+        }
         rs.on_step = check_positions;
-        rs.ctx = &seen;
+        rs.ctx = &w;
         run_result r;
         run_requests(&rs, &r);
-        CHECK(r.st.compressions > 0 && seen > 0);
+        CHECK(r.st.compressions > 0 && w.seen > 0);
         for (int q = 0; q < rs.n_req; q++) CHECK(r.n[q] == rs.sp.max_tokens);
         run_result_free(&r);
     }
@@ -362,6 +410,7 @@ static void test_stress(void) {
 
 int main(void) {
     test_compaction_op();
+    test_compaction_shift();
     test_large_budget_is_full();
     test_invariants_positions();
     test_shared_prefix_untouched();

@@ -46,11 +46,13 @@ static void teacher_forced(const char *preset, int fp32) {
 }
 
 /* layers: NULL (uniform budgets, N_max 2) or "pyramid" (per-layer budgets through the block-table
- * views, N_max 4) */
-static void greedy_parity_layers(const char *preset, const char *policy, int async, int fp32, int graphs, const char *layers) {
+ * views, N_max 4); params: the policy's (NULL: its defaults) */
+static void greedy_parity_params(const char *preset, const char *policy, const char *params, int async, int fp32, int graphs,
+                                 const char *layers) {
     run_spec rs = run_spec_default(preset);
     rs.sp.max_tokens = 64;
     rs.ec.policy = policy;
+    rs.ec.policy_params = params;
     rs.ec.nmax = layers ? 4 : 2;
     rs.ec.layer_budget = layers;
     if (layers && !strcmp(policy, "snapkv")) rs.prompt_len = 80; /* prompts past the cap: SnapKV compresses them */
@@ -70,8 +72,9 @@ static void greedy_parity_layers(const char *preset, const char *policy, int asy
         agree += k;
         total += cpu.n[r];
     }
-    printf("  %-10s %-9s %s %s%s%s: greedy %d/%d tokens identical, %lld compressions", preset, policy, async ? "async" : "sync ",
-           fp32 ? "fp32" : "bf16", graphs ? " graphs" : "", layers ? " pyramid" : "", agree, total, (long long)gpu.st.compressions);
+    printf("  %-10s %-9s %s %s%s%s%s%s: greedy %d/%d tokens identical, %lld compressions", preset, policy, async ? "async" : "sync ",
+           fp32 ? "fp32" : "bf16", graphs ? " graphs" : "", layers ? " pyramid" : "", params ? " " : "", params ? params : "", agree, total,
+           (long long)gpu.st.compressions);
     if (graphs) printf(", %lld graphs recorded, %lld replayed", (long long)gpu.st.graph_records, (long long)gpu.st.graph_replays);
     printf("\n");
     if (graphs) CHECK(gpu.st.graph_replays > 0);
@@ -81,6 +84,10 @@ static void greedy_parity_layers(const char *preset, const char *policy, int asy
     }
     run_result_free(&cpu);
     run_result_free(&gpu);
+}
+
+static void greedy_parity_layers(const char *preset, const char *policy, int async, int fp32, int graphs, const char *layers) {
+    greedy_parity_params(preset, policy, NULL, async, fp32, graphs, layers);
 }
 
 static void greedy_parity(const char *preset, const char *policy, int async, int fp32, int graphs) {
@@ -181,6 +188,12 @@ int main(void) {
     greedy_parity_layers("tiny-qwen3", "zipage", 1, 1, 0, "pyramid");
     greedy_parity_layers("tiny-qwen3", "zipage", 0, 1, 1, "pyramid");
     greedy_parity_layers("tiny-qwen3", "zipage", 0, 0, 0, "pyramid");
+    /* StreamingLLM's position shift: compaction re-rotates the kept keys (compact_jobs_kernel) */
+    static const char *const shift = "{\"position_shift\": true}";
+    for (int i = 0; i < 3; i++) greedy_parity_params(presets[i], "streaming", shift, 0, 1, 0, NULL);
+    greedy_parity_params("tiny-qwen3", "streaming", shift, 1, 1, 0, NULL);
+    greedy_parity_params("tiny-qwen3", "streaming", shift, 0, 1, 1, NULL);
+    greedy_parity_params("tiny-llama", "streaming", shift, 0, 0, 0, NULL);
     memory_sizing();
     const float sp[4][3] = {{0.8f, 1.0f, 0}, {0.6f, 0.95f, 20}, {0.7f, 0.9f, 0}, {1.0f, 1.0f, 5}};
     for (int i = 0; i < 4; i++) {

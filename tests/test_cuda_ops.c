@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "rope.h"
 #include "sampler.h"
 #include "test_util.h"
 
@@ -183,7 +184,7 @@ static void test_attention_path(pair *p) {
         for (int t = 0; t < 37; t++) keep[g * 37 + t] = ((t * (g + 3)) % 5 < 3) && t < 34;
     int dst[3] = {9, 2, 6};
     for (int g = 0; g < Hkv; g++) { int c = 0; for (int t = 0; t < 37; t++) c += keep[g * 37 + t]; CHECK(c > 0); }
-    for (int k = 0; k < 2; k++) CHECK_OK(be[k]->kv_compact(be[k], &d, KC[k], VC[k], NULL, LAYER, bt[0], 37, dst, keep, NULL, NULL));
+    for (int k = 0; k < 2; k++) CHECK_OK(be[k]->kv_compact(be[k], &d, KC[k], VC[k], NULL, LAYER, bt[0], 37, dst, keep, NULL, NULL, 0));
     CHECK_OK(be[0]->key_gather(be[0], &d, KC[0], LAYER, dst, 37, k0));
     CHECK_OK(be[1]->key_gather(be[1], &d, KC[1], LAYER, dst, 37, k1));
     dk = zp_max_abs_diff(k0, k1, Hkv * 37 * D);
@@ -197,7 +198,7 @@ static void test_attention_path(pair *p) {
     memset(keep2, 1, sizeof keep2);
     for (int g = 0; g < Hkv; g++)
         for (int i = 0; i < N2; i++) order[g * N2 + i] = (i * 5 + 3 * g) % N2;
-    for (int k = 0; k < 2; k++) CHECK_OK(be[k]->kv_compact(be[k], &d, KC[k], VC[k], NULL, LAYER, dst, N2, dst, keep2, NULL, order));
+    for (int k = 0; k < 2; k++) CHECK_OK(be[k]->kv_compact(be[k], &d, KC[k], VC[k], NULL, LAYER, dst, N2, dst, keep2, NULL, order, 0));
     float *k2 = malloc(sizeof(float) * Hkv * N2 * D);
     CHECK_OK(be[0]->key_gather(be[0], &d, KC[0], LAYER, dst, N2, k2));
     int moved = 1; /* the CPU result is the permutation of its own compacted keys k0 */
@@ -209,6 +210,30 @@ static void test_attention_path(pair *p) {
     dk = zp_max_abs_diff(k2, k1, Hkv * N2 * D);
     printf("  %-18s max|diff| %.3e\n", "ordered keys", dk);
     CHECK(dk <= 1e-2 * p->tight * sk + 1e-6);
+    /* StreamingLLM's position shift: tokens 0, 1 and 9..15 kept, each moved key re-rotated from
+     * its index to its new one (the CPU: zp_rope_shift_row of its own rows, exactly) */
+    uint8_t keep3[Hkv * N2];
+    for (int g = 0; g < Hkv; g++)
+        for (int t = 0; t < N2; t++) keep3[g * N2 + t] = t < 2 || t >= 9;
+    for (int k = 0; k < 2; k++) CHECK_OK(be[k]->kv_compact(be[k], &d, KC[k], VC[k], NULL, LAYER, dst, N2, dst, keep3, NULL, NULL, 1));
+    float *k3 = malloc(sizeof(float) * Hkv * 9 * D), *k4 = malloc(sizeof(float) * Hkv * 9 * D);
+    CHECK_OK(be[0]->key_gather(be[0], &d, KC[0], LAYER, dst, 9, k3));
+    int shifted = 1;
+    for (int g = 0; g < Hkv; g++)
+        for (int i = 0; i < 9; i++) {
+            float want[D];
+            const int t = i < 2 ? i : i + 7;
+            memcpy(want, k2 + ((size_t)g * N2 + t) * D, sizeof want);
+            zp_rope_shift_row(want, inv, D / 2, t, i);
+            shifted &= !memcmp(k3 + ((size_t)g * 9 + i) * D, want, sizeof want);
+        }
+    CHECK(shifted);
+    CHECK_OK(be[1]->key_gather(be[1], &d, KC[1], LAYER, dst, 9, k4));
+    dk = zp_max_abs_diff(k3, k4, Hkv * 9 * D);
+    printf("  %-18s max|diff| %.3e\n", "shifted keys", dk);
+    CHECK(dk <= 1e-2 * p->tight * sk + 1e-6);
+    CHECK_FAILS(be[1]->kv_compact(be[1], &d, KC[1], VC[1], NULL, LAYER, dst, N2, dst, keep2, NULL, order, 1), ZP_ERR_INVALID, "position order");
+    free(k3); free(k4);
     free(k2);
     free(k0); free(k1); free(qkv);
     for (int k = 0; k < 2; k++) { void *bufs[8] = {QKV[k], Q[k], O[k], KC[k], VC[k], QC[k], QN[k], KN[k]}; for (int i = 0; i < 8; i++) be[k]->release(be[k], bufs[i]); }

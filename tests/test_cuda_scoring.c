@@ -175,7 +175,7 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     static const char *const cases[][2] = {
-        {"streaming", NULL}, {"h2o", NULL}, {"snapkv-d", NULL}, {"rkv", NULL}, {"rkv", "{\"parity\": false}"}, {"morphkv", NULL},
+        {"streaming", NULL}, {"streaming", "{\"position_shift\": true}"}, {"h2o", NULL}, {"snapkv-d", NULL}, {"rkv", NULL}, {"rkv", "{\"parity\": false}"}, {"morphkv", NULL},
         {"morphkv", "{\"fusion\": \"sum\"}"}, {"morphkv", "{\"rows\": \"window\"}"}, {"zipage", NULL}, {"zipage", "{\"lightning\": false}"},
         {"zipage", "{\"global_mode\": \"sum\", \"continues_pooling\": true, \"use_sink\": true}"},
         {"zipage", "{\"use_redundancy\": false, \"max_norm\": true}"}, {"zipage", "{\"use_global\": false, \"use_pooling\": false}"},

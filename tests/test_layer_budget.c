@@ -190,6 +190,15 @@ static void engine_runs(void) {
     ec.layer_budget = "pyramid";
     zp_engine *e = NULL;
     CHECK_FAILS(zp_engine_init(&ec, &e), ZP_ERR_INVALID, "layer_budget pyramid needs an evicting policy");
+    /* StreamingLLM's position shift gives tokens their cache index: one per request, not per layer */
+    ec.model_dir = zp_test_model("tiny-qwen3");
+    ec.policy = "streaming";
+    ec.policy_params = "{\"position_shift\": true}";
+    ec.block_size = 16;
+    ec.nmax = 4;
+    ec.num_blocks = 64;
+    CHECK_FAILS(zp_engine_init(&ec, &e), ZP_ERR_INVALID, "position_shift needs layer_budget uniform");
+    CHECK(e == NULL);
 }
 
 int main(void) {

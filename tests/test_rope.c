@@ -47,7 +47,50 @@ static int refused_by_design(const char *name) {
     return 0;
 }
 
+/* x rotated at pos as the backends rotate a new key: fp32 angle, cos/sin rounded once, times att. */
+static void rope_at(const float *x, float *out, const float *inv_freq, int half, int pos, float att) {
+    for (int i = 0; i < half; i++) {
+        const float a = (float)pos * inv_freq[i], c = (float)cos((double)a) * att, s = (float)sin((double)a) * att;
+        out[i] = x[i] * c - x[i + half] * s;
+        out[i + half] = x[i + half] * c + x[i] * s;
+    }
+}
+
+/* zp_rope_shift_row: a key rotated at `from` and shifted to `to` is the key rotated at `to` (the
+ * attention factor kept) to within fp32 rounding, at positions up to 2^17 where one fp32 angle
+ * ulp is 2^-7 rad; a rotation by the fp32 angle of (to - from) would miss by that ulp. */
+static void rope_shift(void) {
+    enum { HALF = 64 };
+    zp_rope_config r = {.type = ZP_ROPE_DEFAULT, .theta = 1e6};
+    float inv_freq[HALF], att, x[2 * HALF], k[2 * HALF], want[2 * HALF], naive[2 * HALF];
+    zp_rope_frequencies(&r, 2 * HALF, inv_freq, &att);
+    for (int i = 0; i < 2 * HALF; i++) x[i] = (float)sin(0.7 * i + 0.3) * (1.0f + 0.01f * (float)i);
+    static const int moves[][2] = {{40, 4}, {1000, 63}, {131071, 60000}, {131000, 5}, {77, 77}, {5, 99000}};
+    double worst = 0, worst_naive = 0;
+    for (size_t m = 0; m < sizeof moves / sizeof moves[0]; m++) {
+        const int from = moves[m][0], to = moves[m][1];
+        rope_at(x, k, inv_freq, HALF, from, 1.25f);
+        rope_at(x, want, inv_freq, HALF, to, 1.25f);
+        memcpy(naive, k, sizeof k);
+        zp_rope_shift_row(k, inv_freq, HALF, from, to);
+        for (int i = 0; i < HALF; i++) { /* the naive shift: one fp32 angle (to - from) * inv_freq */
+            const float a = (float)(to - from) * inv_freq[i], c = (float)cos((double)a), s = (float)sin((double)a);
+            const float x1 = naive[i], x2 = naive[i + HALF];
+            naive[i] = x1 * c - x2 * s;
+            naive[i + HALF] = x2 * c + x1 * s;
+        }
+        const double d = zp_max_abs_diff(k, want, 2 * HALF), dn = zp_max_abs_diff(naive, want, 2 * HALF);
+        worst = d > worst ? d : worst;
+        worst_naive = dn > worst_naive ? dn : worst_naive;
+        if (from == to) CHECK(d == 0.0);
+    }
+    printf("rope shift: worst |shifted - rotated at the target| %.3g (a shift by the fp32 angle of the distance: %.3g)\n", worst, worst_naive);
+    CHECK(worst < 2e-6);
+    CHECK(worst_naive > 1e-3);
+}
+
 int main(void) {
+    rope_shift();
     char path[512], *txt;
     snprintf(path, sizeof path, "%s/rope/transformers-5.17.jsonl", ZP_TEST_DATA);
     CHECK_OK(zp_read_file(path, &txt, NULL));

@@ -31,6 +31,10 @@ typedef struct {
 #define CTX(be) ((cpu_ctx *)(be)->ctx)
 
 const zp_batch *cpu_batch(zp_backend *be) { return &CTX(be)->b; }
+const float *cpu_rope_frequencies(zp_backend *be, int head_dim) {
+    const cpu_ctx *c = CTX(be);
+    return c->inv_freq && 2 * c->half_dim == head_dim ? c->inv_freq : NULL;
+}
 
 /* ---------------------------------------------------------------- memory */
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu_ops.h"
+#include "rope.h"
 
 #define SLOT(table, t, bs) ((size_t)(table)[(t) / (bs)] * (size_t)(bs) + (size_t)((t) % (bs)))
 
@@ -78,8 +79,11 @@ static zp_status permute_head(const zp_attn_dims *d, float *kc, float *vc, float
 }
 
 zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
-                         const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order) {
+                         const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order, int shift) {
     const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size;
+    const float *inv_freq = shift ? cpu_rope_frequencies(be, D) : NULL;
+    if (shift && order) return zp_fail(ZP_ERR_INVALID, "kv_compact: a position shift needs position order (an order was given)");
+    if (shift && !inv_freq) return zp_fail(ZP_ERR_INVALID, "kv_compact: a position shift needs the rope frequencies of head_dim %d (rope_init)", D);
     const size_t layer_off = (size_t)layer * d->num_blocks * bs * Hkv * D;
     float *kc = (float *)k_cache + layer_off, *vc = (float *)v_cache + layer_off;
     float *sc = score_cache ? (float *)score_cache + (size_t)layer * d->num_blocks * bs * Hkv : NULL;
@@ -92,6 +96,7 @@ zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, v
                 memmove(kc + to * D, kc + from * D, sizeof(float) * (size_t)D);
                 memmove(vc + to * D, vc + from * D, sizeof(float) * (size_t)D);
             }
+            if (inv_freq) zp_rope_shift_row(kc + to * D, inv_freq, D / 2, t, i);
             if (sc && scores) sc[to] = scores[(size_t)g * n + t];
             i++;
         }

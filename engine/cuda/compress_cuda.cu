@@ -42,18 +42,37 @@ __global__ static void score_gather_kernel(float *out, const float *sc, const in
     out[i] = sc[((size_t)table[t / bs] * bs + t % bs) * Hkv + g];
 }
 
-/* One block per KV head, D threads; tokens in order (each write lands at or before its read). */
+/* Element e of a key row (rotate-halves; partner: element e +- D/2) rotated from position
+ * `from` to `to`: the twin of zp_rope_shift_row (engine/rope.c), op for op in fp32 without
+ * fused multiply-adds, the angle difference and its sine and cosine in double. */
+__device__ static float shift_element(float x, float partner, int e, int half, const float *inv_freq, int from, int to) {
+    const int f = e < half ? e : e - half;
+    const float a_from = __fmul_rn((float)from, inv_freq[f]), a_to = __fmul_rn((float)to, inv_freq[f]);
+    double sd, cd;
+    sincos((double)a_to - (double)a_from, &sd, &cd);
+    const float c = (float)cd, s = (float)sd;
+    return e < half ? __fsub_rn(__fmul_rn(x, c), __fmul_rn(partner, s)) : __fadd_rn(__fmul_rn(x, c), __fmul_rn(partner, s));
+}
+
+/* One block per KV head, D threads; tokens in order (each write lands at or before its read).
+ * inv_freq (not NULL): StreamingLLM's position shift, each moved key re-rotated from its index
+ * to its new one (a moved key's source row is never a target of the same move). */
 template <typename T>
 __global__ static void compact_kernel(T *kc, T *vc, float *sc, const int *src, const int *dst, int n, const uint8_t *keep,
-                                      const float *scores, int Hkv, int D, int bs) {
-    const int g = blockIdx.x;
+                                      const float *scores, int Hkv, int D, int bs, const float *inv_freq) {
+    const int g = blockIdx.x, half = D / 2;
     int i = 0;
     for (int t = 0; t < n; t++) {
         if (!keep[(size_t)g * n + t]) continue;
         const size_t from = ((size_t)src[t / bs] * bs + t % bs) * Hkv + g, to = ((size_t)dst[i / bs] * bs + i % bs) * Hkv + g;
         for (int e = threadIdx.x; e < D; e += blockDim.x) {
             T kv = kc[from * D + e], vv = vc[from * D + e];
-            kc[to * D + e] = kv;
+            if (inv_freq && t != i) {
+                const float r = shift_element(zp_ld(kv), zp_ld(kc[from * D + (e < half ? e + half : e - half)]), e, half, inv_freq, t, i);
+                zp_st(&kc[to * D + e], r);
+            } else {
+                kc[to * D + e] = kv;
+            }
             vc[to * D + e] = vv;
         }
         if (sc && threadIdx.x == 0) sc[to] = scores[(size_t)g * n + t];
@@ -225,10 +244,23 @@ static zp_status order_to_perm(const uint8_t *keep, const int *order, int n, int
     return st;
 }
 
+/* The rope frequencies of a position shift (NULL without one); refuses a shift it cannot do. */
+static zp_status shift_frequencies(const cuda_ctx *c, const zp_attn_dims *d, int shift, int order, const float **inv_freq) {
+    *inv_freq = NULL;
+    if (!shift) return ZP_OK;
+    if (order) return zp_fail(ZP_ERR_INVALID, "cuda compaction: a position shift needs position order (an order was given)");
+    if (!c->inv_freq || 2 * c->half_dim != d->head_dim)
+        return zp_fail(ZP_ERR_INVALID, "cuda compaction: a position shift needs the rope frequencies of head_dim %d (rope_init)", d->head_dim);
+    *inv_freq = c->inv_freq;
+    return ZP_OK;
+}
+
 zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
-                          const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order) {
+                          const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order, int shift) {
     cuda_ctx *c = CUDA_CTX(be);
     const int bs = d->block_size, Hkv = d->n_kv_heads, D = d->head_dim, nb = zp_ceil_div(n, bs);
+    const float *inv_freq;
+    ZP_TRY(shift_frequencies(c, d, shift, order != NULL, &inv_freq));
     const size_t nk = (size_t)Hkv * n;
     ZP_TRY(cuda_grow((void **)&c->keep, &c->keep_cap, nk));
     ZP_TRY(cuda_grow((void **)&c->scores, &c->scores_cap, nk * sizeof(float)));
@@ -247,7 +279,7 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
     const int has_scores = score_cache && scores;
     ZP_DISPATCH_STORAGE(c->fp32, compact_kernel<T><<<Hkv, D < 256 ? D : 256, 0, c->stream>>>(
                                      (T *)k_cache + layer_off, (T *)v_cache + layer_off, has_scores ? (float *)score_cache + score_off : (float *)NULL,
-                                     dsrc, ddst, n, c->keep, c->scores, Hkv, D, bs));
+                                     dsrc, ddst, n, c->keep, c->scores, Hkv, D, bs, inv_freq));
     if (order && max_kept > 0) { /* then the kept rows into the given order */
         int *perm = (int *)malloc(sizeof(int) * (size_t)Hkv * max_kept), *dperm = NULL;
         if (!perm) return zp_fail(ZP_ERR_OOM, "cuda kv_compact: no memory for %d x %d order entries", Hkv, max_kept);
@@ -282,9 +314,11 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
 /* One block per job: the kept tokens of the job's (layer, KV head), in order, to positions
  * 0.. of the target table; rounds of COMPACT_CHUNK tokens are read completely before they are
  * written, so a target block that is also a source block is never overwritten before it is
- * read (every write lands at or before its read). Shared: K and V rows [chunk][D] each. */
+ * read (every write lands at or before its read). Shared: K and V rows [chunk][D] each.
+ * inv_freq (not NULL): StreamingLLM's position shift, each moved key re-rotated from its source
+ * index to its target index (shift_element, from the staged row). */
 template <typename T>
-__global__ static void compact_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc, T *vc, float *sc) {
+__global__ static void compact_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc, T *vc, float *sc, const float *inv_freq) {
     extern __shared__ unsigned char smem_raw[];
     __shared__ int idx[256], warp_base[9], n_done;
     T *kb = (T *)smem_raw, *vb = kb + COMPACT_CHUNK * d.head_dim;
@@ -319,10 +353,13 @@ __global__ static void compact_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc
             }
             __syncthreads();
             for (int i = threadIdx.x; i < nc * D; i += blockDim.x) {
-                const int p = done + c0 + i / D;
+                const int p = done + c0 + i / D, s = idx[c0 + i / D], e = i % D, half = D / 2;
                 const size_t to = (lk + (size_t)dst[p / bs] * bs + p % bs) * Hkv + g;
-                kc[to * D + i % D] = kb[i];
-                vc[to * D + i % D] = vb[i];
+                if (inv_freq && s != p)
+                    zp_st(&kc[to * D + e], shift_element(zp_ld(kb[i]), zp_ld(kb[i - e + (e < half ? e + half : e - half)]), e, half, inv_freq, s, p));
+                else
+                    kc[to * D + e] = kb[i];
+                vc[to * D + e] = vb[i];
             }
             if (sc && threadIdx.x < nc) {
                 const int p = done + c0 + threadIdx.x;
@@ -430,12 +467,14 @@ zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_pl
     pthread_mutex_unlock(&c->record_lock);
     if (e == cudaSuccess) e = cudaStreamWaitEvent(c->cstream, c->ev_model, 0);
     if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda compress: ordering after the model stream: %s", cudaGetErrorString(e));
+    const float *inv_freq;
+    ZP_TRY(shift_frequencies(c, d, plan->shift_positions, plan->order_score, &inv_freq));
     zp_plan_jobs j;
     ZP_TRY(compress_pack(c, d, budget, layer0, layer1, reqs, n_req, &j));
     ZP_TRY(cuda_plan_select(c->cstream, c->fp32, d, plan, budget, &j, k_cache, q_cache, score_cache));
     const size_t smem = 2 * COMPACT_CHUNK * (size_t)d->head_dim * c->elem;
     ZP_DISPATCH_STORAGE(c->fp32, compact_jobs_kernel<T><<<j.n_jobs, 256, smem, c->cstream>>>(j, *d, (T *)k_cache, (T *)v_cache,
-                                                                                              (float *)score_cache));
+                                                                                              (float *)score_cache, inv_freq));
     ZP_LAUNCH_CHECK("compact_jobs");
     if (plan->order_score) {
         size_t psmem = 0;

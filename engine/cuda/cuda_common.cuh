@@ -249,7 +249,7 @@ zp_status cuda_query_read(zp_backend *be, const zp_attn_dims *d, const void *qca
 zp_status cuda_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n, float *out);
 zp_status cuda_score_read(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n, float *out);
 zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
-                          const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order);
+                          const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order, int shift);
 zp_status cuda_scratch(cuda_ctx *c, size_t floats);
 zp_status cuda_grow(void **buf, size_t *cap, size_t bytes);
 zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,

@@ -159,6 +159,29 @@ static zp_status finish_run(exp_run *run, const char *src, const zp_policy_ops *
     return ZP_OK;
 }
 
+/* policy_params applies to every policy of the spec, unless its keys name policies
+ * ({"streaming": {"position_shift": [false, true]}}): then each names that policy's own
+ * parameters and the others run at their defaults. *per_policy: which form; mixing is refused. */
+static zp_status params_form(const cJSON *pp, const char *src, int *per_policy) {
+    int named = 0, other = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, pp) {
+        const int is_policy = policy_find(e->string) != NULL;
+        if (is_policy && !cJSON_IsObject(e))
+            return zp_fail(ZP_ERR_INVALID, "%s: policy_params \"%s\" names a policy: its value must be an object of its parameters", src, e->string);
+        named += is_policy;
+        other += !is_policy;
+    }
+    if (named && other) return zp_fail(ZP_ERR_INVALID, "%s: policy_params mixes policy names and parameter names", src);
+    *per_policy = named > 0;
+    return ZP_OK;
+}
+
+/* The policy_params of one policy (params_form): NULL for its defaults. */
+static const cJSON *params_of(const cJSON *pp, int per_policy, const char *policy) {
+    return per_policy ? cJSON_GetObjectItemCaseSensitive(pp, policy) : pp;
+}
+
 /* Adds run with each combination of its policy_params lists, and its full-KV baseline. */
 static zp_status add_combinations(experiment *x, exp_run *run, const cJSON *pp, int baseline, const char *src) {
     const int full = !strcmp(run->policy, "full");
@@ -198,11 +221,19 @@ static zp_status expand(const cJSON *r, const exp_run *base, const char *src, ex
         len[n_axes] = axis_len(it);
         combos *= len[n_axes++];
     }
-    const cJSON *e;
-    cJSON_ArrayForEach(e, pp) {
+    int per_policy = 0;
+    ZP_TRY(params_form(pp, src, &per_policy));
+    const cJSON *e, *f;
+    cJSON_ArrayForEach(e, pp) { /* per policy: each policy's product bounds the total from above */
+        const cJSON *own = per_policy ? e : NULL;
+        cJSON_ArrayForEach(f, own) {
+            if (cJSON_IsArray(f) && cJSON_GetArraySize(f) == 0)
+                return zp_fail(ZP_ERR_INVALID, "%s: policy_params \"%s\" \"%s\" is an empty list (no runs)", src, e->string, f->string);
+            combos *= axis_len(f) ? axis_len(f) : 1;
+        }
         if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 0)
             return zp_fail(ZP_ERR_INVALID, "%s: policy_params \"%s\" is an empty list (no runs)", src, e->string);
-        combos *= axis_len(e) ? axis_len(e) : 1;
+        if (!per_policy) combos *= axis_len(e) ? axis_len(e) : 1;
     }
     if (combos > EXP_MAX_RUNS)
         return zp_fail(ZP_ERR_INVALID, "%s: the axes multiply to %.0f runs, more than %d: split the experiment", src, combos, EXP_MAX_RUNS);
@@ -218,7 +249,7 @@ static zp_status expand(const cJSON *r, const exp_run *base, const char *src, ex
         }
         const zp_policy_ops *ops;
         ZP_TRY(finish_run(&run, src, &ops));
-        ZP_TRY(add_combinations(x, &run, pp, baseline, src));
+        ZP_TRY(add_combinations(x, &run, params_of(pp, per_policy, run.policy), baseline, src));
     }
     return ZP_OK;
 }

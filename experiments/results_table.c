@@ -1,6 +1,7 @@
 /* results_table.c - see results_table.h. */
 #include "results_table.h"
 
+#include <cjson/cJSON.h>
 #include <csv.h> /* csv_init, csv_parse, csv_fini */
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@ typedef struct {
 } reader;
 
 static const char *COLS[] = {"run_id", "dataset", "policy", "policy_params", "nmax", "window", "max_concurrency", "kv_pool_tokens",
-                             "pass_at_1", "ci_low", "ci_high", "tps", "mean_running", "device", "model", NULL};
+                             "pass_at_1", "ci_low", "ci_high", "tps", "mean_running", "device", "model", "layer_budget", NULL};
 
 static void on_field(void *s, size_t len, void *data) {
     reader *r = data;
@@ -59,6 +60,7 @@ static void on_row(int c, void *data) {
         w->mean_running = atof(get(r, 12));
         snprintf(w->device, sizeof w->device, "%s", get(r, 13));
         snprintf(w->model, sizeof w->model, "%s", get(r, 14));
+        snprintf(w->layer_budget, sizeof w->layer_budget, "%s", get(r, 15)[0] ? get(r, 15) : "uniform"); /* files before the column */
     }
     (void)c;
     r->n_fields = 0;
@@ -84,17 +86,37 @@ zp_status results_read(const char *path, result_row **rows, int *n) {
     return s;
 }
 
-/* What a table calls a policy: its registry label (its paper's name, and what it approximates
- * where it does); an unknown name as written. */
-static const char *policy_label(const char *policy) {
-    const zp_policy_ops *ops = policy_find(policy);
-    return ops ? ops->label : policy;
+/* What a table calls a policy with these parameters: its registry label (its paper's name, and
+ * what it approximates where it does; StreamingLLM's says whether it shifts positions); an unknown
+ * name or unusable parameters as written. */
+static void policy_label_text(const char *policy, const char *params, char *out, size_t n) {
+    zp_policy p;
+    if (policy_create(policy, params, &p) != ZP_OK) {
+        snprintf(out, n, "%s", policy);
+        return;
+    }
+    snprintf(out, n, "%s", policy_label(&p));
+    policy_destroy(&p);
 }
 
+static int pyramid(const result_row *w) { return !strcmp(w->layer_budget, "pyramid"); }
+
 static void label(const result_row *w, char *out, size_t n) {
-    if (!strcmp(w->policy, "full")) snprintf(out, n, "full KV");
-    else snprintf(out, n, "%s N=%d w=%d%s%s", policy_label(w->policy), w->nmax, w->window, strcmp(w->params, "{}") ? " " : "",
-                  strcmp(w->params, "{}") ? w->params : "");
+    char name[128];
+    if (!strcmp(w->policy, "full")) {
+        snprintf(out, n, "full KV");
+        return;
+    }
+    policy_label_text(w->policy, w->params, name, sizeof name);
+    snprintf(out, n, "%s%s N=%d w=%d%s%s", name, pyramid(w) ? " + pyramid budgets" : "", w->nmax, w->window, strcmp(w->params, "{}") ? " " : "",
+             strcmp(w->params, "{}") ? w->params : "");
+}
+
+void results_curve(const result_row *w, char *out, size_t n) {
+    cJSON *p = cJSON_Parse(w->params);
+    const int shift = !strcmp(w->policy, "streaming") && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "position_shift"));
+    cJSON_Delete(p);
+    snprintf(out, n, "%s%s%s", w->policy, shift ? "+shift" : "", pyramid(w) ? "+pyramid" : "");
 }
 
 void results_print_table(FILE *out, const result_row *rows, int n) {
@@ -110,22 +132,22 @@ void results_print_table(FILE *out, const result_row *rows, int n) {
     fprintf(out, " tokens/s (mean) | speed-up vs full KV |\n|---|");
     for (int k = 0; k < nd; k++) fprintf(out, "---|");
     fprintf(out, "---|---|\n");
-    char done[256][600];
+    char done[256][1024];
     int nl = 0;
     for (int i = 0; i < n; i++) {
-        char lab[600];
+        char lab[1024];
         label(&rows[i], lab, sizeof lab);
         int seen = 0;
         for (int j = 0; j < nl && !seen; j++) seen = !strcmp(done[j], lab);
         if (seen || nl == 256) continue;
-        snprintf(done[nl++], 600, "%s", lab);
+        snprintf(done[nl++], sizeof done[0], "%s", lab);
         double tps = 0, speed = 0;
         int nt = 0, ns = 0;
         fprintf(out, "| %s |", lab);
         for (int k = 0; k < nd; k++) {
             const result_row *hit = NULL, *full = NULL;
             for (int j = 0; j < n; j++) {
-                char l2[600];
+                char l2[1024];
                 label(&rows[j], l2, sizeof l2);
                 if (!strcmp(rows[j].dataset, ds[k]) && !strcmp(l2, lab) && !hit) hit = &rows[j];
                 if (!strcmp(rows[j].dataset, ds[k]) && !strcmp(rows[j].policy, "full") && !full) full = &rows[j];
@@ -144,8 +166,11 @@ void results_print_table(FILE *out, const result_row *rows, int n) {
 
 void results_write_plot_data(FILE *out, const result_row *rows, int n) {
     fprintf(out, "# policy\tdataset\tnmax\twindow\tmax_concurrency\tkv_pool_tokens\tpass1\tci_low\tci_high\ttps\tmean_running\n");
-    for (int i = 0; i < n; i++)
-        fprintf(out, "%s\t%s\t%d\t%d\t%d\t%lld\t%.6f\t%.6f\t%.6f\t%.3f\t%.3f\n", rows[i].policy, rows[i].dataset, rows[i].nmax,
+    for (int i = 0; i < n; i++) {
+        char curve[64];
+        results_curve(&rows[i], curve, sizeof curve);
+        fprintf(out, "%s\t%s\t%d\t%d\t%d\t%lld\t%.6f\t%.6f\t%.6f\t%.3f\t%.3f\n", curve, rows[i].dataset, rows[i].nmax,
                 rows[i].window, rows[i].max_concurrency, rows[i].kv_pool_tokens, rows[i].pass1, rows[i].lo, rows[i].hi, rows[i].tps,
                 rows[i].mean_running);
+    }
 }

@@ -13,8 +13,12 @@ typedef struct {
     int nmax, window, max_concurrency;
     long long kv_pool_tokens;
     double pass1, lo, hi, tps, mean_running;
-    char model[256];
+    char model[256], layer_budget[16];
 } result_row;
+
+/* What a plot calls the row's configuration: its policy, "+shift" for StreamingLLM with its
+ * position shift, "+pyramid" for per-layer budgets (plots/fidelity.gp draws the same names). */
+void results_curve(const result_row *w, char *out, size_t n);
 
 /* Rows of a runs.csv (duplicates by run id keep the first: merged shards). */
 zp_status results_read(const char *csv_path, result_row **rows, int *n);

@@ -15,9 +15,9 @@ static int count_policy(const experiment *x, const char *p) {
 
 int main(void) {
     const struct { const char *name; int runs, full; } want[] = {{"smoke", 3, 1}, {"aime_nmax_sweep", 5, 1}, {"amc_window_sweep", 6, 1},
-                                                                 {"concurrency_sweep", 10, 2}, {"policy_comparison", 36, 3},
+                                                                 {"concurrency_sweep", 10, 2}, {"policy_comparison", 39, 3},
                                                                  {"ablation_zipage", 9, 1}, {"throughput_random", 4, 1},
-                                                                 {"fidelity_policies", 24, 0}, {"fidelity_zipage_ablation", 4, 0},
+                                                                 {"fidelity_policies", 26, 0}, {"fidelity_zipage_ablation", 4, 0},
                                                                  {"fidelity_zipage_lambda", 12, 0}, {"smoke_fidelity", 15, 0}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         experiment x;
@@ -65,6 +65,10 @@ int main(void) {
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"policy\":\"zipage\",\"policy_params\":{\"alpha\":[]}}",
                              "policy_params \"alpha\" is an empty list"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":[1]}", "\"policy_params\" must be an object"},
+                            /* per-policy parameters: objects under policy names, not mixed with parameter names */
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":{\"streaming\":true}}", "names a policy: its value must be an object"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":{\"streaming\":{},\"sink\":4}}", "mixes policy names and parameter names"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":{\"streaming\":{\"sink\":[]}}}", "policy_params \"streaming\" \"sink\" is an empty list"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"system\":\"pirate\"}", "\"system\" must be \"math\" or null"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"kind\":\"bench\"}", "\"kind\" must be"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"gpu_memory_utilization\":1.5}", "\"gpu_memory_utilization\" must be a number in"},
@@ -111,6 +115,14 @@ int main(void) {
                     seen |= 1 << k;
                 }
         CHECK(seen == 255);
+        /* per-policy parameters: StreamingLLM without and with its shift, the others at their defaults */
+        int shift[2] = {0, 0}, others_default = 1;
+        for (int i = 0; i < pc.n_runs; i++) {
+            if (strcmp(pc.runs[i].policy, "streaming")) { others_default &= pc.runs[i].policy_params[0] == 0; continue; }
+            shift[0] += !strcmp(pc.runs[i].policy_params, "{\"position_shift\":false}");
+            shift[1] += !strcmp(pc.runs[i].policy_params, "{\"position_shift\":true}");
+        }
+        CHECK(shift[0] == 3 && shift[1] == 3 && others_default);
         exp_free(&pc);
     }
     /* gpu_memory_utilization reaches the runs and their resolved configuration (every setting is there) */

@@ -1,7 +1,9 @@
 /* test_results_io.c - the results folder's file operations: mkdir -p (and a file in the way),
  * appends that write the header into a file left empty by a kill, cut an unterminated last
  * line back before appending, and fail with the file's name on a full device (/dev/full);
- * line dropping and replacement by rename; the git commit read from .git equals git's own.
+ * line dropping and replacement by rename; the git commit read from .git equals git's own; a
+ * runs.csv's rows named in tables and plots by what they ran (StreamingLLM's position shift,
+ * per-layer budgets).
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 
 #include "config.h"
 #include "results_io.h"
+#include "results_table.h"
 #include "test_util.h"
 
 static char *slurp(const char *path) {
@@ -22,6 +25,32 @@ static void put(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     if (f) fputs(text, f), fclose(f);
+}
+
+/* Table labels and plot curves of three configurations that share a policy name or a budget. */
+static void table_names(const char *dir) {
+    char path[800];
+    snprintf(path, sizeof path, "%s/names.csv", dir);
+    put(path, "run_id,dataset,policy,policy_params,nmax,window,pass_at_1,layer_budget\n"
+              "a,d,streaming,\"{\"\"position_shift\"\":false}\",2,16,0.5,uniform\n"
+              "b,d,streaming,\"{\"\"position_shift\"\":true}\",2,16,0.6,uniform\n"
+              "c,d,zipage,{},2,16,0.7,pyramid\n");
+    result_row *rows = NULL;
+    int n = 0;
+    CHECK_OK(results_read(path, &rows, &n));
+    CHECK(n == 3);
+    if (n != 3) return;
+    char curve[3][64], *table = NULL;
+    for (int i = 0; i < 3; i++) results_curve(&rows[i], curve[i], sizeof curve[i]);
+    CHECK(!strcmp(curve[0], "streaming") && !strcmp(curve[1], "streaming+shift") && !strcmp(curve[2], "zipage+pyramid"));
+    size_t len = 0;
+    FILE *m = open_memstream(&table, &len);
+    results_print_table(m, rows, n);
+    fclose(m);
+    CHECK(strstr(table, "| StreamingLLM (no position shift) N=2") && strstr(table, "| StreamingLLM (position shift) N=2") &&
+          strstr(table, "| Zipage + pyramid budgets N=2"));
+    free(table);
+    free(rows);
 }
 
 static int file_equals(const char *path, const char *want) {
@@ -103,5 +132,6 @@ int main(void) {
     rio_git_commit(mine, sizeof mine);
     CHECK(!strcmp(mine, "unknown"));
     CHECK(chdir(here) == 0);
+    table_names(dir);
     return zp_test_finish("test_results_io");
 }

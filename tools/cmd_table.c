@@ -39,7 +39,9 @@ int cmd_table(int argc, char **argv) {
         char pol[512] = "", ds[512] = "";
         for (int i = 0; i < n; i++) { /* distinct policies (not full) and datasets, space separated */
             char *lists[2] = {pol, ds};
-            const char *val[2] = {rows[i].policy, rows[i].dataset};
+            char curve[64];
+            results_curve(&rows[i], curve, sizeof curve);
+            const char *val[2] = {curve, rows[i].dataset};
             for (int k = 0; k < 2; k++) {
                 if (k == 0 && !strcmp(val[k], "full")) continue;
                 char probe[80];

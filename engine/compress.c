@@ -19,7 +19,10 @@ zp_status compressor_init(zp_compressor *c, const char *policy, const char *para
     c->geo = *geo;
     c->device = 1;
     zp_score_plan plan;
-    if (c->policy.ops->evicts && policy_plan(&c->policy, geo->budget, geo->window, &plan) == ZP_OK) c->history_live = plan.history_live;
+    if (c->policy.ops->evicts && policy_plan(&c->policy, geo->budget, geo->window, &plan) == ZP_OK) {
+        c->history_live = plan.history_live;
+        c->shift_positions = plan.shift_positions;
+    }
     return ZP_OK;
 }
 

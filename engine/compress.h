@@ -39,6 +39,7 @@ typedef struct {
     const zp_layer_plan *layers; /* each layer's budget and block-table view (the engine's; NULL: uniform) */
     int device;         /* 0: zp_compress_host even where the backend's `compress` runs on the device */
     int history_live;   /* the plan's history_live: the stored history covers every token */
+    int shift_positions; /* the plan's shift_positions: tokens take their cache index as RoPE position */
     zp_compress_stats stats;
 } zp_compressor;
 

@@ -71,12 +71,9 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     ZP_TRY(zp_layer_plan_resolve(c->layer_budget, c->pyramid_beta, g, e->model->cfg.n_layers, &e->layers));
     e->comp.layers = &e->layers;
     e->comp.device = !c->host_only;
-    zp_score_plan plan;
-    ZP_TRY(policy_plan(&e->comp.policy, g->budget, g->window, &plan));
-    if (plan.shift_positions && e->layers.n_views > 1)
+    if (e->comp.shift_positions && e->layers.n_views > 1)
         return zp_fail(ZP_ERR_INVALID, "policy %s: position_shift needs layer_budget uniform (per-layer budgets give each layer its own cache indices)",
                        c->policy);
-    e->shift_positions = plan.shift_positions;
     if (ops->prompt_only) ZP_TRY(sched_enable_prompt_compression(&e->sched, g, m));
     else ZP_TRY(sched_enable_compression(&e->sched, kind, g, m));
     ZP_TRY(zp_model_kv_alloc_compression(e->model, &e->kv, g, m, policy_stores_history(&e->comp.policy, g->budget, g->window)));
@@ -430,7 +427,7 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
         for (int j = 0; j < n_new; j++, row++) {
             int phys = q->n_kv + j;
             e->token_ids[row] = q->tokens[q->n_done + j];
-            e->positions[row] = (e->shift_positions ? q->n_kv : q->n_done) + j;
+            e->positions[row] = (e->comp.shift_positions ? q->n_kv : q->n_done) + j;
             e->slots[row] = q->blocks[phys / bs] * bs + phys % bs;
         }
         e->out_rows[i] = row - 1;

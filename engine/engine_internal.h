@@ -40,7 +40,6 @@ struct zp_engine {
     /* compression */
     int compressing_enabled;
     int prompt_compress;     /* a prompt-only policy (SnapKV): long prompts compressed once after their prefill */
-    int shift_positions;     /* StreamingLLM's position shift: tokens take their cache index as RoPE position */
     zp_compressor comp;
     zp_layer_plan layers;     /* per-layer budgets and block-table views (n_views 0 without compression: one view) */
     zp_seq **ctask;           /* requests of the compression in flight (async) or of this step */

@@ -1,13 +1,12 @@
 /* results_table.c - see results_table.h. */
 #include "results_table.h"
 
-#include <cjson/cJSON.h>
 #include <csv.h> /* csv_init, csv_parse, csv_fini */
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h" /* zp_read_file */
-#include "policy.h" /* policy_find: labels */
+#include "policy.h" /* labels, and the plans of curves */
 
 typedef struct {
     char fields[40][600];
@@ -112,11 +111,18 @@ static void label(const result_row *w, char *out, size_t n) {
              strcmp(w->params, "{}") ? w->params : "");
 }
 
+/* 1 when the row's policy with its parameters shifts positions (its plan says so). */
+static int shifts(const result_row *w) {
+    zp_policy p;
+    zp_score_plan plan;
+    if (policy_create(w->policy, w->params, &p) != ZP_OK) return 0;
+    const int s = p.ops->evicts && policy_plan(&p, 1, 1, &plan) == ZP_OK && plan.shift_positions;
+    policy_destroy(&p);
+    return s;
+}
+
 void results_curve(const result_row *w, char *out, size_t n) {
-    cJSON *p = cJSON_Parse(w->params);
-    const int shift = !strcmp(w->policy, "streaming") && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "position_shift"));
-    cJSON_Delete(p);
-    snprintf(out, n, "%s%s%s", w->policy, shift ? "+shift" : "", pyramid(w) ? "+pyramid" : "");
+    snprintf(out, n, "%s%s%s", w->policy, shifts(w) ? "+shift" : "", pyramid(w) ? "+pyramid" : "");
 }
 
 void results_print_table(FILE *out, const result_row *rows, int n) {
@@ -132,11 +138,15 @@ void results_print_table(FILE *out, const result_row *rows, int n) {
     fprintf(out, " tokens/s (mean) | speed-up vs full KV |\n|---|");
     for (int k = 0; k < nd; k++) fprintf(out, "---|");
     fprintf(out, "---|---|\n");
-    char done[256][1024];
+    char done[256][1024], (*labs)[1024] = malloc(sizeof *labs * (size_t)(n > 0 ? n : 1)); /* each row's label, once */
+    if (!labs) {
+        fprintf(out, "(no memory for the labels of %d rows)\n", n);
+        return;
+    }
+    for (int i = 0; i < n; i++) label(&rows[i], labs[i], sizeof labs[i]);
     int nl = 0;
     for (int i = 0; i < n; i++) {
-        char lab[1024];
-        label(&rows[i], lab, sizeof lab);
+        const char *lab = labs[i];
         int seen = 0;
         for (int j = 0; j < nl && !seen; j++) seen = !strcmp(done[j], lab);
         if (seen || nl == 256) continue;
@@ -147,9 +157,7 @@ void results_print_table(FILE *out, const result_row *rows, int n) {
         for (int k = 0; k < nd; k++) {
             const result_row *hit = NULL, *full = NULL;
             for (int j = 0; j < n; j++) {
-                char l2[1024];
-                label(&rows[j], l2, sizeof l2);
-                if (!strcmp(rows[j].dataset, ds[k]) && !strcmp(l2, lab) && !hit) hit = &rows[j];
+                if (!strcmp(rows[j].dataset, ds[k]) && !strcmp(labs[j], lab) && !hit) hit = &rows[j];
                 if (!strcmp(rows[j].dataset, ds[k]) && !strcmp(rows[j].policy, "full") && !full) full = &rows[j];
             }
             if (!hit) { fprintf(out, " – |"); continue; }
@@ -162,6 +170,7 @@ void results_print_table(FILE *out, const result_row *rows, int n) {
         if (ns) fprintf(out, " %.2fx |\n", speed / ns);
         else fprintf(out, " – |\n");
     }
+    free(labs);
 }
 
 void results_write_plot_data(FILE *out, const result_row *rows, int n) {

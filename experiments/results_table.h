@@ -16,8 +16,9 @@ typedef struct {
     char model[256], layer_budget[16];
 } result_row;
 
-/* What a plot calls the row's configuration: its policy, "+shift" for StreamingLLM with its
- * position shift, "+pyramid" for per-layer budgets (plots/fidelity.gp draws the same names). */
+/* What a plot calls the row's configuration: its policy, "+shift" when its plan shifts positions
+ * (StreamingLLM's position_shift), "+pyramid" for per-layer budgets (plots/fidelity.gp draws the
+ * same names). */
 void results_curve(const result_row *w, char *out, size_t n);
 
 /* Rows of a runs.csv (duplicates by run id keep the first: merged shards). */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,20 +59,62 @@ static zp_status cut_partial_line(int fd, const char *path, off_t *size) {
     return ZP_OK;
 }
 
+/* The folder of path (without the last component; "." when it has none). */
+static zp_status parent_dir(const char *path, char *dir, size_t n) {
+    if (snprintf(dir, n, "%s", path) >= (int)n) return zp_fail(ZP_ERR_INVALID, "%.200s...: path too long", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, n, ".");
+    else if (slash == dir) slash[1] = 0;
+    else *slash = 0;
+    return ZP_OK;
+}
+
 /* fsync of the directory holding path, so that a new entry survives a crash. */
 static zp_status sync_parent(const char *path) {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ZP_TRY(parent_dir(path, dir, sizeof dir));
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return io_fail(dir, "open");
     int rc = fsync(fd);
     close(fd);
     return rc == 0 ? ZP_OK : io_fail(dir, "fsync");
 }
 
-zp_status rio_append_lines(const char *path, const char *header, const char *text, size_t len) {
+static zp_status lock_file(const char *lock, int op, int *fd) {
+    *fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644); /* read-write: NFS emulates flock with write locks */
+    if (*fd < 0) return io_fail(lock, "open");
+    int rc;
+    while ((rc = flock(*fd, op)) != 0 && errno == EINTR) {}
+    if (rc == 0) return ZP_OK;
+    int busy = errno == EWOULDBLOCK;
+    zp_status s = busy ? ZP_OK : io_fail(lock, "flock");
+    close(*fd);
+    *fd = -1;
+    return s;
+}
+
+zp_status rio_lock(const char *path, int *fd) {
+    char dir[4096], lock[4200];
+    ZP_TRY(parent_dir(path, dir, sizeof dir));
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    zp_status s = lock_file(lock, LOCK_EX, fd);
+    if (s != ZP_OK) zp_error_prefix("%s", path); /* the file the caller writes, then its lock */
+    return s;
+}
+
+void rio_unlock(int fd) {
+    if (fd >= 0) close(fd); /* closing the descriptor releases its flock */
+}
+
+zp_status rio_claim(const char *dir, const char *id, int *fd) {
+    char claims[4200], path[4400];
+    if (snprintf(claims, sizeof claims, "%s/.claims", dir) >= (int)sizeof claims) return zp_fail(ZP_ERR_INVALID, "%.200s...: path too long", dir);
+    ZP_TRY(rio_mkdir_p(claims));
+    snprintf(path, sizeof path, "%s/%s", claims, id);
+    return lock_file(path, LOCK_EX | LOCK_NB, fd);
+}
+
+static zp_status append_unlocked(const char *path, const char *header, const char *text, size_t len) {
     int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return io_fail(path, "open");
     off_t size = 0;
@@ -84,9 +127,17 @@ zp_status rio_append_lines(const char *path, const char *header, const char *tex
     return s;
 }
 
+zp_status rio_append_lines(const char *path, const char *header, const char *text, size_t len) {
+    int lock;
+    ZP_TRY(rio_lock(path, &lock));
+    zp_status s = append_unlocked(path, header, text, len);
+    rio_unlock(lock);
+    return s;
+}
+
 zp_status rio_replace(const char *path, const char *text, size_t len) {
     char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return zp_fail(ZP_ERR_INVALID, "%.200s...: path too long", path);
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) /* own name: concurrent replacers */ return zp_fail(ZP_ERR_INVALID, "%.200s...: path too long", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return io_fail(tmp, "open");
     zp_status s = write_all(fd, tmp, text, len);
@@ -97,7 +148,7 @@ zp_status rio_replace(const char *path, const char *text, size_t len) {
     return s == ZP_OK ? sync_parent(path) : s;
 }
 
-zp_status rio_drop_lines(const char *path, const char *needle) {
+static zp_status drop_unlocked(const char *path, const char *needle) {
     if (access(path, F_OK) != 0) return ZP_OK;
     char *txt;
     size_t len;
@@ -116,6 +167,14 @@ zp_status rio_drop_lines(const char *path, const char *needle) {
     free(txt);
     zp_status s = rio_replace(path, out, n);
     free(out);
+    return s;
+}
+
+zp_status rio_drop_lines(const char *path, const char *needle) {
+    int lock;
+    ZP_TRY(rio_lock(path, &lock));
+    zp_status s = drop_unlocked(path, needle);
+    rio_unlock(lock);
     return s;
 }
 

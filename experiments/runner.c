@@ -107,14 +107,19 @@ void runner_model_config(const exp_run *r, const char *model_dir, zp_engine_conf
     ec->weight_seed = 1;
 }
 
+/* Whether runs.csv (or fidelity.csv) has a row of run_id; read under the folder's lock, so
+ * that another worker's append is seen whole or not at all. */
 static int run_done(const char *csv_path, const char *run_id) {
+    int lock;
+    if (rio_lock(csv_path, &lock) != ZP_OK) return 0; /* the append that follows reports the folder's error */
     FILE *f = fopen(csv_path, "r");
-    if (!f) return 0;
+    if (!f) { rio_unlock(lock); return 0; }
     char line[8192];
     int found = 0;
     while (!found && fgets(line, sizeof line, f)) /* the first field, quoted by libcsv or not */
         found = (!strncmp(line, run_id, 16) && line[16] == ',') || (line[0] == '"' && !strncmp(line + 1, run_id, 16) && line[17] == '"');
     fclose(f);
+    rio_unlock(lock);
     return found;
 }
 
@@ -420,21 +425,28 @@ zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
     char csv[4400];
     snprintf(csv, sizeof csv, "%s/runs.csv", exp_dir);
     ZP_TRY(check_csv_header(csv));
-    int n_done = 0, n_skip = 0;
+    int n_done = 0, n_skip = 0, n_taken = 0;
     for (int i = 0; i < x->n_runs; i++) {
         if (o->shard_count > 1 && i % o->shard_count != o->shard_index) continue;
         const exp_run *r = &x->runs[i];
         char fcsv[4400];
         snprintf(fcsv, sizeof fcsv, "%s/fidelity.csv", exp_dir);
-        if (!o->force && run_done(r->fidelity ? fcsv : csv, r->run_id)) { n_skip++; continue; }
+        const char *done_csv = r->fidelity ? fcsv : csv;
+        if (!o->force && run_done(done_csv, r->run_id)) { n_skip++; continue; }
+        int claim; /* another process on this folder (a --gpus worker) may be running it */
+        ZP_TRY(rio_claim(exp_dir, r->run_id, &claim));
+        if (claim < 0) { n_taken++; continue; }
+        if (!o->force && run_done(done_csv, r->run_id)) { rio_unlock(claim); n_skip++; continue; } /* finished before the claim */
         fprintf(stderr, "run %d/%d (%s): policy %s nmax %d window %d kv_pool_tokens %lld on %s\n", i + 1, x->n_runs, r->run_id,
                 r->policy, r->nmax, r->window, (long long)r->kv_pool_tokens, r->dataset);
-        ZP_TRY(resolve_model(r->model, model_dir, sizeof model_dir));
-        ZP_TRY(drop_stale_samples(exp_dir, r->run_id));
-        zp_status s = r->fidelity ? runner_fidelity_run(r, exp_dir, model_dir) : execute(r, exp_dir, git, model_dir, o, i + 1, x->n_runs);
+        zp_status s = resolve_model(r->model, model_dir, sizeof model_dir);
+        if (s == ZP_OK) s = drop_stale_samples(exp_dir, r->run_id);
+        if (s == ZP_OK) s = r->fidelity ? runner_fidelity_run(r, exp_dir, model_dir) : execute(r, exp_dir, git, model_dir, o, i + 1, x->n_runs);
+        rio_unlock(claim);
         if (s != ZP_OK) { zp_error_prefix("run %s", r->run_id); return s; }
         n_done++;
     }
-    fprintf(stderr, "experiment %s: %d runs done, %d already finished (in %s)\n", x->name, n_done, n_skip, csv);
+    fprintf(stderr, "experiment %s: %d runs done, %d already finished, %d running in other processes (in %s)\n", x->name, n_done, n_skip,
+            n_taken, csv);
     return ZP_OK;
 }

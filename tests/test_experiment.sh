@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_experiment.sh - the experiment runner end to end: grid expansion with a baseline, one
 # row per run in runs.csv, samples.jsonl lines, meta.json; a second invocation skips finished
-# runs (resume); --force redoes them; SHARD=i/N splits; bad definitions fail with the key named.
+# runs (resume); --force redoes them; SHARD=i/N splits; --gpus 0,1 (a worker per GPU on one
+# folder) writes the one-process sweep's rows and samples; bad definitions fail with the key named.
 # Args: ZIPAGE TMPDIR SRCDIR
 set -u
 Z=$1; T=$2/experiment; S=$3
@@ -31,6 +32,33 @@ rows_before=$(wc -l < "$R/runs.csv")
 check '[ "$rows_before" -lt 4 ] && [ "$(wc -l < "$R/runs.csv")" -eq 4 ]' "resume after kill completes the sweep"
 check '[ "$(tail -n +2 "$R/runs.csv" | cut -d, -f1 | sort | uniq -d | wc -l)" -eq 0 ]' "no duplicate run ids after the kill"
 check '[ "$(wc -l < "$R/samples.jsonl")" -eq 12 ]' "12 samples after the kill, none lost or doubled"
+# --gpus 0,1: a worker process per GPU on one folder gives the one-process sweep's rows and samples
+rm -rf "$T/gpus"; "$Z" run "$E" --results "$T/gpus" --gpus 0,1 > "$T/log17" 2>&1; rc=$?
+G="$T/gpus/tiny_sweep"
+check '[ $rc -eq 0 ] && [ -s "$G/logs/gpu0.log" ] && [ -s "$G/logs/gpu1.log" ] && grep -q "CUDA_VISIBLE_DEVICES=1" "$G/logs/gpu1.log"' "--gpus 0,1: two workers, a log each"
+check '[ "$(cat "$G"/logs/gpu*.log | grep -o "[0-9]* runs done" | awk "{ s += \$1 } END { print s }")" -eq 3 ]' "--gpus: the 3 runs ran once between the workers"
+same_rows() { python3 - "$1" "$2" <<'PY'
+import csv, sys
+timing = {"time", "wall_seconds", "tps", "requests_per_s", "compression_seconds"}
+rows = lambda p: sorted(tuple((k, v) for k, v in r.items() if k not in timing) for r in csv.DictReader(open(p)))
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+sys.exit(0 if len(a) == 3 and a == b else 1)
+PY
+}
+check 'same_rows "$R/runs.csv" "$G/runs.csv"' "--gpus: runs.csv rows equal the one-process sweep's (run ids, outputs; timing columns aside)"
+check 'diff <(sort "$R/samples.jsonl") <(sort "$G/samples.jsonl") > /dev/null' "--gpus: the same samples, line for line"
+"$Z" run "$E" --results "$T/gpus" --gpus 0,1 > "$T/log18" 2>&1
+check '[ $? -eq 0 ] && [ "$(wc -l < "$G/runs.csv")" -eq 4 ] && [ "$(grep -c "^GPU [01]: experiment tiny_sweep: 0 runs done, 3 already finished" "$T/log18")" -eq 2 ]' "--gpus: a second sweep resumes (nothing to run)"
+"$Z" run "$E" --results "$T/gpus" --gpus 0,,1 > "$T/log19" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "\-\-gpus: \"0,,1\" has an empty entry" "$T/log19"' "--gpus: an empty entry is refused"
+"$Z" run "$E" --results "$T/gpus" --gpus 1,1 > "$T/log20" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "GPU 1 is listed twice" "$T/log20"' "--gpus: a GPU listed twice is refused"
+printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":1,"max_tokens":4,"device":"cuda:1"}' > "$T/dev1.json"
+"$Z" run "$T/dev1.json" --results "$T/gpus" --gpus 0,1 > "$T/log21" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "names device \"cuda:1\"" "$T/log21"' "--gpus: a run naming cuda:N is refused"
+printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm9k"}' > "$T/bad3.json"
+"$Z" run "$T/bad3.json" --results "$T/gpus" --gpus 0,1 > "$T/log22" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "workers failed, first on GPU" "$T/log22" && grep -q "gsm9k.jsonl: cannot open" "$T/log22"' "--gpus: a failed worker is reported with its error and log"
 # table and plot data from the CSV
 "$Z" table tiny_sweep --results "$T" > "$T/table" 2>&1
 check 'grep -q "| full KV |" "$T/table" && grep -q "| Zipage N=1 w=4 |" "$T/table" && grep -q "1.00x" "$T/table"' "Markdown table"

@@ -3,11 +3,15 @@
  * line back before appending, and fail with the file's name on a full device (/dev/full);
  * line dropping and replacement by rename; the git commit read from .git equals git's own; a
  * runs.csv's rows named in tables and plots by what they ran (StreamingLLM's position shift,
- * per-layer budgets).
+ * per-layer budgets); several processes appending to and dropping lines of one file keep every
+ * line whole and none lost (the folder lock), and a claimed run is refused to a second
+ * process until the first releases it or ends.
  */
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -25,6 +29,81 @@ static void put(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     if (f) fputs(text, f), fclose(f);
+}
+
+/* Four processes append 300 lines each to one file, each line in its own append; every
+ * process also appends a marker line and drops it again each time (a rewrite by rename, as a
+ * resumed run drops its stale samples), which without the lock loses other writers' lines. */
+static void concurrent_appends(const char *dir) {
+    char path[800];
+    snprintf(path, sizeof path, "%s/shared.jsonl", dir);
+    unlink(path);
+    enum { N_PROC = 4, N_LINES = 300 };
+    pid_t pids[N_PROC];
+    for (int p = 0; p < N_PROC; p++) {
+        if ((pids[p] = fork()) != 0) continue;
+        int bad = 0;
+        for (int i = 0; i < N_LINES && !bad; i++) {
+            char line[256], marker[64], needle[32];
+            int n = snprintf(line, sizeof line, "{\"writer\":%d,\"line\":%d,\"pad\":\"%0*d\"}\n", p, i, 40 + i % 50, 0);
+            bad |= rio_append_lines(path, NULL, line, (size_t)n) != ZP_OK;
+            snprintf(needle, sizeof needle, "stale-%d", p);
+            n = snprintf(marker, sizeof marker, "{\"%s\":1}\n", needle);
+            if (i % 10 == 0) bad |= rio_append_lines(path, NULL, marker, (size_t)n) != ZP_OK || rio_drop_lines(path, needle) != ZP_OK;
+        }
+        _exit(bad);
+    }
+    for (int p = 0; p < N_PROC; p++) {
+        int st = 0;
+        CHECK(waitpid(pids[p], &st, 0) == pids[p] && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    char *t = slurp(path);
+    CHECK(t != NULL);
+    if (!t) return;
+    int seen[N_PROC][N_LINES] = {{0}}, lines = 0, whole = 1;
+    for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n"), lines++) {
+        int w, i, end = 0;
+        if (sscanf(l, "{\"writer\":%d,\"line\":%d,\"pad\":\"%*[0]\"}%n", &w, &i, &end) != 2 || l[end] || w < 0 || w >= N_PROC || i < 0 ||
+            i >= N_LINES)
+            whole = 0;
+        else seen[w][i]++;
+    }
+    free(t);
+    int once = 1;
+    for (int p = 0; p < N_PROC; p++)
+        for (int i = 0; i < N_LINES; i++) once &= seen[p][i] == 1;
+    if (!whole || !once || lines != N_PROC * N_LINES) fprintf(stderr, "concurrent appends: %d lines, whole %d, each once %d\n", lines, whole, once);
+    CHECK(whole && once && lines == N_PROC * N_LINES);
+}
+
+/* A claim is exclusive across processes and ends with its holder. */
+static void claims(const char *dir) {
+    int fd = -1, r[2];
+    CHECK_OK(rio_claim(dir, "0123456789abcdef", &fd));
+    CHECK(fd >= 0);
+    CHECK(pipe(r) == 0);
+    pid_t c = fork();
+    if (c == 0) { /* another process: refused while the parent holds it */
+        int other = 0;
+        char ok = rio_claim(dir, "0123456789abcdef", &other) == ZP_OK && other < 0 ? 'y' : 'n';
+        if (write(r[1], &ok, 1) != 1) _exit(2);
+        _exit(0);
+    }
+    char got = 0;
+    CHECK(read(r[0], &got, 1) == 1 && got == 'y');
+    waitpid(c, NULL, 0);
+    rio_unlock(fd);
+    c = fork();
+    if (c == 0) { /* released: this child takes it and ends without releasing it by hand */
+        int mine = -1;
+        _exit(rio_claim(dir, "0123456789abcdef", &mine) == ZP_OK && mine >= 0 ? 0 : 1);
+    }
+    int st = 0;
+    CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_OK(rio_claim(dir, "0123456789abcdef", &fd)); /* its end released it */
+    CHECK(fd >= 0);
+    rio_unlock(fd);
+    close(r[0]), close(r[1]);
 }
 
 /* Table labels and plot curves of three configurations that share a policy name or a budget. */
@@ -108,7 +187,7 @@ int main(void) {
     put(path, "old");
     CHECK_OK(rio_replace(path, "{\"new\": 1}\n", 11));
     CHECK(file_equals(path, "{\"new\": 1}\n"));
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     CHECK(access(tmp, F_OK) != 0);
 
     /* the commit, from .git, against git itself (run in the source tree) */
@@ -133,5 +212,7 @@ int main(void) {
     CHECK(!strcmp(mine, "unknown"));
     CHECK(chdir(here) == 0);
     table_names(dir);
+    concurrent_appends(dir);
+    claims(dir);
     return zp_test_finish("test_results_io");
 }

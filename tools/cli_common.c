@@ -60,7 +60,7 @@ zp_status cli_ids(const char *flag, const char *v, int **ids, int *n) {
         long x = strtol(p, &end, 10);
         if (errno || end == p || x < 0 || x > 0x7fffffff || (*end && *end != ',')) {
             free(a);
-            return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" is not a comma-separated list of token ids (at \"%s\")", flag, v, p);
+            return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" is not a comma-separated list of non-negative integers (at \"%s\")", flag, v, p);
         }
         if (k == cap) {
             int *g = realloc(a, sizeof(int) * (size_t)(cap *= 2));

@@ -13,7 +13,7 @@ const char *cli_value(int argc, char **argv, int *i);
 zp_status cli_int(const char *flag, const char *v, long lo, long hi, int *out);
 zp_status cli_i64(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out);
 zp_status cli_float(const char *flag, const char *v, double lo, double hi, float *out);
-/* Comma-separated non-negative ids ("1,2,3") into a malloc'ed array. */
+/* Comma-separated non-negative integers ("1,2,3": token ids, GPUs) into a malloc'ed array. */
 zp_status cli_ids(const char *flag, const char *v, int **ids, int *n);
 /* A comma-separated list of names or sizes: fails naming flag when v is empty or has an empty
  * entry ("a,,b", a leading or trailing comma), which strtok would skip silently. */

@@ -1,17 +1,19 @@
-/* cmd_run.c - `zipage run EXP [--results DIR] [--force] [--unsafe-no-sandbox]`: runs the
- * experiment experiments/EXP.json (or a path); SHARD=i/N in the environment runs every N-th
- * run. `make experiment EXP=name` calls it. */
+/* cmd_run.c - `zipage run EXP [--results DIR] [--force] [--gpus LIST] [--unsafe-no-sandbox]`:
+ * runs the experiment experiments/EXP.json (or a path); SHARD=i/N in the environment runs
+ * every N-th run, --gpus spreads the runs over a worker per GPU (run_gpus.c).
+ * `make experiment EXP=name [GPUS=0,1]` calls it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli_common.h" /* cli_value, cli_report */
 #include "runner.h"     /* runner_run_experiment */
+#include "run_gpus.h"   /* run_gpus */
 #include "paths.h"
 
 int cmd_run(int argc, char **argv) {
     runner_opts o = {"results", 0, 0, 1, 0, NULL};
-    const char *exp = NULL, *v;
+    const char *exp = NULL, *v, *gpus = NULL;
     char cmdline[2048] = "zipage run";
     for (int i = 1; i < argc; i++) {
         strncat(cmdline, " ", sizeof cmdline - strlen(cmdline) - 1);
@@ -20,11 +22,15 @@ int cmd_run(int argc, char **argv) {
     o.command_line = cmdline;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: zipage run EXP [--results DIR] [--force] [--unsafe-no-sandbox]   (SHARD=i/N to split a sweep)\n");
+            printf("usage: zipage run EXP [--results DIR] [--force] [--gpus LIST] [--unsafe-no-sandbox]   (SHARD=i/N to split a sweep)\n"
+                   "  --gpus 0,1,...   one worker process per listed GPU (CUDA_VISIBLE_DEVICES), each taking the next pending run;\n"
+                   "                   logs in RESULTS/EXP/logs/gpuG.log (runs on the cpu device get one worker process per entry)\n");
             return 0;
         } else if (!strcmp(argv[i], "--force")) o.force = 1;
         else if (!strcmp(argv[i], "--unsafe-no-sandbox")) o.unsafe_no_sandbox = 1;
-        else if (!strcmp(argv[i], "--results")) {
+        else if (!strcmp(argv[i], "--gpus")) {
+            if (!(gpus = cli_value(argc, argv, &i))) return cli_report("run", ZP_ERR_INVALID);
+        } else if (!strcmp(argv[i], "--results")) {
             if (!(v = cli_value(argc, argv, &i))) return cli_report("run", ZP_ERR_INVALID);
             o.results_dir = v;
         } else if (argv[i][0] == '-') return cli_report("run", zp_fail(ZP_ERR_INVALID, "unknown flag %s", argv[i]));
@@ -39,7 +45,7 @@ int cmd_run(int argc, char **argv) {
     zp_status s = exp_load(exp, zp_path(ZP_PATH_EXPERIMENTS), &x);
     if (s == ZP_OK) {
         fprintf(stderr, "experiment %s: %d runs\n", x.name, x.n_runs);
-        s = runner_run_experiment(&x, &o);
+        s = gpus ? run_gpus(&x, &o, gpus) : runner_run_experiment(&x, &o);
         exp_free(&x);
     }
     return s == ZP_OK ? 0 : cli_report("run", s);

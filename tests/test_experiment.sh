@@ -2,7 +2,8 @@
 # test_experiment.sh - the experiment runner end to end: grid expansion with a baseline, one
 # row per run in runs.csv, samples.jsonl lines, meta.json; a second invocation skips finished
 # runs (resume); --force redoes them; SHARD=i/N splits; --gpus 0,1 (a worker per GPU on one
-# folder) writes the one-process sweep's rows and samples; bad definitions fail with the key named.
+# folder) and a merge of shard folders write the one-process sweep's rows and samples; bad
+# definitions fail with the key named.
 # Args: ZIPAGE TMPDIR SRCDIR
 set -u
 Z=$1; T=$2/experiment; S=$3
@@ -84,7 +85,15 @@ head -c -1 "$T/s1/tiny_sweep/runs.csv" > "$T/nonl.csv"
 check '[ $rc -eq 0 ] && [ "$(wc -l < "$T/merged2.csv")" -eq 4 ] && [ "$(awk -F, "{print NF}" "$T/merged2.csv" | sort -u | wc -l)" -eq 1 ]' "merge: a last line without newline is not glued"
 tail -n +2 "$T/s1/tiny_sweep/runs.csv" > "$T/headerless.csv"
 "$Z" merge "$T/merged3.csv" "$T/s0/tiny_sweep/runs.csv" "$T/headerless.csv" > "$T/log14" 2>&1; rc=$?
-check '[ $rc -ne 0 ] && grep -q "headerless.csv: first line is not the runs.csv header" "$T/log14"' "merge: a headerless source is refused, named"
+check '[ $rc -ne 0 ] && grep -q "headerless.csv: first line is not the results header" "$T/log14"' "merge: a headerless source is refused, named"
+# folders: the shards' runs.csv, samples.jsonl and meta.json into one results folder
+"$Z" merge "$T/mdir/tiny_sweep" "$T/s0/tiny_sweep" "$T/s1/tiny_sweep" > "$T/log23" 2>&1; rc=$?
+M="$T/mdir/tiny_sweep"
+check '[ $rc -eq 0 ] && same_rows "$R/runs.csv" "$M/runs.csv" && diff <(sort "$R/samples.jsonl") <(sort "$M/samples.jsonl") > /dev/null && [ -s "$M/meta.json" ]' "merge of shard folders: the one-process sweep's rows and samples, and meta.json"
+"$Z" merge "$M" "$T/s1/tiny_sweep" "$T/s0/tiny_sweep" > "$T/log24" 2>&1
+check '[ $? -eq 0 ] && grep -q "0 rows added" "$T/log24" && [ "$(wc -l < "$M/samples.jsonl")" -eq 12 ]' "merge of folders again: nothing added, no sample doubled"
+"$Z" merge "$M" "$T/s0/tiny_sweep" "$T/s1/tiny_sweep/runs.csv" > "$T/log25" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "give folders or CSV files, not both" "$T/log25"' "merge: folders and files mixed are refused"
 "$Z" merge --help > "$T/log15" 2>&1; rc1=$?; "$Z" prompts --help > "$T/log16" 2>&1; rc2=$?
 check '[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && grep -q "usage: zipage merge" "$T/log15" && grep -q "usage: zipage prompts" "$T/log16"' "merge and prompts answer --help"
 # no shell: quotes and shell syntax in the experiment's name and the results path are plain text

@@ -12,6 +12,7 @@
 #include "gguf.h"        /* zp_gguf_open, zp_gguf_find, zp_gguf_dequantize */
 #include "mkmodel.h"     /* zp_mkmodel_tensor, zp_preset_dir */
 #include "safetensors.h" /* zp_st_open_dir, zp_st_find, zp_st_close */
+#include "tp.h"          /* zp_tp_shard_config */
 
 /* ---------------------------------------------------------------- loading */
 
@@ -23,6 +24,7 @@ typedef struct {
     zp_model *m;
     int random;               /* 1: mkmodel's seeded values instead of a file */
     uint64_t seed;
+    const zp_tp_shard *tp;    /* this rank's share, or NULL: the whole model */
 } loader;
 
 /* Hugging Face tensor name -> llama.cpp GGUF name; *heads > 0 when the rows must be
@@ -108,47 +110,74 @@ static zp_status load_into(loader *ld, const char *name, int64_t rows, int64_t c
     return ZP_OK;
 }
 
-/* Loads up to 3 tensors stacked along rows into one backend weight. */
-static zp_status load_stacked(loader *ld, const char *const *names, const int64_t *rows, int n, int64_t cols, void **out) {
-    int64_t total = 0;
-    for (int i = 0; i < n; i++) total += rows[i];
-    size_t per = (size_t)(cols ? cols : 1);
-    float *host = malloc(sizeof(float) * (size_t)total * per);
-    if (!host) return zp_fail(ZP_ERR_OOM, "%s: no host memory for %s (%lld x %lld)", ld->dir, names[0], (long long)total, (long long)cols);
-    int64_t r0 = 0;
+/* Part of a tensor: rows [r0, r0 + rn) and columns [c0, c0 + cn) of its [rows, cols] (cols 0:
+ * a vector); the whole tensor unless a tensor-parallel rank takes a slice. */
+typedef struct {
+    const char *name;
+    int64_t rows, cols, r0, rn, c0, cn;
+} part;
+
+static part whole(const char *name, int64_t rows, int64_t cols) { return (part){name, rows, cols, 0, rows, 0, cols}; }
+
+/* Loads p's tensor into dst ([rn, cn] floats, NaN and Inf refused): directly when p is the
+ * whole tensor, else through a host copy of the whole. */
+static zp_status load_part(loader *ld, const part *p, float *dst) {
+    const size_t per = (size_t)(p->cols ? p->cols : 1), cn = (size_t)(p->cols ? p->cn : 1);
+    const int sliced = p->rn != p->rows || cn != per;
+    float *full = sliced ? malloc(sizeof(float) * (size_t)p->rows * per) : dst;
+    if (!full) return zp_fail(ZP_ERR_OOM, "%s: no host memory for %s (%lld x %lld)", ld->dir, p->name, (long long)p->rows, (long long)p->cols);
+    zp_status s = load_into(ld, p->name, p->rows, p->cols, full);
+    for (size_t k = 0; s == ZP_OK && k < (size_t)p->rows * per; k++) /* a NaN or Inf weight would generate silently */
+        if (!isfinite(full[k])) s = zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: value %zu is %s", ld->dir, p->name, k, isnan(full[k]) ? "NaN" : "infinite");
+    for (int64_t r = 0; s == ZP_OK && sliced && r < p->rn; r++)
+        memcpy(dst + (size_t)r * cn, full + (size_t)(p->r0 + r) * per + (size_t)p->c0, sizeof(float) * cn);
+    if (sliced) free(full);
+    return s;
+}
+
+/* Loads up to 3 tensor parts stacked along rows into one backend weight. */
+static zp_status load_stacked(loader *ld, const part *parts, int n, void **out) {
+    size_t total = 0;
+    const size_t cn = (size_t)(parts[0].cols ? parts[0].cn : 1);
+    for (int i = 0; i < n; i++) total += (size_t)parts[i].rn * cn;
+    float *host = malloc(sizeof(float) * total);
+    if (!host) return zp_fail(ZP_ERR_OOM, "%s: no host memory for %s (%zu values)", ld->dir, parts[0].name, total);
+    size_t off = 0;
     for (int i = 0; i < n; i++) {
-        zp_status s = load_into(ld, names[i], rows[i], cols, host + (size_t)r0 * per);
-        const float *v = host + (size_t)r0 * per;
-        for (size_t k = 0; s == ZP_OK && k < (size_t)rows[i] * per; k++) /* a NaN or Inf weight would generate silently */
-            if (!isfinite(v[k])) s = zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: value %zu is %s", ld->dir, names[i], k, isnan(v[k]) ? "NaN" : "infinite");
+        zp_status s = load_part(ld, &parts[i], host + off);
         if (s != ZP_OK) { free(host); return s; }
-        r0 += rows[i];
+        off += (size_t)parts[i].rn * cn;
     }
-    zp_status s = ld->m->be->weight_upload(ld->m->be, host, (size_t)total * per, out);
+    zp_status s = ld->m->be->weight_upload(ld->m->be, host, total, out);
     if (s != ZP_OK) free(host);
     return s;
 }
 
 static zp_status load_one(loader *ld, const char *name, int64_t rows, int64_t cols, void **out) {
-    const char *names[1] = {name};
-    return load_stacked(ld, names, &rows, 1, cols, out);
+    const part p = whole(name, rows, cols);
+    return load_stacked(ld, &p, 1, out);
 }
 
+/* Layer l's weights, or this rank's slices of them: the rows of its query and KV heads in
+ * [q;k;v] (and the bias), the columns of its query heads in O, its intermediate rows in
+ * [gate;up] and columns in down; the norms whole. */
 static zp_status load_layer(loader *ld, int l) {
-    const zp_model_config *c = &ld->m->cfg;
+    const zp_model_config *c = &ld->m->cfg; /* the whole model's shape while loading */
     zp_layer_weights *w = &ld->m->layers[l];
-    const int64_t H = c->hidden, D = c->head_dim, qd = (int64_t)c->n_heads * D, kd = (int64_t)c->n_kv_heads * D;
+    const int64_t H = c->hidden, D = c->head_dim, qd = (int64_t)c->n_heads * D, kd = (int64_t)c->n_kv_heads * D, I = c->intermediate;
+    const zp_tp_shard one = {1, 0, 0, c->n_heads, 0, c->n_kv_heads, 0, c->intermediate}, *t = ld->tp ? ld->tp : &one;
+    const int64_t q0 = t->q0 * D, qn = t->nq * D, k0 = t->kv0 * D, kn = t->nkv * D;
     char n0[160], n1[160], n2[160];
-    const char *names[3] = {n0, n1, n2};
-    const int64_t qkv_rows[3] = {qd, kd, kd}, gu_rows[2] = {c->intermediate, c->intermediate};
 #define LNAME(buf, suffix) snprintf(buf, sizeof buf, "model.layers.%d.%s", l, suffix)
     LNAME(n0, "input_layernorm.weight");
     ZP_TRY(load_one(ld, n0, H, 0, &w->attn_norm));
     LNAME(n0, "self_attn.q_proj.weight"); LNAME(n1, "self_attn.k_proj.weight"); LNAME(n2, "self_attn.v_proj.weight");
-    ZP_TRY(load_stacked(ld, names, qkv_rows, 3, H, &w->wqkv));
+    const part qkv[3] = {{n0, qd, H, q0, qn, 0, H}, {n1, kd, H, k0, kn, 0, H}, {n2, kd, H, k0, kn, 0, H}};
+    ZP_TRY(load_stacked(ld, qkv, 3, &w->wqkv));
     if (c->qkv_bias) {
         LNAME(n0, "self_attn.q_proj.bias"); LNAME(n1, "self_attn.k_proj.bias"); LNAME(n2, "self_attn.v_proj.bias");
-        ZP_TRY(load_stacked(ld, names, qkv_rows, 3, 0, &w->bqkv));
+        const part bias[3] = {{n0, qd, 0, q0, qn, 0, 0}, {n1, kd, 0, k0, kn, 0, 0}, {n2, kd, 0, k0, kn, 0, 0}};
+        ZP_TRY(load_stacked(ld, bias, 3, &w->bqkv));
     }
     if (c->qk_norm) {
         LNAME(n0, "self_attn.q_norm.weight");
@@ -157,13 +186,16 @@ static zp_status load_layer(loader *ld, int l) {
         ZP_TRY(load_one(ld, n0, D, 0, &w->k_norm));
     }
     LNAME(n0, "self_attn.o_proj.weight");
-    ZP_TRY(load_one(ld, n0, H, qd, &w->wo));
+    const part o = {n0, H, qd, 0, H, q0, qn};
+    ZP_TRY(load_stacked(ld, &o, 1, &w->wo));
     LNAME(n0, "post_attention_layernorm.weight");
     ZP_TRY(load_one(ld, n0, H, 0, &w->mlp_norm));
     LNAME(n0, "mlp.gate_proj.weight"); LNAME(n1, "mlp.up_proj.weight");
-    ZP_TRY(load_stacked(ld, names, gu_rows, 2, H, &w->w_gate_up));
+    const part gu[2] = {{n0, I, H, t->i0, t->ni, 0, H}, {n1, I, H, t->i0, t->ni, 0, H}};
+    ZP_TRY(load_stacked(ld, gu, 2, &w->w_gate_up));
     LNAME(n0, "mlp.down_proj.weight");
-    ZP_TRY(load_one(ld, n0, H, c->intermediate, &w->w_down));
+    const part down = {n0, H, I, 0, H, t->i0, t->ni};
+    ZP_TRY(load_stacked(ld, &down, 1, &w->w_down));
 #undef LNAME
     return ZP_OK;
 }
@@ -210,12 +242,12 @@ static zp_status check_gguf_config(const zp_gguf *g, const zp_model_config *c) {
 
 static zp_status load_all(loader *ld);
 
-static zp_status load_weights(zp_model *m, const char *dir) {
+static zp_status load_weights(zp_model *m, const char *dir, const zp_tp_shard *tp) {
     zp_safetensors st;
     zp_gguf gg;
     char gpath[4200], sp[4200];
     struct stat sb;
-    loader ld = {NULL, NULL, 0, dir, m, 0, 0};
+    loader ld = {NULL, NULL, 0, dir, m, 0, 0, tp};
     snprintf(sp, sizeof sp, "%s/model.safetensors", dir);
     int has_st = stat(sp, &sb) == 0 || (snprintf(sp, sizeof sp, "%s/model.safetensors.index.json", dir), stat(sp, &sb) == 0);
     if (!has_st && find_gguf(dir, gpath, sizeof gpath) == 1) {
@@ -249,16 +281,20 @@ static zp_status load_all(loader *ld) {
     return s;
 }
 
-/* Shared tail of both loads: config already parsed into m->cfg; weights, then the rope table. */
-static zp_status model_finish_load(zp_model *m, const char *dir, int random, uint64_t seed) {
+/* Shared tail of the loads: config already parsed into m->cfg; weights (this rank's slices
+ * when tp is not NULL, after which m->cfg is the rank's shape), then the rope table. */
+static zp_status model_finish_load(zp_model *m, const char *dir, int random, uint64_t seed, const zp_tp_shard *tp) {
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     if (!m->layers) return zp_fail(ZP_ERR_OOM, "no memory for %d layers", m->cfg.n_layers);
+    m->tp = (zp_tp_shard){1, 0, 0, m->cfg.n_heads, 0, m->cfg.n_kv_heads, 0, m->cfg.intermediate};
+    if (tp) ZP_TRY(zp_tp_shard_of(&m->cfg, tp->size, tp->rank, &m->tp)); /* a shard of this model, whatever the caller computed */
     if (random) {
-        loader ld = {NULL, NULL, 0, dir, m, 1, seed};
+        loader ld = {NULL, NULL, 0, dir, m, 1, seed, &m->tp};
         ZP_TRY(load_all(&ld));
     } else {
-        ZP_TRY(load_weights(m, dir));
+        ZP_TRY(load_weights(m, dir, &m->tp));
     }
+    m->cfg = zp_tp_shard_config(&m->cfg, &m->tp);
     float *inv = malloc(sizeof(float) * (size_t)(m->cfg.head_dim / 2));
     ZP_CHECK_ALLOC(inv);
     float attention_factor;
@@ -268,28 +304,29 @@ static zp_status model_finish_load(zp_model *m, const char *dir, int random, uin
     return s;
 }
 
-zp_status zp_model_load(const char *dir, zp_backend *be, zp_model **out) {
+zp_status zp_model_load_rank(const char *source, int random, uint64_t seed, zp_backend *be, const zp_tp_shard *tp, zp_comm *comm,
+                             zp_model **out) {
+    char path[4096];
+    if (random) ZP_TRY(zp_preset_dir(source, path, sizeof path));
+    else snprintf(path, sizeof path, "%s", source);
+    if (tp && tp->size > 1 && (!comm || comm->size != tp->size || comm->rank != tp->rank))
+        return zp_fail(ZP_ERR_INVALID, "tensor parallel rank %d of %d: needs a communicator of its group (got %s)", tp->rank, tp->size,
+                       comm ? "one of another size or rank" : "none");
     zp_model *m = calloc(1, sizeof *m);
     ZP_CHECK_ALLOC(m);
     m->be = be;
-    zp_status s = zp_config_load(dir, &m->cfg);
-    if (s == ZP_OK) s = model_finish_load(m, dir, 0, 0);
+    m->comm = tp && tp->size > 1 ? comm : NULL;
+    zp_status s = zp_config_load(path, &m->cfg);
+    if (s == ZP_OK) s = model_finish_load(m, path, random, seed, tp);
     if (s != ZP_OK) { zp_model_free(m); return s; }
     *out = m;
     return ZP_OK;
 }
 
+zp_status zp_model_load(const char *dir, zp_backend *be, zp_model **out) { return zp_model_load_rank(dir, 0, 0, be, NULL, NULL, out); }
+
 zp_status zp_model_load_random(const char *preset_or_config, uint64_t seed, zp_backend *be, zp_model **out) {
-    char path[4096];
-    ZP_TRY(zp_preset_dir(preset_or_config, path, sizeof path));
-    zp_model *m = calloc(1, sizeof *m);
-    ZP_CHECK_ALLOC(m);
-    m->be = be;
-    zp_status s = zp_config_load(path, &m->cfg);
-    if (s == ZP_OK) s = model_finish_load(m, path, 1, seed);
-    if (s != ZP_OK) { zp_model_free(m); return s; }
-    *out = m;
-    return ZP_OK;
+    return zp_model_load_rank(preset_or_config, 1, seed, be, NULL, NULL, out);
 }
 
 static void release(zp_backend *be, void **p) {
@@ -409,10 +446,12 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
     else ZP_TRY(be->attn_decode(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
     ZP_TRY(be->matmul(be, m->h, OP, m->att, w->wo, NULL, T, H, qd));
+    if (m->comm) ZP_TRY(m->comm->all_reduce(m->comm, be, m->h, OP, (size_t)T * H)); /* row-parallel O: the ranks' partial sums */
     ZP_TRY(be->add_rmsnorm(be, m->hn, m->x, m->h, w->mlp_norm, T, H, c->rms_eps));
     ZP_TRY(be->matmul(be, m->gu, OP, m->hn, w->w_gate_up, NULL, T, 2 * I, H));
     ZP_TRY(be->silu_mul(be, m->act, m->gu, T, I));
-    return be->matmul(be, m->h, OP, m->act, w->w_down, NULL, T, H, I);
+    ZP_TRY(be->matmul(be, m->h, OP, m->act, w->w_down, NULL, T, H, I));
+    return m->comm ? m->comm->all_reduce(m->comm, be, m->h, OP, (size_t)T * H) : ZP_OK; /* row-parallel down */
 }
 
 /* The model's part of a decode graph's key: the batch shape, every buffer the forward passes
@@ -457,7 +496,8 @@ zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, fl
     ZP_TRY(ensure_activations(m, b->n_tokens, b->n_out > 0 ? b->n_out : 1));
     ZP_TRY(be->set_batch(be, b));
     int hit = 0, recording = 0;
-    if (be->use_graphs && be->graph_begin && !b->is_prefill) ZP_TRY(be->graph_begin(be, graph_key(m, b, kv), &hit, &recording));
+    /* a tensor-parallel rank's sums leave the stream (comm.h): no graphs */
+    if (be->use_graphs && be->graph_begin && !b->is_prefill && !m->comm) ZP_TRY(be->graph_begin(be, graph_key(m, b, kv), &hit, &recording));
     if (!hit) {
         zp_status s = forward_body(m, b, kv);
         if (recording) {

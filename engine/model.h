@@ -9,8 +9,10 @@
 #define ZP_MODEL_H
 
 #include "backend.h"
+#include "comm.h"     /* zp_comm: the sums of a tensor-parallel rank */
 #include "config.h"
 #include "geometry.h"
+#include "tp.h"       /* zp_tp_shard */
 
 typedef struct {
     void *attn_norm;   /* [H] */
@@ -40,6 +42,10 @@ typedef struct {
     void *lm_head;      /* [V, H]; == embed when tied */
     zp_layer_weights *layers;
     size_t n_params;
+    /* tensor parallelism: this rank's share (size 1: the whole model) and its group's
+     * communicator (NULL at size 1); cfg is the rank's shape (its heads, intermediate rows) */
+    zp_tp_shard tp;
+    zp_comm *comm;
     /* activations, grown on demand to act_rows / out_rows rows; each of one element type
      * (backend.h zp_act_type): f32 the residual x, q, xo, logits and hstats; the backend's
      * operand type the rows between the GEMMs (hn, qkv, att, gu, act, h) */
@@ -53,6 +59,11 @@ zp_status zp_model_load(const char *dir, zp_backend *be, zp_model **out);
 /* A model of a preset name or config (file or folder) with mkmodel's seeded random weights
  * built in memory, tensor by tensor (no checkpoint file; for benchmarks of large shapes). */
 zp_status zp_model_load_random(const char *preset_or_config, uint64_t seed, zp_backend *be, zp_model **out);
+/* One rank of a tensor-parallel group (tp.h, comm.h): the slices of tp of source's weights (a
+ * folder, or with random=1 a preset or config with mkmodel's weights of seed), summing after
+ * the O and down projections through comm (which the caller owns). tp NULL: the whole model. */
+zp_status zp_model_load_rank(const char *source, int random, uint64_t seed, zp_backend *be, const zp_tp_shard *tp, zp_comm *comm,
+                             zp_model **out);
 void zp_model_free(zp_model *m);
 
 zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv);

@@ -1,0 +1,31 @@
+/* comm.h - the collective a tensor-parallel rank needs: a sum over the group's ranks of one
+ * activation buffer (after the row-parallel O and down projections), every rank receiving the
+ * same values. One implementation per transport:
+ *   - zp_comm_local_create (comm_local.c): ranks that are threads of one process, each with
+ *     its own backend; for CPU tensor parallelism and one-process simulations of a group (the
+ *     tests). It copies through host memory and sums in rank order.
+ *   - NCCL (ncclAllReduce) for ranks on GPUs: not built yet (it needs a machine with two GPUs
+ *     to be tested on; tests/device/README.md).
+ * Deliberately not here: broadcasts of the scheduler's batch and the MIN of block counts over
+ * ranks (the engine's, with the multi-process launcher). A rank that fails between two
+ * collectives leaves the others waiting in the next one: callers stop every rank on an error. */
+#ifndef ZP_COMM_H
+#define ZP_COMM_H
+
+#include <stddef.h>
+
+#include "backend.h" /* zp_backend, zp_act_type */
+#include "status.h"
+
+typedef struct zp_comm zp_comm;
+struct zp_comm {
+    int size, rank;
+    /* buf (n elements of type, on be) := the elementwise sum of every rank's buf */
+    zp_status (*all_reduce)(zp_comm *c, zp_backend *be, void *buf, zp_act_type type, size_t n);
+    void (*destroy)(zp_comm *c);
+};
+
+/* size communicators of one group, ranks[r] for the thread that runs rank r. */
+zp_status zp_comm_local_create(int size, zp_comm **ranks);
+
+#endif

@@ -17,6 +17,19 @@ deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	else echo "deps: all Debian packages present"; fi
 	@$(MAKE) --no-print-directory .venv-grade/.stamp || echo "deps: the Math-Verify grader's environment could not be made (offline?); --grader math-verify will be unavailable"
+	@$(MAKE) --no-print-directory .deps/nccl/include/nccl.h || echo "deps: nccl.h could not be fetched (offline?); the NCCL communicator will not be built"
+
+# NCCL's header (the build compiles engine/cuda/comm_nccl.cu against it; libnccl.so.2 is
+# opened at run time): taken from NVIDIA's PyPI wheel, pinned; the wheel itself is not kept.
+NCCL_WHEEL ?= nvidia-nccl-cu13==2.28.9
+.deps/nccl/include/nccl.h:
+	rm -rf .deps/nccl-wheel && mkdir -p .deps/nccl/include
+	python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: $(NCCL_WHEEL) -d .deps/nccl-wheel
+	python3 -c "import glob, zipfile; z = zipfile.ZipFile(glob.glob('.deps/nccl-wheel/*.whl')[0]); \
+	  open('.deps/nccl/include/nccl.h', 'wb').write(z.read('nvidia/nccl/include/nccl.h')); \
+	  open('.deps/nccl/LICENSE.txt', 'wb').write(z.read([n for n in z.namelist() if n.endswith('License.txt')][0]))"
+	rm -rf .deps/nccl-wheel
+	@echo "deps: .deps/nccl/include/nccl.h from $(NCCL_WHEEL)"
 
 # The Math-Verify grader's Python environment (pinned in tools/grading/requirements.txt)
 GRADE_PYTHON ?= python3

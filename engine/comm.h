@@ -4,8 +4,8 @@
  *   - zp_comm_local_create (comm_local.c): ranks that are threads of one process, each with
  *     its own backend; for CPU tensor parallelism and one-process simulations of a group (the
  *     tests). It copies through host memory and sums in rank order.
- *   - NCCL (ncclAllReduce) for ranks on GPUs: not built yet (it needs a machine with two GPUs
- *     to be tested on; tests/device/README.md).
+ *   - zp_comm_nccl_create (cuda/comm_nccl.cu): ranks on GPUs, one thread of this process per
+ *     GPU, ncclAllReduce on each backend's stream (libnccl.so.2 opened at run time).
  * Deliberately not here: broadcasts of the scheduler's batch and the MIN of block counts over
  * ranks (the engine's, with the multi-process launcher). A rank that fails between two
  * collectives leaves the others waiting in the next one: callers stop every rank on an error. */
@@ -17,6 +17,10 @@
 #include "backend.h" /* zp_backend, zp_act_type */
 #include "status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zp_comm zp_comm;
 struct zp_comm {
     int size, rank;
@@ -27,5 +31,12 @@ struct zp_comm {
 
 /* size communicators of one group, ranks[r] for the thread that runs rank r. */
 zp_status zp_comm_local_create(int size, zp_comm **ranks);
+/* size NCCL communicators, rank r on GPU devices[r] (its CUDA backend must be on that GPU);
+ * ZP_ERR_UNSUPPORTED in a build without CUDA and nccl.h, or without libnccl.so.2 at run time. */
+zp_status zp_comm_nccl_create(int size, const int *devices, zp_comm **ranks);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

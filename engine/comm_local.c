@@ -1,8 +1,9 @@
 /* comm_local.c - zp_comm for ranks that are threads of one process (comm.h): each rank copies
  * its buffer to its host slot, waits for the group, sums every slot in rank order (so that
  * every rank computes bit-identical values) and copies the sum back to its buffer, then waits
- * again before a slot may be reused. Deliberately not here: GPU-to-GPU transfers (NCCL's),
- * timeouts (a rank that never arrives blocks the group; comm.h). */
+ * again before a slot may be reused. Also the stand-in of zp_comm_nccl_create in builds without
+ * NCCL. Deliberately not here: GPU-to-GPU transfers (NCCL's), timeouts (a rank that never
+ * arrives blocks the group; comm.h). */
 #include "comm.h"
 
 #include <pthread.h>
@@ -98,3 +99,10 @@ zp_status zp_comm_local_create(int size, zp_comm **ranks) {
     free(g->slot), free(g->cap), free(g->status), free(g);
     return zp_fail(ZP_ERR_OOM, "local communicator: no memory for %d ranks", size);
 }
+
+#ifndef ZP_HAVE_NCCL
+zp_status zp_comm_nccl_create(int size, const int *devices, zp_comm **ranks) {
+    (void)size, (void)devices, (void)ranks;
+    return zp_fail(ZP_ERR_UNSUPPORTED, "nccl: this build has no NCCL communicator (it needs CUDA and nccl.h: make deps fetches the header)");
+}
+#endif

@@ -309,13 +309,14 @@ zp_status zp_model_load_rank(const char *source, int random, uint64_t seed, zp_b
     char path[4096];
     if (random) ZP_TRY(zp_preset_dir(source, path, sizeof path));
     else snprintf(path, sizeof path, "%s", source);
-    if (tp && tp->size > 1 && (!comm || comm->size != tp->size || comm->rank != tp->rank))
-        return zp_fail(ZP_ERR_INVALID, "tensor parallel rank %d of %d: needs a communicator of its group (got %s)", tp->rank, tp->size,
+    const int size = tp ? tp->size : 1, rank = tp ? tp->rank : 0;
+    if ((size > 1 && !comm) || (comm && (comm->size != size || comm->rank != rank)))
+        return zp_fail(ZP_ERR_INVALID, "tensor parallel rank %d of %d: needs a communicator of its group (got %s)", rank, size,
                        comm ? "one of another size or rank" : "none");
     zp_model *m = calloc(1, sizeof *m);
     ZP_CHECK_ALLOC(m);
     m->be = be;
-    m->comm = tp && tp->size > 1 ? comm : NULL;
+    m->comm = comm; /* at size 1 too: a group of one still sums through it */
     zp_status s = zp_config_load(path, &m->cfg);
     if (s == ZP_OK) s = model_finish_load(m, path, random, seed, tp);
     if (s != ZP_OK) { zp_model_free(m); return s; }

@@ -43,7 +43,7 @@ typedef struct {
     zp_layer_weights *layers;
     size_t n_params;
     /* tensor parallelism: this rank's share (size 1: the whole model) and its group's
-     * communicator (NULL at size 1); cfg is the rank's shape (its heads, intermediate rows) */
+     * communicator (may be NULL at size 1); cfg is the rank's shape (its heads, intermediate rows) */
     zp_tp_shard tp;
     zp_comm *comm;
     /* activations, grown on demand to act_rows / out_rows rows; each of one element type
@@ -61,7 +61,8 @@ zp_status zp_model_load(const char *dir, zp_backend *be, zp_model **out);
 zp_status zp_model_load_random(const char *preset_or_config, uint64_t seed, zp_backend *be, zp_model **out);
 /* One rank of a tensor-parallel group (tp.h, comm.h): the slices of tp of source's weights (a
  * folder, or with random=1 a preset or config with mkmodel's weights of seed), summing after
- * the O and down projections through comm (which the caller owns). tp NULL: the whole model. */
+ * the O and down projections through comm (which the caller owns; NULL at size 1 sums nothing).
+ * tp NULL: the whole model. */
 zp_status zp_model_load_rank(const char *source, int random, uint64_t seed, zp_backend *be, const zp_tp_shard *tp, zp_comm *comm,
                              zp_model **out);
 void zp_model_free(zp_model *m);

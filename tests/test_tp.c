@@ -6,7 +6,10 @@
  * giving the whole model's logits and greedy tokens over a prefill and 24 decode steps, on
  * Qwen3 (q/k norms), Qwen2 (QKV bias) and Llama shapes. The ranks run the real forward
  * (zp_model_forward on zp_model_load_rank models); only the transport is local.
- * Argument "cuda": the same on the GPU (CUDA backends of one device, fp32), else the CPU. */
+ * Argument "cuda": the same on the GPU (CUDA backends of one device, fp32), else the CPU.
+ * Arguments "nccl P": rank r on GPU r (CUDA backends, fp32) summing through NCCL, P 1 (a group
+ * of one through the NCCL path: bit-identical to no communicator), 2 or 4; exit 77 (skipped)
+ * with fewer than P GPUs or without NCCL. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,10 +24,10 @@
 
 enum { N_PROMPT = 29, N_DECODE = 24, BS = 16, N_BLOCKS = 6 };
 
-static int use_cuda;
+static int use_cuda, use_nccl;
 
-static zp_status backend_create(zp_backend **be) {
-    return use_cuda ? zp_backend_cuda_create(0, 1, NULL, be) : zp_backend_cpu_create(1, be);
+static zp_status backend_create(int device, zp_backend **be) {
+    return use_cuda ? zp_backend_cuda_create(device, 1, NULL, be) : zp_backend_cpu_create(1, be);
 }
 
 /* ---------------------------------------------------------------- arithmetic */
@@ -91,7 +94,7 @@ static const char *write_config(const char *name, const char *arch, const char *
 
 typedef struct {
     const char *source;
-    int size, rank;
+    int size, rank, device;
     zp_comm *comm;
     float *logits;  /* [(1 + N_DECODE) * V] */
     int tokens[N_DECODE + 1];
@@ -114,7 +117,7 @@ static zp_status rank_run(rank_job *j) {
     zp_kv_storage kv;
     memset(&kv, 0, sizeof kv);
     zp_tp_shard t = {j->size, j->rank, 0, 0, 0, 0, 0, 0};
-    zp_status s = backend_create(&be);
+    zp_status s = backend_create(j->device, &be);
     if (s == ZP_OK) s = zp_model_load_rank(j->source, 1, 7, be, &t, j->comm, &m);
     if (s == ZP_OK) s = zp_model_kv_alloc(m, N_BLOCKS, BS, &kv);
     int ids[N_PROMPT], pos[N_PROMPT], slots[N_PROMPT], bt[4] = {3, 0, 5, 1};
@@ -148,17 +151,19 @@ static void *rank_thread(void *arg) {
 }
 
 /* The whole model and a group of p ranks on source: logits within fp32 reordering of the sums
- * (1e-5 of the largest logit), greedy tokens equal, and every rank bit-identical to rank 0. */
+ * (1e-5 of the largest logit; a group of one: bit-identical), greedy tokens equal, and every
+ * rank bit-identical to rank 0. Ranks sum through NCCL (rank r on GPU r) or the local comm. */
 static void test_group(const char *source, int p) {
     const int V = 1024;
-    rank_job whole = {source, 1, 0, NULL, calloc((size_t)(1 + N_DECODE) * V, sizeof(float)), {0}, ZP_OK, ""};
+    rank_job whole = {source, 1, 0, 0, NULL, calloc((size_t)(1 + N_DECODE) * V, sizeof(float)), {0}, ZP_OK, ""};
     CHECK_OK(rank_run(&whole));
     zp_comm *comm[4];
     rank_job jobs[4];
     pthread_t th[4];
-    CHECK_OK(zp_comm_local_create(p, comm));
+    const int devices[4] = {0, 1, 2, 3};
+    CHECK_OK(use_nccl ? zp_comm_nccl_create(p, devices, comm) : zp_comm_local_create(p, comm));
     for (int r = 0; r < p; r++) {
-        jobs[r] = (rank_job){source, p, r, comm[r], calloc((size_t)(1 + N_DECODE) * V, sizeof(float)), {0}, ZP_OK, ""};
+        jobs[r] = (rank_job){source, p, r, use_nccl ? r : 0, comm[r], calloc((size_t)(1 + N_DECODE) * V, sizeof(float)), {0}, ZP_OK, ""};
         CHECK(pthread_create(&th[r], NULL, rank_thread, &jobs[r]) == 0);
     }
     for (int r = 0; r < p; r++) pthread_join(th[r], NULL);
@@ -171,9 +176,9 @@ static void test_group(const char *source, int p) {
     }
     worst = zp_max_abs_diff(jobs[0].logits, whole.logits, (size_t)(1 + N_DECODE) * V);
     for (int g = 0; g <= N_DECODE; g++) same_tokens &= jobs[0].tokens[g] == whole.tokens[g];
-    printf("test_tp: %s, TP %d: max |logit - TP 1| %.3g (scale %.3g), greedy tokens %s, ranks %s\n", source, p, worst, scale,
-           same_tokens ? "equal" : "DIFFER", ranks_agree ? "bit-identical" : "DIFFER");
-    CHECK(scale > 0.1 && worst <= 1e-5 * scale);
+    printf("test_tp: %s, TP %d%s: max |logit - TP 1| %.3g (scale %.3g), greedy tokens %s, ranks %s\n", source, p,
+           use_nccl ? " over NCCL" : "", worst, scale, same_tokens ? "equal" : "DIFFER", ranks_agree ? "bit-identical" : "DIFFER");
+    CHECK(scale > 0.1 && worst <= (p == 1 ? 0.0 : 1e-5 * scale));
     CHECK(same_tokens && ranks_agree);
     for (int r = 0; r < p; r++) free(jobs[r].logits), comm[r]->destroy(comm[r]);
     free(whole.logits);
@@ -232,21 +237,40 @@ static void test_slices(const char *source) {
 }
 
 int main(int argc, char **argv) {
-    use_cuda = argc > 1 && !strcmp(argv[1], "cuda");
+    use_nccl = argc > 2 && !strcmp(argv[1], "nccl");
+    use_cuda = use_nccl || (argc > 1 && !strcmp(argv[1], "cuda"));
+    const int p = use_nccl ? atoi(argv[2]) : 0;
+    if (use_nccl && p != 1 && p != 2 && p != 4) { fprintf(stderr, "test_tp nccl P: P is 1, 2 or 4\n"); return 2; }
     if (use_cuda) {
         zp_backend *probe;
-        if (backend_create(&probe) != ZP_OK) { printf("test_tp cuda: no GPU here (%s): skipped\n", zp_last_error()); return 77; }
+        zp_comm *probe_comm[4];
+        const int devices[4] = {0, 1, 2, 3};
+        if (backend_create(use_nccl ? p - 1 : 0, &probe) != ZP_OK) {
+            printf("test_tp %s: no GPU %d here (%s): skipped\n", argv[1], use_nccl ? p - 1 : 0, zp_last_error());
+            return 77;
+        }
         probe->destroy(probe);
+        if (use_nccl && zp_comm_nccl_create(p, devices, probe_comm) != ZP_OK) {
+            printf("test_tp nccl %d: %s: skipped\n", p, zp_last_error());
+            return 77;
+        }
+        for (int r = 0; use_nccl && r < p; r++) probe_comm[r]->destroy(probe_comm[r]);
+    }
+    const char *qwen3 = write_config("tp_qwen3", "Qwen3ForCausalLM", "qwen3", ""), *qwen2 = write_config("tp_qwen2", "Qwen2ForCausalLM", "qwen2", ""),
+               *llama = write_config("tp_llama", "LlamaForCausalLM", "llama", "");
+    if (use_nccl) { /* every policy-free forward of the shapes that split into p */
+        if (p <= 2) test_group("tiny-qwen3", p), test_group("tiny-llama", p);
+        test_group(qwen3, p), test_group(qwen2, p), test_group(llama, p);
+        return zp_test_finish("test_tp nccl");
     }
     test_arithmetic();
     test_slices("tiny-qwen3");
-    test_slices(write_config("tp_qwen2", "Qwen2ForCausalLM", "qwen2", ""));
+    test_slices(qwen2);
     test_group("tiny-qwen3", 2);
     test_group("tiny-llama", 2);
-    const char *qwen3 = write_config("tp_qwen3", "Qwen3ForCausalLM", "qwen3", "");
     test_group(qwen3, 2);
     test_group(qwen3, 4);
-    test_group(write_config("tp_qwen2", "Qwen2ForCausalLM", "qwen2", ""), 4);
-    test_group(write_config("tp_llama", "LlamaForCausalLM", "llama", ""), 4);
+    test_group(qwen2, 4);
+    test_group(llama, 4);
     return zp_test_finish(use_cuda ? "test_tp cuda" : "test_tp");
 }

@@ -24,7 +24,7 @@ typedef struct {
     zp_model *m;
     int random;               /* 1: mkmodel's seeded values instead of a file */
     uint64_t seed;
-    const zp_tp_shard *tp;    /* this rank's share, or NULL: the whole model */
+    const zp_tp_shard *tp;    /* this rank's share (size 1: the whole model) */
 } loader;
 
 /* Hugging Face tensor name -> llama.cpp GGUF name; *heads > 0 when the rows must be
@@ -165,7 +165,7 @@ static zp_status load_layer(loader *ld, int l) {
     const zp_model_config *c = &ld->m->cfg; /* the whole model's shape while loading */
     zp_layer_weights *w = &ld->m->layers[l];
     const int64_t H = c->hidden, D = c->head_dim, qd = (int64_t)c->n_heads * D, kd = (int64_t)c->n_kv_heads * D, I = c->intermediate;
-    const zp_tp_shard one = {1, 0, 0, c->n_heads, 0, c->n_kv_heads, 0, c->intermediate}, *t = ld->tp ? ld->tp : &one;
+    const zp_tp_shard *t = ld->tp; /* the whole model at size 1 */
     const int64_t q0 = t->q0 * D, qn = t->nq * D, k0 = t->kv0 * D, kn = t->nkv * D;
     char n0[160], n1[160], n2[160];
 #define LNAME(buf, suffix) snprintf(buf, sizeof buf, "model.layers.%d.%s", l, suffix)
@@ -286,8 +286,7 @@ static zp_status load_all(loader *ld) {
 static zp_status model_finish_load(zp_model *m, const char *dir, int random, uint64_t seed, const zp_tp_shard *tp) {
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     if (!m->layers) return zp_fail(ZP_ERR_OOM, "no memory for %d layers", m->cfg.n_layers);
-    m->tp = (zp_tp_shard){1, 0, 0, m->cfg.n_heads, 0, m->cfg.n_kv_heads, 0, m->cfg.intermediate};
-    if (tp) ZP_TRY(zp_tp_shard_of(&m->cfg, tp->size, tp->rank, &m->tp)); /* a shard of this model, whatever the caller computed */
+    ZP_TRY(zp_tp_shard_of(&m->cfg, tp ? tp->size : 1, tp ? tp->rank : 0, &m->tp)); /* of this model, whatever the caller computed */
     if (random) {
         loader ld = {NULL, NULL, 0, dir, m, 1, seed, &m->tp};
         ZP_TRY(load_all(&ld));

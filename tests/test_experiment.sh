@@ -52,6 +52,8 @@ check 'diff <(sort "$R/samples.jsonl") <(sort "$G/samples.jsonl") > /dev/null' "
 check '[ $? -eq 0 ] && [ "$(wc -l < "$G/runs.csv")" -eq 4 ] && [ "$(grep -c "^GPU [01]: experiment tiny_sweep: 0 runs done, 3 already finished" "$T/log18")" -eq 2 ]' "--gpus: a second sweep resumes (nothing to run)"
 "$Z" run "$E" --results "$T/gpus" --gpus 0,,1 > "$T/log19" 2>&1; rc=$?
 check '[ $rc -ne 0 ] && grep -q "\-\-gpus: \"0,,1\" has an empty entry" "$T/log19"' "--gpus: an empty entry is refused"
+"$Z" run "$E" --results "$T/gpus" --gpus 0,1 --force > "$T/log26" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "\-\-gpus with \-\-force would redo a run once per worker" "$T/log26" && [ "$(wc -l < "$G/runs.csv")" -eq 4 ]' "--gpus with --force is refused, nothing rerun"
 "$Z" run "$E" --results "$T/gpus" --gpus 1,1 > "$T/log20" 2>&1; rc=$?
 check '[ $rc -ne 0 ] && grep -q "GPU 1 is listed twice" "$T/log20"' "--gpus: a GPU listed twice is refused"
 printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":1,"max_tokens":4,"device":"cuda:1"}' > "$T/dev1.json"

@@ -84,6 +84,8 @@ zp_status run_gpus(experiment *x, const runner_opts *o, const char *list) {
     char logs[RUN_GPUS_MAX][4400], dir[4200];
     ZP_TRY(parse_gpus(list, gpus, &n));
     ZP_TRY(check_devices(x));
+    if (o->force) /* a forced worker skips no finished run: each would redo every run another worker finished */
+        return zp_fail(ZP_ERR_INVALID, "--gpus with --force would redo a run once per worker: run --force without --gpus, or into a new --results folder");
     snprintf(dir, sizeof dir, "%s/%s/logs", o->results_dir, x->name);
     ZP_TRY(rio_mkdir_p(dir));
     fflush(NULL); /* nothing buffered is written twice by the children */

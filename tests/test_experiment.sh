@@ -38,14 +38,7 @@ rm -rf "$T/gpus"; "$Z" run "$E" --results "$T/gpus" --gpus 0,1 > "$T/log17" 2>&1
 G="$T/gpus/tiny_sweep"
 check '[ $rc -eq 0 ] && [ -s "$G/logs/gpu0.log" ] && [ -s "$G/logs/gpu1.log" ] && grep -q "CUDA_VISIBLE_DEVICES=1" "$G/logs/gpu1.log"' "--gpus 0,1: two workers, a log each"
 check '[ "$(cat "$G"/logs/gpu*.log | grep -o "[0-9]* runs done" | awk "{ s += \$1 } END { print s }")" -eq 3 ]' "--gpus: the 3 runs ran once between the workers"
-same_rows() { python3 - "$1" "$2" <<'PY'
-import csv, sys
-timing = {"time", "wall_seconds", "tps", "requests_per_s", "compression_seconds"}
-rows = lambda p: sorted(tuple((k, v) for k, v in r.items() if k not in timing) for r in csv.DictReader(open(p)))
-a, b = rows(sys.argv[1]), rows(sys.argv[2])
-sys.exit(0 if len(a) == 3 and a == b else 1)
-PY
-}
+same_rows() { python3 "$S/tests/same_rows.py" "$1" "$2" 3; }
 check 'same_rows "$R/runs.csv" "$G/runs.csv"' "--gpus: runs.csv rows equal the one-process sweep's (run ids, outputs; timing columns aside)"
 check 'diff <(sort "$R/samples.jsonl") <(sort "$G/samples.jsonl") > /dev/null' "--gpus: the same samples, line for line"
 "$Z" run "$E" --results "$T/gpus" --gpus 0,1 > "$T/log18" 2>&1

@@ -36,14 +36,7 @@ check 'grep -q "task 1 of 3" "$T/task5.log" && [ -s "$T/r/shards/1/tiny_sweep/lo
 ZIPAGE="$Z" bash "$S/experiments/slurm/merge.sbatch" "$E" "$T/r" > "$T/merge.log" 2>&1; rc=$?
 "$Z" run "$E" --results "$T/plain" > "$T/plain.log" 2>&1
 P="$T/plain/tiny_sweep"; M="$T/r/tiny_sweep"
-same_rows() { python3 - "$1" "$2" <<'PY'
-import csv, sys
-timing = {"time", "wall_seconds", "tps", "requests_per_s", "compression_seconds"}
-rows = lambda p: sorted(tuple((k, v) for k, v in r.items() if k not in timing) for r in csv.DictReader(open(p)))
-a, b = rows(sys.argv[1]), rows(sys.argv[2])
-sys.exit(0 if len(a) == 3 and a == b else 1)
-PY
-}
+same_rows() { python3 "$S/tests/same_rows.py" "$1" "$2" 3; }
 check '[ $rc -eq 0 ] && grep -q "3 rows added" "$T/merge.log" && grep -q "| full KV |" "$T/merge.log"' "merge.sbatch: 3 rows, then the table"
 check 'same_rows "$P/runs.csv" "$M/runs.csv" && diff <(sort "$P/samples.jsonl") <(sort "$M/samples.jsonl") > /dev/null' "the merged shards equal a one-process sweep (rows, samples)"
 env -u SLURM_ARRAY_TASK_ID bash "$S/experiments/slurm/sweep.sbatch" "$E" "$T/r" > "$T/log3" 2>&1; rc=$?

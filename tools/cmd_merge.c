@@ -202,13 +202,12 @@ static int is_dir(const char *p) {
 }
 
 /* The folders' merge: fidelity.csv, then samples, then runs.csv (rows last). */
-static zp_status merge_dirs(const char *dest, char **srcs, int n, int *rows) {
+static zp_status merge_dirs(const char *dest, char **srcs, int n) {
     ZP_TRY(rio_mkdir_p(dest));
     char path[4200], **files = calloc((size_t)n, sizeof *files);
     id_set *added = calloc((size_t)n, sizeof *added);
     zp_status s = files && added ? ZP_OK : zp_fail(ZP_ERR_OOM, "merge: no memory");
     const char *csvs[2] = {"fidelity.csv", "runs.csv"};
-    *rows = 0;
     for (int c = 0; c < 2 && s == ZP_OK; c++) {
         for (int k = 0; k < n && s == ZP_OK; k++)
             if (asprintf(&files[k], "%s/%s", srcs[k], csvs[c]) < 0) files[k] = NULL, s = zp_fail(ZP_ERR_OOM, "merge: no memory");
@@ -224,7 +223,6 @@ static zp_status merge_dirs(const char *dest, char **srcs, int n, int *rows) {
             s = samples_take(spath, src, &added[k]);
         }
         if (s == ZP_OK) s = csv_write(&m, path);
-        if (s == ZP_OK) *rows += m.added;
         if (s == ZP_OK && (m.sources || c == 1)) printf("merge: %d rows added to %s\n", m.added, path);
         csv_free(&m);
         for (int k = 0; k < n; k++) free(files[k]), files[k] = NULL;
@@ -247,8 +245,7 @@ int cmd_merge(int argc, char **argv) {
     if (!dirs && is_dir(argv[1]))
         return cli_report("merge", zp_fail(ZP_ERR_INVALID, "merge: %s is a folder but the sources are files", argv[1]));
     zp_status s;
-    int rows = 0;
-    if (dirs) s = merge_dirs(argv[1], argv + 2, argc - 2, &rows);
+    if (dirs) s = merge_dirs(argv[1], argv + 2, argc - 2);
     else {
         csv_merge m;
         s = csv_collect(&m, argv[1], argv + 2, argc - 2, 0, NULL);

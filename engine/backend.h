@@ -71,6 +71,8 @@ typedef struct {
     float scale;                                 /* softmax scale, D^-0.5 */
     float qk_norm_eps;                           /* eps of the Qwen3 q/k RMSNorm */
     int window, n_qslots;                        /* query cache [L][n_qslots][window][H_q][D] */
+    int kv_head0;                                /* the model's index of KV head 0 (a tensor-parallel
+                                                    rank's first; 0 otherwise): seeded draws hash it */
 } zp_attn_dims;
 
 /* One request of a device-side compression (backend op `compress`). */
@@ -105,6 +107,10 @@ struct zp_backend {
     void *ctx;
     int cache_elem_bytes; /* bytes of one K/V or query cache element */
     void (*destroy)(zp_backend *be);
+    /* makes be's device the calling thread's current one (CUDA: cudaSetDevice); NULL where a
+     * backend has none (CPU). A thread that runs ops of a backend it did not create (a
+     * tensor-parallel rank, the compression worker) calls it first. */
+    zp_status (*bind)(zp_backend *be);
 
     /* memory: n elements of an activation buffer of the given type */
     zp_status (*alloc)(zp_backend *be, size_t n, zp_act_type type, void **out);

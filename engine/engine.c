@@ -76,10 +76,9 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
                        c->policy);
     if (ops->prompt_only) ZP_TRY(sched_enable_prompt_compression(&e->sched, g, m));
     else ZP_TRY(sched_enable_compression(&e->sched, kind, g, m));
-    ZP_TRY(zp_model_kv_alloc_compression(e->model, &e->kv, g, m, policy_stores_history(&e->comp.policy, g->budget, g->window)));
+    ZP_TRY(engine_tp_compression(e, m, policy_stores_history(&e->comp.policy, g->budget, g->window), e->comp.history_live));
     if (e->comp.history_live || ops->prompt_only) { /* each request's history, or compressed prompt, is its own: no prefix hits */
         if (e->comp.history_live && !e->kv.score) return zp_fail(ZP_ERR_INVALID, "policy %s: a live history needs a score cache", c->policy);
-        e->kv.history_live = e->comp.history_live;
         e->cfg.enable_prefix_cache = 0;
         e->sched.enable_prefix_cache = 0;
     }
@@ -105,17 +104,20 @@ static zp_status engine_geometry(const zp_engine_config *cfg, zp_kv_geometry *ge
     return zp_layer_budget_check(cfg->layer_budget, cfg->pyramid_beta, geo, &kind);
 }
 
-/* The backend's switches of cfg (CUDA graphs). */
+/* The backend's switches of cfg (CUDA graphs; none with tensor parallelism, whose sums leave
+ * the stream). */
 static zp_status engine_backend_flags(zp_engine *e, const zp_engine_config *cfg) {
     if (cfg->cuda_graphs > 0 && !e->be->graph_begin)
         return zp_fail(ZP_ERR_INVALID, "cuda_graphs needs the CUDA backend (device is %s)", e->be->name);
-    e->be->use_graphs = cfg->cuda_graphs > 0 || (cfg->cuda_graphs < 0 && e->be->graph_begin);
+    if (cfg->cuda_graphs > 0 && e->tp > 1) return zp_fail(ZP_ERR_INVALID, "cuda_graphs: not with tensor parallelism (tp %d)", e->tp);
+    e->be->use_graphs = e->tp == 1 && (cfg->cuda_graphs > 0 || (cfg->cuda_graphs < 0 && e->be->graph_begin));
     e->be->graph_records = e->be->graph_replays = 0; /* this engine's counts */
     return ZP_OK;
 }
 
 /* Everything of an engine after its backend and weights: the KV pool (sized from free device
- * memory, a token count or the default), scheduler, compression, batch. */
+ * memory, a token count or the default; kv_pool_bytes is the group's, split over its ranks),
+ * scheduler, compression, batch. */
 static zp_status engine_setup(zp_engine *e) {
     const zp_engine_config *cfg = &e->cfg;
     int nb = 0;
@@ -124,10 +126,10 @@ static zp_status engine_setup(zp_engine *e) {
     if (cfg->kv_pool_bytes > 0 && (cfg->kv_pool_tokens > 0 || cfg->num_blocks > 0))
         return zp_fail(ZP_ERR_INVALID, "kv_pool_bytes excludes kv_pool_tokens and num_blocks");
     if (cfg->num_blocks > 0) nb = cfg->num_blocks;
-    else if (cfg->kv_pool_bytes > 0) s = engine_bytes_num_blocks(e, cfg->kv_pool_bytes, &nb);
+    else if (cfg->kv_pool_bytes > 0) s = engine_bytes_num_blocks(e, cfg->kv_pool_bytes / e->tp, &nb);
     else if (cfg->kv_pool_tokens <= 0 && e->be->mem_info) s = engine_device_num_blocks(e, &nb);
-    else nb = default_num_blocks(&e->model->cfg, cfg);
-    if (s == ZP_OK) s = zp_model_kv_alloc(e->model, nb, cfg->block_size, &e->kv);
+    else nb = default_num_blocks(&e->model_cfg, cfg);
+    if (s == ZP_OK) s = engine_tp_kv_alloc(e, nb, cfg->block_size);
     if (s == ZP_OK && e->be->op_seconds) s = e->be->op_seconds(e->be, NULL);
     if (s == ZP_OK) s = kv_pool_init(&e->pool, nb, cfg->block_size);
     if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, cfg->enable_prefix_cache);
@@ -139,7 +141,7 @@ static zp_status engine_setup(zp_engine *e) {
     e->stats.num_blocks = nb;
     e->stats.block_size = cfg->block_size;
     e->stats.prefix_cache = e->sched.enable_prefix_cache;
-    e->stats.kv_state_bytes = s == ZP_OK ? engine_kv_state_bytes(e, nb) : 0;
+    e->stats.kv_state_bytes = s == ZP_OK ? engine_kv_state_bytes(e, nb) * e->tp : 0;
     return s;
 }
 
@@ -150,11 +152,9 @@ zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
     e->geo = geo;
-    zp_status s = zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &cfg->backend, &e->be);
+    e->tp = 1;
+    zp_status s = engine_tp_open(e);
     if (s == ZP_OK) s = engine_backend_flags(e, cfg);
-    if (s == ZP_OK)
-        s = cfg->random_weights ? zp_model_load_random(cfg->model_dir, cfg->weight_seed, e->be, &e->model)
-                                : zp_model_load(cfg->model_dir, e->be, &e->model);
     if (s == ZP_OK) s = engine_setup(e);
     if (s != ZP_OK) { zp_engine_free(e); return s; }
     *out = e;
@@ -172,17 +172,15 @@ zp_status zp_engine_reinit(zp_engine **ep, const zp_engine_config *cfg) {
         return zp_fail(ZP_ERR_INVALID, "engine reinit: requests are still unfinished");
     if (!same_str(cfg->model_dir, oc->model_dir) || cfg->random_weights != oc->random_weights ||
         (cfg->random_weights && cfg->weight_seed != oc->weight_seed) || !same_str(cfg->device, oc->device) ||
-        !same_str(cfg->precision, oc->precision) || cfg->n_threads != oc->n_threads || memcmp(&cfg->backend, &oc->backend, sizeof cfg->backend))
-        return zp_fail(ZP_ERR_INVALID, "engine reinit: the model, weights, device, precision, threads and backend options must stay the same");
+        !same_str(cfg->precision, oc->precision) || cfg->n_threads != oc->n_threads || memcmp(&cfg->backend, &oc->backend, sizeof cfg->backend) ||
+        cfg->tp != oc->tp || cfg->tp_local != oc->tp_local)
+        return zp_fail(ZP_ERR_INVALID, "engine reinit: the model, weights, device, precision, threads, tensor parallelism and backend options "
+                       "must stay the same");
     zp_engine *e = calloc(1, sizeof *e);
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
     e->geo = geo;
-    e->be = old->be; /* take the backend and the weights; the old KV pool goes */
-    e->model = old->model;
-    zp_model_kv_free(old->model, &old->kv);
-    old->be = NULL;
-    old->model = NULL;
+    engine_tp_move(e, old); /* take the backends and the weights; the old KV pools go */
     zp_engine_free(old);
     *ep = NULL;
     zp_status s = engine_backend_flags(e, cfg);
@@ -211,6 +209,7 @@ void zp_engine_abandon(zp_engine *e) {
 void zp_engine_free(zp_engine *e) {
     if (!e) return;
     zp_engine_abandon(e); /* a compression in flight finishes first */
+    engine_tp_close(e);
     compressor_free(&e->comp);
     zp_layer_plan_free(&e->layers);
     free(e->ctask);
@@ -227,10 +226,11 @@ void zp_engine_free(zp_engine *e) {
     kv_pool_free(&e->pool);
     if (e->model) { zp_model_kv_free(e->model, &e->kv); zp_model_free(e->model); }
     if (e->be) e->be->destroy(e->be);
+    engine_tp_free_comms(e);
     free(e);
 }
 
-const zp_model_config *zp_engine_model_config(const zp_engine *e) { return &e->model->cfg; }
+const zp_model_config *zp_engine_model_config(const zp_engine *e) { return &e->model_cfg; }
 int zp_engine_cache_elem_bytes(const zp_engine *e) { return e->be->cache_elem_bytes; }
 int zp_engine_uses_graphs(const zp_engine *e) { return e->be->use_graphs; }
 zp_status zp_engine_device_memory(zp_engine *e, size_t *used, size_t *total) {
@@ -252,7 +252,7 @@ size_t zp_engine_step_weight_bytes(const zp_engine *e) {
 }
 size_t zp_engine_block_bytes(const zp_engine *e) {
     int elem = strcmp(e->be->name, "cpu") ? (e->cfg.precision && !strcmp(e->cfg.precision, "fp32") ? 4 : 2) : 4;
-    return zp_model_kv_block_bytes(&e->model->cfg, e->cfg.block_size, elem);
+    return zp_model_kv_block_bytes(&e->model_cfg, e->cfg.block_size, elem); /* the group's: every rank's heads */
 }
 int zp_engine_num_running(const zp_engine *e) { return e->sched.running.n; }
 /* The tokens of a request's n_kv that its layers' attention reads, their mean over the layers
@@ -505,7 +505,7 @@ static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n, con
 
 static void *worker_main(void *arg) {
     zp_engine *e = arg;
-    e->worker_status = compressor_run(&e->comp, e->model, &e->kv, e->ctask, e->n_ctask);
+    e->worker_status = engine_tp_compress(e, e->ctask, e->n_ctask);
     if (e->worker_status != ZP_OK) snprintf(e->worker_error, sizeof e->worker_error, "%s", zp_last_error());
     atomic_store(&e->worker_done, 1);
     return NULL;
@@ -545,7 +545,7 @@ static zp_status route_compressions(zp_engine *e, int *n_run) {
         e->stats.compress_wait_steps++;
     }
     if (!e->cfg.async_compress && e->n_ctask) {
-        ZP_TRY(compressor_run(&e->comp, e->model, &e->kv, e->ctask, e->n_ctask));
+        ZP_TRY(engine_tp_compress(e, e->ctask, e->n_ctask));
         ZP_TRY(finish_compressions(e));
     } else if (n_new) {
         e->n_ctask = n_new;
@@ -568,7 +568,7 @@ static zp_status compress_prompts(zp_engine *e, zp_seq *const *seqs, int n) {
         e->ctask[k++] = q;
     }
     if (!k) return ZP_OK;
-    ZP_TRY(compressor_run(&e->comp, e->model, &e->kv, e->ctask, k));
+    ZP_TRY(engine_tp_compress(e, e->ctask, k));
     for (int i = 0; i < k; i++) sched_prompt_compress_done(&e->sched, e->ctask[i]);
     return ZP_OK;
 }
@@ -600,7 +600,7 @@ static zp_status engine_step(zp_engine *e) {
     const int prof_decode = !b.is_prefill && e->be->op_seconds && e->be->op_seconds(e->be, ops0) == ZP_OK;
     double t0 = now_s();
     const int device_sampling = e->be->sample && !e->cfg.host_only && !e->logits_hook;
-    ZP_TRY(zp_model_forward(e->model, &b, &e->kv, device_sampling ? NULL : e->logits));
+    ZP_TRY(engine_tp_forward(e, &b, device_sampling ? NULL : e->logits));
     int used = 0;
     if (device_sampling) {
         ZP_TRY(sample_on_device(e, e->batch.seqs, n_run, &used));
@@ -670,7 +670,7 @@ zp_status zp_engine_reset_stats(zp_engine *e) {
     e->stats.kv_state_bytes = keep.kv_state_bytes;
     e->stats.n_qslots = keep.n_qslots;
     e->stats.prefix_cache = keep.prefix_cache;
-    memset(&e->comp.stats, 0, sizeof e->comp.stats);
+    engine_tp_reset_compress_stats(e);
     e->sched.n_preemptions = e->sched.n_suspensions = e->sched.prefix_hit_tokens = 0;
     e->pool.peak_used = e->pool.num_blocks - e->pool.n_free;
     return ZP_OK;
@@ -686,7 +686,9 @@ void zp_engine_get_stats(const zp_engine *e, zp_engine_stats *st) {
     st->preemptions = e->sched.n_preemptions;
     st->peak_blocks = e->pool.peak_used;
     st->suspensions = e->sched.n_suspensions;
-    const zp_compress_stats *cs = &e->comp.stats;
+    zp_compress_stats group;
+    engine_tp_compress_stats(e, &group);
+    const zp_compress_stats *cs = &group;
     st->compressions = cs->compressions;
     st->tokens_evicted = cs->tokens_evicted;
     st->compress_seconds = cs->score_seconds;

@@ -35,6 +35,8 @@ typedef struct {
                                   policy, its score cache and query slots, so every policy gets the
                                   same memory (excludes kv_pool_tokens); 0: unused */
     int host_only;             /* sample and score compression on the host even on CUDA (tests, debugging) */
+    int tp_local;              /* tensor parallelism (tp > 1) with every rank on the one device named and the
+                                  local communicator (tests of the group's code path on one GPU; the CPU always) */
     int cuda_graphs;           /* replay decode forwards as CUDA graphs, one per batch shape: -1 (default) where the
                                   backend has them, 0 off, 1 on (an error on a backend without them) */
     const char *policy_params; /* JSON object of policy parameters, NULL for defaults */

@@ -13,8 +13,21 @@
 #include "model.h"     /* the model, the backend's op table */
 #include "scheduler.h" /* requests, the pool, the scheduler */
 
+/* A tensor-parallel rank beyond rank 0 (whose parts are the engine's be, model, kv and comp). */
+typedef struct {
+    zp_backend *be;
+    zp_model *model;
+    zp_kv_storage kv;
+    zp_compressor comp;
+} zp_engine_peer;
+
 struct zp_engine {
     zp_engine_config cfg;
+    zp_model_config model_cfg; /* the whole model's shape (with tensor parallelism rank 0's model holds its share) */
+    int tp;                   /* tensor-parallel ranks (engine_tp.c), 1 without */
+    zp_engine_peer *peers;    /* [tp - 1] ranks 1.. */
+    zp_comm **comms;          /* [n_comms] the group's communicators, rank r's at r (NULL at tp 1) */
+    int n_comms;
     zp_kv_geometry geo;       /* resolved from cfg once: block size, N_max, budget, window */
     zp_backend *be;
     zp_model *model;
@@ -51,6 +64,39 @@ struct zp_engine {
     char worker_error[512];
     int abandoned;            /* zp_engine_abandon: unfinished requests are dropped, no more steps */
 };
+
+/* One rank's parts (engine_tp.c): rank 0 the engine's own, r > 0 peers[r - 1]. */
+typedef struct {
+    zp_backend *be;
+    zp_model *model;
+    zp_kv_storage *kv;
+    zp_compressor *comp;
+} engine_rank;
+engine_rank engine_rank_of(zp_engine *e, int r);
+/* Runs fn for every rank at once (rank 0 on the calling thread, the others each on a thread of
+ * its own, its backend bound to it), returning the first rank's error; at tp 1 just fn(rank 0). */
+typedef zp_status (*engine_rank_fn)(zp_engine *e, int rank, engine_rank *k, void *arg);
+zp_status engine_ranks_run(zp_engine *e, engine_rank_fn fn, void *arg);
+/* The group of e->cfg.tp ranks: backends, communicators and model shares (rank 0 last, so the
+ * engine thread's device is rank 0's), and e->model_cfg. */
+zp_status engine_tp_open(zp_engine *e);
+/* Frees the peers (their compressors, KV storage, models, backends); then, after rank 0's
+ * model, engine_tp_free_comms the communicators. */
+void engine_tp_close(zp_engine *e);
+void engine_tp_free_comms(zp_engine *e);
+/* zp_engine_reinit: `to` takes `from`'s group (backends, models, peers, communicators); from's
+ * KV storage and peers' compressors go. */
+void engine_tp_move(zp_engine *to, zp_engine *from);
+/* Every rank: the step's forward (only rank 0 computes logits), the compaction of seqs, the KV
+ * pool, the compression state (peers' compressors as rank 0's: compressor_init first). */
+zp_status engine_tp_forward(zp_engine *e, const zp_batch *b, float *logits);
+zp_status engine_tp_compress(zp_engine *e, zp_seq *const *seqs, int n);
+zp_status engine_tp_kv_alloc(zp_engine *e, int num_blocks, int block_size);
+void engine_tp_kv_free(zp_engine *e);
+zp_status engine_tp_compression(zp_engine *e, int n_qslots, int with_scores, int history_live);
+/* The group's compression counts: rank 0's, with the tokens evicted of every rank's heads. */
+void engine_tp_compress_stats(const zp_engine *e, zp_compress_stats *out);
+void engine_tp_reset_compress_stats(zp_engine *e);
 
 /* One prefill step of T rows (sequences of up to 1,024 tokens) with n_out logits rows on a
  * temporary pool: grows activations and workspaces to their peak (engine_memory.c). */

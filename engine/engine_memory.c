@@ -7,7 +7,8 @@
  * from gpu_memory_utilization x total, and the rest becomes KV blocks. The CPU pool is sized
  * in engine.c (a token count). kv_pool_bytes sizes the pool of any backend so that the KV
  * state of every policy (K/V blocks, and for an evicting one its score cache and query slots)
- * takes the same memory.
+ * takes the same memory. With tensor parallelism every rank sizes its own device and the pool
+ * has the fewest blocks of any rank.
  */
 #include <stdlib.h>
 
@@ -21,7 +22,8 @@ zp_status engine_warm_up(zp_model *m, int T, int n_out, int bs) {
     zp_kv_storage kv;
     ZP_TRY(zp_model_kv_alloc(m, nbw, bs, &kv));
     int *ids = calloc((size_t)T, sizeof(int)), *pos = malloc(sizeof(int) * (size_t)T * 2), *slots = pos + T;
-    int *seq = malloc(sizeof(int) * (size_t)S * 3), *bt = malloc(sizeof(int) * (size_t)nbw), *out_rows = malloc(sizeof(int) * (size_t)n_out);
+    int *seq = malloc(sizeof(int) * (size_t)S * 3), *bt = malloc(sizeof(int) * (size_t)nbw);
+    int *out_rows = malloc(sizeof(int) * (size_t)(n_out > 0 ? n_out : 1)); /* n_out 0: a rank without the LM head */
     zp_status s = ZP_OK;
     if (!ids || !pos || !seq || !bt || !out_rows) s = zp_fail(ZP_ERR_OOM, "memory sizing: no host memory for a %d-token warm-up", T);
     if (s == ZP_OK) {
@@ -62,18 +64,17 @@ static void kv_state_costs(const zp_engine *e, size_t *per_block, size_t *per_sl
     *per_slot = g->evicts ? L * (size_t)g->window * mc->n_heads * mc->head_dim * es : 0;
 }
 
-zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks) {
+/* One rank's blocks: its warm-up (every rank at once: the forward sums over the group), then
+ * what its device's memory holds. */
+static zp_status rank_num_blocks(zp_engine *e, int r, engine_rank *k, void *arg) {
     const zp_engine_config *c = &e->cfg;
-    zp_backend *be = e->be;
     const double util = c->gpu_memory_utilization > 0 ? c->gpu_memory_utilization : 0.9;
-    if (!(util <= 1.0))
-        return zp_fail(ZP_ERR_INVALID, "gpu_memory_utilization %g must be in (0, 1]", c->gpu_memory_utilization);
     const int T = c->max_num_batched_tokens, n_out = c->max_num_seqs < T ? c->max_num_seqs : T;
-    ZP_TRY(engine_warm_up(e->model, T, n_out, c->block_size));
+    ZP_TRY(engine_warm_up(k->model, T, r == 0 ? n_out : 0, c->block_size));
     size_t free_b = 0, total_b = 0;
-    ZP_TRY(be->mem_info(be, &free_b, &total_b));
+    ZP_TRY(k->be->mem_info(k->be, &free_b, &total_b));
     size_t per_block, per_slot;
-    kv_state_costs(e, &per_block, &per_slot);
+    kv_state_costs(e, &per_block, &per_slot); /* every rank's share has the same shape */
     const int evicts = per_slot > 0;
     const size_t slots = e->geo.prompt_only ? (size_t)engine_query_slots(e, 0) : (size_t)c->max_num_seqs;
     const size_t reserve = evicts ? per_slot * slots + ZP_COMPRESS_DEVICE_BYTES : 0;
@@ -85,8 +86,22 @@ zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks) {
                        "max_num_seqs, or raise gpu_memory_utilization)", (double)(total_b - free_b) / (1 << 30), (double)total_b / (1 << 30),
                        util, avail / (1 << 30), need / (1 << 30));
     const double nb = avail / (double)per_block;
-    *num_blocks = nb > 2e9 ? 2000000000 : (int)nb;
+    ((int *)arg)[r] = nb > 2e9 ? 2000000000 : (int)nb;
     return ZP_OK;
+}
+
+zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks) {
+    const zp_engine_config *c = &e->cfg;
+    const double util = c->gpu_memory_utilization > 0 ? c->gpu_memory_utilization : 0.9;
+    if (!(util <= 1.0))
+        return zp_fail(ZP_ERR_INVALID, "gpu_memory_utilization %g must be in (0, 1]", c->gpu_memory_utilization);
+    int *nb = calloc((size_t)e->tp, sizeof *nb);
+    ZP_CHECK_ALLOC(nb);
+    zp_status s = engine_ranks_run(e, rank_num_blocks, nb);
+    *num_blocks = nb[0];
+    for (int r = 1; r < e->tp; r++) *num_blocks = nb[r] < *num_blocks ? nb[r] : *num_blocks; /* the reference's MIN over ranks */
+    free(nb);
+    return s;
 }
 
 int engine_query_slots(const zp_engine *e, int nb) {

@@ -293,6 +293,7 @@ static zp_status model_finish_load(zp_model *m, const char *dir, int random, uin
     } else {
         ZP_TRY(load_weights(m, dir, &m->tp));
     }
+    m->whole_cfg = m->cfg;
     m->cfg = zp_tp_shard_config(&m->cfg, &m->tp);
     float *inv = malloc(sizeof(float) * (size_t)(m->cfg.head_dim / 2));
     ZP_CHECK_ALLOC(inv);
@@ -367,7 +368,7 @@ zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_s
     if (num_blocks <= 0 || block_size <= 0)
         return zp_fail(ZP_ERR_INVALID, "kv cache: num_blocks %d and block_size %d must be positive", num_blocks, block_size);
     zp_attn_dims d = {c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, block_size, num_blocks,
-                      1.0f / sqrtf((float)c->head_dim), c->rms_eps, 0, 0};
+                      1.0f / sqrtf((float)c->head_dim), c->rms_eps, 0, 0, m->tp.kv0};
     kv->dims = d;
     size_t n = (size_t)c->n_layers * num_blocks * block_size * c->n_kv_heads * c->head_dim;
     ZP_TRY(m->be->alloc_cache(m->be, n, &kv->k));

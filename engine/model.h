@@ -46,6 +46,7 @@ typedef struct {
      * communicator (may be NULL at size 1); cfg is the rank's shape (its heads, intermediate rows) */
     zp_tp_shard tp;
     zp_comm *comm;
+    zp_model_config whole_cfg; /* the whole model's shape (cfg at size 1) */
     /* activations, grown on demand to act_rows / out_rows rows; each of one element type
      * (backend.h zp_act_type): f32 the residual x, q, xo, logits and hstats; the backend's
      * operand type the rows between the GEMMs (hn, qkv, att, gu, act, h) */

@@ -10,6 +10,7 @@ zp_status zp_prompt_logits(const zp_engine_config *cfg, const int *prompt, int n
                            int *vocab) {
     *logits = NULL;
     if (n_prompt <= 0) return zp_fail(ZP_ERR_INVALID, "logits: an empty prompt");
+    if (cfg->tp > 1) return zp_fail(ZP_ERR_INVALID, "logits: the model alone runs on one device (tp %d refused)", cfg->tp);
     zp_backend *be;
     ZP_TRY(zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &cfg->backend, &be));
     zp_model *m = NULL;

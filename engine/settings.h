@@ -29,6 +29,8 @@ enum { ZP_SETTING_AXIS = 1 }; /* flags: an experiment may give a list of values 
 #define ZP_ENGINE_SETTINGS(X)                                                                                                       \
     X(device, ZP_SET_STR, device, 0, "cpu", 0, 0, 0, "cpu (default), cuda or cuda:N")                                              \
     X(precision, ZP_SET_STR, precision, 0, "bf16", 0, 0, 0, "CUDA storage: bf16 (default) or fp32 (the parity mode)")             \
+    X(tp, ZP_SET_INT, tp, 1, NULL, 1, 64, 0,                                                                                      \
+      "tensor-parallel ranks (default 1): KV heads and MLP rows split over GPUs base..base+tp-1 of cuda[:base], or CPU threads")   \
     X(block_size, ZP_SET_INT, block_size, 256, NULL, 1, 65536, 0, "KV block size (default 256)")                                   \
     X(gpu_memory_utilization, ZP_SET_FLOAT, gpu_memory_utilization, 0.9, NULL, 0.01, 1, 0,                                         \
       "CUDA: share of device memory for weights, activations and KV (default 0.9)")                                                \

@@ -52,6 +52,17 @@ check '[ $rc -ne 0 ] && grep -q "GPU 1 is listed twice" "$T/log20"' "--gpus: a G
 printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":1,"max_tokens":4,"device":"cuda:1"}' > "$T/dev1.json"
 "$Z" run "$T/dev1.json" --results "$T/gpus" --gpus 0,1 > "$T/log21" 2>&1; rc=$?
 check '[ $rc -ne 0 ] && grep -q "names device \"cuda:1\"" "$T/log21"' "--gpus: a run naming cuda:N is refused"
+# tensor-parallel runs: a worker per GPU pair, the rows of a one-process sweep
+printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":2,"max_tokens":6,"tp":2,"policy":["full","zipage"],"nmax":1,"window":4,"block_size":16}' > "$T/tp2.json"
+"$Z" run "$T/tp2.json" --results "$T/tp_one" > "$T/log27" 2>&1; rc1=$?
+"$Z" run "$T/tp2.json" --results "$T/tp_gpus" --gpus 0,1 > "$T/log28" 2>&1; rc2=$?
+check '[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ -s "$T/tp_gpus/tp2/logs/gpu0-1.log" ] && grep -q "CUDA_VISIBLE_DEVICES=0,1" "$T/tp_gpus/tp2/logs/gpu0-1.log"' "--gpus 0,1 with tp 2: one worker on both GPUs"
+check 'python3 "$S/tests/same_rows.py" "$T/tp_one/tp2/runs.csv" "$T/tp_gpus/tp2/runs.csv" 2' "--gpus with tp 2: the one-process sweep's rows"
+"$Z" run "$T/tp2.json" --results "$T/tp_gpus" --gpus 0,1,2 > "$T/log29" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "3 GPUs do not split into groups of tp 2" "$T/log29"' "--gpus: a list that does not split into tp groups is refused"
+printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":1,"max_tokens":4,"tp":3}' > "$T/tp3.json"
+"$Z" run "$T/tp3.json" --results "$T/tp_one" > "$T/log30" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "do not split into 3" "$T/log30"' "tp 3 of a model with 2 KV heads is refused naming the count"
 printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm9k"}' > "$T/bad3.json"
 "$Z" run "$T/bad3.json" --results "$T/gpus" --gpus 0,1 > "$T/log22" 2>&1; rc=$?
 check '[ $rc -ne 0 ] && grep -q "workers failed, first on GPU" "$T/log22" && grep -q "gsm9k.jsonl: cannot open" "$T/log22"' "--gpus: a failed worker is reported with its error and log"

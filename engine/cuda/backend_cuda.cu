@@ -479,6 +479,11 @@ static zp_status cu_copy_bandwidth(zp_backend *be, double *bytes_per_s) {
 
 /* ---------------------------------------------------------------- public API */
 
+static zp_status cu_bind(zp_backend *be) {
+    ZP_CUDA_CHECK(cudaSetDevice(CUDA_CTX(be)->device));
+    return ZP_OK;
+}
+
 static void cu_destroy(zp_backend *be) {
     cuda_ctx *c = CUDA_CTX(be);
     cudaFree(c->packed);
@@ -529,6 +534,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, const zp_backe
     be->name = "cuda";
     be->cache_elem_bytes = (int)c->elem;
     be->destroy = cu_destroy;
+    be->bind = cu_bind;
     /* compress_priority_low (a tuning option of the benchmarks): the model stream gets the
      * highest stream priority and the compression stream the lowest, so pending decode blocks
      * are dispatched before compression blocks (running blocks are never preempted) */

@@ -1,0 +1,257 @@
+/* engine_tp.c - an engine's tensor-parallel group (tp.h, comm.h): tp ranks, each with its own
+ * backend, model share (its query and KV heads, its MLP rows), KV storage and compressor.
+ * Rank 0's parts are the engine's own (be, model, kv, comp); ranks 1.. are its peers. On CUDA
+ * rank r runs on GPU base + r (device cuda:base, base 0 for "cuda") and the ranks sum through
+ * NCCL; on the CPU, and with tp_local on any device, every rank runs on the engine's device
+ * and they sum through the local communicator.
+ * The scheduler, the pool and the sampler run once, on the engine thread: each step's batch
+ * (one block table per request, the same for every rank) goes to every rank's forward, each on
+ * a thread of its own, ranks 1.. without the LM head (rank 0 samples from its logits); every
+ * rank compresses its own KV heads with the same plan (selection is per KV head); the pool
+ * has the fewest blocks any rank's memory holds. At tp 1 each function is the plain call on
+ * rank 0, on the calling thread.
+ * Deliberately not here: a group of several processes (one process, one thread per rank, so the
+ * batch is shared memory rather than broadcast), a timeout for a rank that fails between two
+ * collectives (comm.h), replicated KV heads (tp.h). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+engine_rank engine_rank_of(zp_engine *e, int r) {
+    if (r == 0) return (engine_rank){e->be, e->model, &e->kv, &e->comp};
+    zp_engine_peer *p = &e->peers[r - 1];
+    return (engine_rank){p->be, p->model, &p->kv, &p->comp};
+}
+
+/* Makes rank r's device the calling thread's (before freeing its memory). */
+static void bind_rank(zp_engine *e, int r) {
+    engine_rank k = engine_rank_of(e, r);
+    if (k.be && k.be->bind) (void)k.be->bind(k.be); /* a device that cannot be bound frees nothing better unbound */
+}
+
+typedef struct {
+    zp_engine *e;
+    int rank;
+    engine_rank_fn fn;
+    void *arg;
+    zp_status status;
+    char error[512];
+} rank_job;
+
+static void run_job(rank_job *j) {
+    engine_rank k = engine_rank_of(j->e, j->rank);
+    j->status = k.be->bind ? k.be->bind(k.be) : ZP_OK;
+    if (j->status == ZP_OK) j->status = j->fn(j->e, j->rank, &k, j->arg);
+    if (j->status != ZP_OK) snprintf(j->error, sizeof j->error, "%s", zp_last_error());
+}
+
+static void *rank_thread(void *arg) {
+    run_job(arg);
+    return NULL;
+}
+
+zp_status engine_ranks_run(zp_engine *e, engine_rank_fn fn, void *arg) {
+    const int P = e->tp > 1 ? e->tp : 1;
+    if (P == 1) {
+        engine_rank k = engine_rank_of(e, 0);
+        return fn(e, 0, &k, arg);
+    }
+    rank_job *jobs = calloc((size_t)P, sizeof *jobs);
+    pthread_t *th = calloc((size_t)P, sizeof *th);
+    if (!jobs || !th) {
+        free(jobs), free(th);
+        return zp_fail(ZP_ERR_OOM, "tensor parallel: no memory for %d rank jobs", P);
+    }
+    int started = 1;
+    for (int r = 0; r < P; r++) jobs[r] = (rank_job){e, r, fn, arg, ZP_OK, ""};
+    for (; started < P; started++)
+        if (pthread_create(&th[started], NULL, rank_thread, &jobs[started]) != 0) break;
+    zp_status s = ZP_OK;
+    if (started < P) { /* the ranks already started wait in a collective for ever: nothing to recover */
+        fprintf(stderr, "zipage: cannot start the thread of tensor-parallel rank %d of %d\n", started, P);
+        abort();
+    }
+    run_job(&jobs[0]);
+    for (int r = 1; r < P; r++) pthread_join(th[r], NULL);
+    for (int r = 0; r < P && s == ZP_OK; r++)
+        if (jobs[r].status != ZP_OK) s = zp_fail(jobs[r].status, "tensor-parallel rank %d of %d: %s", r, P, jobs[r].error);
+    free(jobs), free(th);
+    return s;
+}
+
+/* ---------------------------------------------------------------- the group */
+
+/* The GPU of device "cuda" / "cuda:N" (base N), -1 for the CPU. */
+static zp_status device_base(const char *device, int *base) {
+    *base = -1;
+    if (!device || !strcmp(device, "cpu")) return ZP_OK;
+    if (!strcmp(device, "cuda")) { *base = 0; return ZP_OK; }
+    char *end;
+    long d = strncmp(device, "cuda:", 5) ? -1 : strtol(device + 5, &end, 10);
+    if (d < 0 || *end) return zp_fail(ZP_ERR_UNSUPPORTED, "device \"%s\" is not supported (cpu, cuda, cuda:N)", device);
+    *base = (int)d;
+    return ZP_OK;
+}
+
+/* Rank r's backend: the engine's device, or GPU base + r. */
+static zp_status rank_backend(const zp_engine_config *c, int base, int local, int r, zp_backend **out) {
+    char dev[32];
+    if (base < 0 || local) snprintf(dev, sizeof dev, "%s", c->device ? c->device : "cpu");
+    else snprintf(dev, sizeof dev, "cuda:%d", base + r);
+    return zp_backend_create(dev, c->precision, c->n_threads, &c->backend, out);
+}
+
+static zp_status rank_model(const zp_engine_config *c, int r, zp_backend *be, zp_comm *comm, zp_model **out) {
+    const int P = c->tp > 1 ? c->tp : 1;
+    zp_tp_shard t = {P, r, 0, 0, 0, 0, 0, 0}; /* the loader computes the shares from the model's shape */
+    return zp_model_load_rank(c->model_dir, c->random_weights, c->weight_seed, be, P > 1 ? &t : NULL, comm, out);
+}
+
+zp_status engine_tp_open(zp_engine *e) {
+    const zp_engine_config *c = &e->cfg;
+    const int P = c->tp > 1 ? c->tp : 1;
+    int base = -1; /* tp 1: the engine's device as named */
+    if (P > 1) ZP_TRY(device_base(c->device, &base));
+    if (P > 1) {
+        const int local = base < 0 || c->tp_local;
+        int devices[64];
+        for (int r = 0; r < P && r < 64; r++) devices[r] = base + r;
+        e->comms = calloc((size_t)P, sizeof *e->comms);
+        e->peers = calloc((size_t)P - 1, sizeof *e->peers);
+        ZP_CHECK_ALLOC(e->comms);
+        ZP_CHECK_ALLOC(e->peers);
+        e->tp = P;
+        ZP_TRY(local ? zp_comm_local_create(P, e->comms) : zp_comm_nccl_create(P, devices, e->comms));
+        e->n_comms = P;
+    }
+    for (int r = P - 1; r >= 0; r--) { /* rank 0 last: its device stays the engine thread's */
+        zp_backend *be = NULL;
+        zp_model *m = NULL;
+        ZP_TRY(rank_backend(c, base, c->tp_local, r, &be));
+        if (r == 0) e->be = be;
+        else e->peers[r - 1].be = be;
+        ZP_TRY(rank_model(c, r, be, P > 1 ? e->comms[r] : NULL, &m));
+        if (r == 0) e->model = m;
+        else e->peers[r - 1].model = m;
+    }
+    e->model_cfg = e->model->whole_cfg;
+    return ZP_OK;
+}
+
+void engine_tp_close(zp_engine *e) {
+    for (int r = 1; e->peers && r < e->tp; r++) {
+        zp_engine_peer *p = &e->peers[r - 1];
+        bind_rank(e, r);
+        compressor_free(&p->comp);
+        if (p->model) { zp_model_kv_free(p->model, &p->kv); zp_model_free(p->model); }
+        if (p->be) p->be->destroy(p->be);
+    }
+    free(e->peers);
+    e->peers = NULL;
+    if (e->be) bind_rank(e, 0);
+}
+
+void engine_tp_move(zp_engine *to, zp_engine *from) {
+    engine_tp_kv_free(from);
+    for (int r = 1; r < from->tp; r++) compressor_free(&from->peers[r - 1].comp); /* `to` makes its own */
+    to->be = from->be, to->model = from->model, to->peers = from->peers, to->comms = from->comms;
+    to->n_comms = from->n_comms, to->tp = from->tp, to->model_cfg = from->model_cfg;
+    from->be = NULL, from->model = NULL, from->peers = NULL, from->comms = NULL, from->n_comms = 0, from->tp = 1;
+}
+
+void engine_tp_free_comms(zp_engine *e) {
+    for (int r = 0; r < e->n_comms; r++) e->comms[r]->destroy(e->comms[r]);
+    free(e->comms);
+    e->comms = NULL;
+    e->n_comms = 0;
+}
+
+/* ---------------------------------------------------------------- per-rank steps */
+
+typedef struct {
+    const zp_batch *b;
+    float *logits;
+} forward_arg;
+
+static zp_status rank_forward(zp_engine *e, int r, engine_rank *k, void *arg) {
+    (void)e;
+    const forward_arg *a = arg;
+    if (r == 0) return zp_model_forward(k->model, a->b, k->kv, a->logits);
+    zp_batch b = *a->b; /* the same rows and tables; only rank 0 computes logits */
+    b.n_out = 0;
+    return zp_model_forward(k->model, &b, k->kv, NULL);
+}
+
+zp_status engine_tp_forward(zp_engine *e, const zp_batch *b, float *logits) {
+    forward_arg a = {b, logits};
+    return engine_ranks_run(e, rank_forward, &a);
+}
+
+typedef struct {
+    zp_seq *const *seqs;
+    int n;
+} compress_arg;
+
+static zp_status rank_compress(zp_engine *e, int r, engine_rank *k, void *arg) {
+    (void)e, (void)r;
+    const compress_arg *a = arg;
+    return compressor_run(k->comp, k->model, k->kv, a->seqs, a->n);
+}
+
+zp_status engine_tp_compress(zp_engine *e, zp_seq *const *seqs, int n) {
+    compress_arg a = {seqs, n};
+    return engine_ranks_run(e, rank_compress, &a);
+}
+
+typedef struct {
+    int num_blocks, block_size;
+} kv_arg;
+
+static zp_status rank_kv_alloc(zp_engine *e, int r, engine_rank *k, void *arg) {
+    (void)e, (void)r;
+    const kv_arg *a = arg;
+    return zp_model_kv_alloc(k->model, a->num_blocks, a->block_size, k->kv);
+}
+
+zp_status engine_tp_kv_alloc(zp_engine *e, int num_blocks, int block_size) {
+    kv_arg a = {num_blocks, block_size};
+    return engine_ranks_run(e, rank_kv_alloc, &a);
+}
+
+void engine_tp_kv_free(zp_engine *e) {
+    for (int r = e->tp - 1; r >= 0; r--) { /* rank 0 last: the engine thread's device again */
+        engine_rank k = engine_rank_of(e, r);
+        bind_rank(e, r);
+        if (k.model) zp_model_kv_free(k.model, k.kv);
+    }
+}
+
+/* Each peer's compressor is rank 0's: the same policy, parameters, layer plan and path. */
+static zp_status rank_compression(zp_engine *e, int r, engine_rank *k, void *arg) {
+    const int *a = arg; /* n_qslots, with_scores, history_live */
+    if (r > 0) {
+        ZP_TRY(compressor_init(k->comp, e->cfg.policy, e->cfg.policy_params, &e->geo));
+        k->comp->layers = e->comp.layers;
+        k->comp->device = e->comp.device;
+    }
+    ZP_TRY(zp_model_kv_alloc_compression(k->model, k->kv, &e->geo, a[0], a[1]));
+    k->kv->history_live = a[2];
+    return ZP_OK;
+}
+
+zp_status engine_tp_compression(zp_engine *e, int n_qslots, int with_scores, int history_live) {
+    int a[3] = {n_qslots, with_scores, history_live};
+    return engine_ranks_run(e, rank_compression, a);
+}
+
+void engine_tp_compress_stats(const zp_engine *e, zp_compress_stats *out) {
+    *out = e->comp.stats; /* counts of request compressions, their time and tokens kept: rank 0's */
+    for (int r = 1; r < e->tp; r++) out->tokens_evicted += e->peers[r - 1].comp.stats.tokens_evicted; /* each rank its heads' */
+}
+
+void engine_tp_reset_compress_stats(zp_engine *e) {
+    for (int r = 0; r < e->tp; r++) memset(&engine_rank_of(e, r).comp->stats, 0, sizeof e->comp.stats);
+}

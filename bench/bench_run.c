@@ -121,7 +121,7 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
         fprintf(f, "label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
                    "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
                    "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
-                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady\n");
+                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp\n");
     double pl = 0, gl = 0, dev = 0;
     for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
     for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
@@ -135,7 +135,7 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
     const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
     const int all = st->prefill_steps + st->decode_steps > 0;
     fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f\n",
+               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f,%d\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
@@ -144,7 +144,8 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
             st->peak_running, (long long)st->decode_steps, 1e3 * st->decode_seconds / steps, st->decode_op_seconds[ZP_OP_GEMM] / DS,
             st->decode_op_seconds[ZP_OP_ATTENTION] / DS, st->decode_op_seconds[ZP_OP_ELEMENTWISE] / DS, st->decode_op_seconds[ZP_OP_SAMPLING] / DS,
             comp / W, dev > 0 ? (DS - dev) / DS : 0.0, r->mem_gib, bench_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
-            (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0, r->finished, r->tps_steady);
+            (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0, r->finished, r->tps_steady,
+            b->ec.tp > 1 ? b->ec.tp : 1);
 }
 
 /* Prints the row of one finished configuration, and appends it to --csv. */
@@ -153,8 +154,9 @@ static zp_status report(const bench_config *b, const bench_workload *w, zp_engin
     zp_engine_get_stats(e, &r->st);
     size_t used = 0, tot = 0;
     if (zp_engine_device_memory(e, &used, &tot) == ZP_OK) r->mem_gib = (double)used / (1 << 30); /* CPU: none */
-    printf("# zipage bench %s on %s (%s, %d layers, hidden %d, %.2f B parameters)\n", b->workload, b->model_name, mc->arch_name,
-           mc->n_layers, mc->hidden, (double)zp_engine_weight_bytes(e) / zp_engine_cache_elem_bytes(e) / 1e9);
+    printf("# zipage bench %s on %s (%s, %d layers, hidden %d, %.2f B parameters%s)\n", b->workload, b->model_name, mc->arch_name,
+           mc->n_layers, mc->hidden, (double)zp_engine_weight_bytes(e) / zp_engine_cache_elem_bytes(e) / 1e9,
+           b->ec.tp > 1 ? " on rank 0 of the tensor-parallel group" : "");
     print_row(stdout, b, w, r, 1);
     if (zp_engine_uses_graphs(e))
         printf("# CUDA graphs: %lld decode-step graphs recorded, %lld replays\n", (long long)r->st.graph_records,
@@ -210,7 +212,7 @@ zp_status bench_run(bench_config *b) {
     s = zp_engine_copy_bandwidth(e, &base.copy_bw);
     base.step_weight_bytes = zp_engine_step_weight_bytes(e);
     base.embed_row_bytes = (size_t)mc->hidden * es;
-    base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * es;
+    base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * es / (size_t)(b->ec.tp > 1 ? b->ec.tp : 1); /* one GPU's heads */
     const int runs = b->n_pools ? b->n_pools : 1;
     char unservable[512] = "";
     bench_timeline tl = {0};

@@ -117,7 +117,7 @@ int zp_engine_cache_elem_bytes(const zp_engine *e);
 int zp_engine_uses_graphs(const zp_engine *e);
 zp_status zp_engine_device_memory(zp_engine *e, size_t *used, size_t *total);
 zp_status zp_engine_copy_bandwidth(zp_engine *e, double *bytes_per_s);
-/* Its model's weight bytes as stored. */
+/* Its model's weight bytes as stored (with tensor parallelism rank 0's share: what one GPU holds and reads). */
 size_t zp_engine_weight_bytes(const zp_engine *e);
 /* The weight bytes one forward step reads beyond its tokens' embedding rows: every weight,
  * except an untied embedding table (a step gathers only its n_tokens rows of it, hidden values

@@ -114,26 +114,37 @@ zp_status engine_tp_open(zp_engine *e) {
     const zp_engine_config *c = &e->cfg;
     const int P = c->tp > 1 ? c->tp : 1;
     int base = -1; /* tp 1: the engine's device as named */
-    if (P > 1) ZP_TRY(device_base(c->device, &base));
     if (P > 1) {
-        const int local = base < 0 || c->tp_local;
-        int devices[64];
-        for (int r = 0; r < P && r < 64; r++) devices[r] = base + r;
+        ZP_TRY(device_base(c->device, &base));
         e->comms = calloc((size_t)P, sizeof *e->comms);
         e->peers = calloc((size_t)P - 1, sizeof *e->peers);
         ZP_CHECK_ALLOC(e->comms);
         ZP_CHECK_ALLOC(e->peers);
         e->tp = P;
-        ZP_TRY(local ? zp_comm_local_create(P, e->comms) : zp_comm_nccl_create(P, devices, e->comms));
+    }
+    for (int r = P - 1; r >= 0; r--) { /* the backends first: a missing GPU is named before NCCL starts */
+        zp_backend *be = NULL;
+        zp_status s = rank_backend(c, base, c->tp_local, r, &be);
+        if (s != ZP_OK && P > 1) {
+            char why[512]; /* zp_fail writes the buffer zp_last_error reads */
+            snprintf(why, sizeof why, "%s", zp_last_error());
+            return zp_fail(s, "tp %d: rank %d: %s", P, r, why);
+        }
+        if (s != ZP_OK) return s;
+        if (r == 0) e->be = be;
+        else e->peers[r - 1].be = be;
+    }
+    if (P > 1) {
+        int devices[64];
+        for (int r = 0; r < P; r++) devices[r] = base + r;
+        ZP_TRY(base < 0 || c->tp_local ? zp_comm_local_create(P, e->comms) : zp_comm_nccl_create(P, devices, e->comms));
         e->n_comms = P;
     }
     for (int r = P - 1; r >= 0; r--) { /* rank 0 last: its device stays the engine thread's */
-        zp_backend *be = NULL;
+        engine_rank k = engine_rank_of(e, r);
         zp_model *m = NULL;
-        ZP_TRY(rank_backend(c, base, c->tp_local, r, &be));
-        if (r == 0) e->be = be;
-        else e->peers[r - 1].be = be;
-        ZP_TRY(rank_model(c, r, be, P > 1 ? e->comms[r] : NULL, &m));
+        if (P > 1 && k.be->bind) ZP_TRY(k.be->bind(k.be)); /* its weights go to its device */
+        ZP_TRY(rank_model(c, r, k.be, P > 1 ? e->comms[r] : NULL, &m));
         if (r == 0) e->model = m;
         else e->peers[r - 1].model = m;
     }

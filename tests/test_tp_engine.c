@@ -48,13 +48,15 @@ static zp_engine_config engine_config(const char *source, int random, const char
     return ec;
 }
 
-static void run(const char *source, int random, const char *policy, int tp, int async, outcome *o) {
+/* Runs the requests on *ep (reinitialised to the configuration when not NULL, else created),
+ * leaving the engine there when keep, else freeing it. */
+static void run_on(zp_engine **ep, int keep, const char *source, int random, const char *policy, int tp, int async, outcome *o) {
     memset(o, 0, sizeof *o);
     zp_engine_config ec = engine_config(source, random, policy, tp, async);
-    zp_engine *e = NULL;
-    zp_status s = zp_engine_init(&ec, &e);
+    zp_status s = *ep ? zp_engine_reinit(ep, &ec) : zp_engine_init(&ec, ep);
     CHECK_OK(s);
     if (s != ZP_OK) return;
+    zp_engine *e = *ep;
     const int V = zp_engine_model_config(e)->vocab, lens[N_REQ] = {20, 27, 45}; /* 45 > the 32-token budget: SnapKV compresses it */
     zp_sampling_params sp = zp_sampling_default();
     sp.temperature = 0;
@@ -81,7 +83,12 @@ static void run(const char *source, int random, const char *policy, int tp, int 
     }
     zp_engine_get_stats(e, &o->st);
     o->ok = s == ZP_OK && n == N_REQ;
-    zp_engine_free(e);
+    if (!keep) zp_engine_free(e), *ep = NULL;
+}
+
+static void run(const char *source, int random, const char *policy, int tp, int async, outcome *o) {
+    zp_engine *e = NULL;
+    run_on(&e, 0, source, random, policy, tp, async, o);
 }
 
 /* Greedy tokens, compressions and tokens evicted of tp ranks against tp 1. */
@@ -121,6 +128,12 @@ static void every_policy(const char *name, const char *source, int random, int t
     run(source, random, "zipage", tp, 1, &group); /* the worker compresses every rank's heads */
     int diff;
     printf("  %-10s zipage    tp %d, async compression: %s\n", name, tp, same(&one, &group, &diff) ? "= tp 1" : "DIFFERS");
+    CHECK(same(&one, &group, &diff));
+    zp_engine *e = NULL; /* a sweep's engine: the group's weights kept, a new pool and policy */
+    run_on(&e, 1, source, random, "zipage", tp, 0, &group);
+    run_on(&e, 0, source, random, "h2o", tp, 0, &group);
+    run(source, random, "h2o", 1, 0, &one);
+    printf("  %-10s h2o       tp %d after a reinit from zipage: %s\n", name, tp, same(&one, &group, &diff) ? "= tp 1" : "DIFFERS");
     CHECK(same(&one, &group, &diff));
 }
 

@@ -152,10 +152,10 @@ __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims 
  * seeded draw of (layer, head, n, t) (key_hash.h); a thread per token, each sum in the host's
  * order without fused multiply-adds. nrm [n] and anchor [D] are shared scratch. */
 template <typename T>
-__device__ static void key_scores(const zp_score_plan &P, const T *kl, const int *table, int layer, int n, int bs, int Hkv, int g, int D,
-                                  float *A, float *nrm, float *anchor) {
+__device__ static void key_scores(const zp_score_plan &P, const T *kl, const int *table, int layer, int n, int bs, int Hkv, int g, int head0,
+                                  int D, float *A, float *nrm, float *anchor) {
     for (int t = threadIdx.x; t < n; t += blockDim.x) {
-        if (P.key_score == ZP_KEYS_RANDOM) { A[t] = zp_key_draw(P.seed, layer, g, n, t); continue; }
+        if (P.key_score == ZP_KEYS_RANDOM) { A[t] = zp_key_draw(P.seed, layer, head0 + g, n, t); continue; }
         const T *k = key_row(kl, table, t, bs, Hkv, g, D);
         float s = 0.f;
         for (int i = 0; i < D; i++) s = __fadd_rn(s, __fmul_rn(zp_ld(k[i]), zp_ld(k[i])));
@@ -208,7 +208,7 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
             for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= (float)rows;
     } else if (P.key_score != ZP_KEYS_NONE) {
         __syncthreads(); /* A's zeros are written */
-        key_scores<T>(P, kl, table, layer, n, bs, Hkv, g, D, A, row, qs); /* row: the norms; qs (G*D >= D): the anchor */
+        key_scores<T>(P, kl, table, layer, n, bs, Hkv, g, d.kv_head0, D, A, row, qs); /* row: the norms; qs (G*D >= D): the anchor */
     }
     if (P.max_norm) max_normalize(A, n, P.norm_candidates ? n - w : n, red);
     const int hist_m = !P.history_excludes_window ? n_hist : n_hist > w ? n_hist - w : 0;

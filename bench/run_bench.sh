@@ -43,6 +43,13 @@
 #               short and long contexts, blocks in order and scattered, each shape also through
 #               the kernel lab (dev_decode_attention all: the mainline op and the variants of
 #               dev/cuda/, each validated against the CPU reference); causal prefill
+#   tp          tensor parallelism over NCCL (needs TPN GPUs, default 2): the gate at tp TPN (the
+#               CUDA group's fp32 greedy tokens = the CPU engine's, full KV and Zipage), then the
+#               fixed workload at tp 1 and tp TPN without graphs (a group runs none) and at tp 1
+#               with graphs, labels zipage-fixed-tp1, zipage-fixed-tpN, zipage-fixed-graphs
+#   tpreasoning the reasoning workload (REQ, MAXT, RT, WARM, POOL: the group's KV memory, the same
+#               blocks at every tp) at tp 1 and tp TPN, POLICIES as in reasoning (one policy per call
+#               at RT 200), labels zipage-tp1, full-tpN, ...
 #   plot        bench/plot_pool.sh on the CSV, bench/plot_timeline.sh on the timeline
 #   quick       all of it on the Qwen3-0.6B shape with small sizes (a smoke run)
 # Needs a CUDA build in BUILD (tests/device/run_gpu_tests.sh makes build-gpu).
@@ -129,6 +136,34 @@ attention() {
   done
   $B/bench_attention prefill 64 1024; $B/bench_attention prefill 8 8192
 }
+tp() {
+  local N=${TPN:-2}
+  for pol in full zipage; do
+    $B/zipage generate --model /tmp/gate --device cuda --precision fp32 --tp $N --prompt-ids 1,2,3,4,5,6,7,8 --n 4 --greedy \
+      --max-tokens 300 --ignore-eos --policy $pol --nmax 2 --window 8 --block-size 16 --out /tmp/gate_tp.json >/dev/null || { echo "tp gate: tp $N failed"; return; }
+    $B/zipage generate --model /tmp/gate --device cpu --prompt-ids 1,2,3,4,5,6,7,8 --n 4 --greedy \
+      --max-tokens 300 --ignore-eos --policy $pol --nmax 2 --window 8 --block-size 16 --out /tmp/gate_cpu.json >/dev/null || return
+    python3 -c "
+import json
+a, b = (json.load(open(f))['samples'] for f in ('/tmp/gate_cpu.json', '/tmp/gate_tp.json'))
+assert [s['tokens'] for s in a] == [s['tokens'] for s in b]" || { echo "tp gate FAILED: tp $N tokens differ from the CPU engine's ($pol)"; return; }
+    echo "tp gate $pol: CUDA tp $N greedy tokens identical to the CPU engine's"
+  done
+  for t in 1 $N; do
+    $B/zipage bench --preset $P --device cuda --tp $t --batch $BATCH --prompt $PROMPT --gen $GEN --no-cuda-graphs --csv $CSV --label zipage-fixed-tp$t
+  done
+  fixedg
+}
+tpreasoning() {
+  local N=${TPN:-2}
+  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV $SCHED --no-cuda-graphs"
+  [ -n "$RT" ] && common="$common --max-seconds $RT"
+  [ -n "$WARM" ] && common="$common --warmup-seconds $WARM"
+  for t in 1 $N; do
+    case ",$POLICIES," in *,zipage,*) $B/zipage bench $common --tp $t $ZIPAGE --async --label zipage-tp$t || echo "tpreasoning: zipage tp $t failed";; esac
+    case ",$POLICIES," in *,full,*) $B/zipage bench $common --tp $t --label full-tp$t || echo "tpreasoning: full tp $t failed";; esac
+  done
+}
 plot() {
   bash bench/plot_pool.sh $CSV $O/bench_pool.png "$P, $REQ reasoning requests"
   [ -s $TL ] && bash bench/plot_timeline.sh $TL $O/bench_timeline.png "$P, $REQ reasoning requests"
@@ -147,8 +182,10 @@ case $STEP in
   kernels) kernels ;;
   redundancy) redundancy ;;
   attention) attention ;;
+  tp) tp ;;
+  tpreasoning) tpreasoning ;;
   plot) plot ;;
   quick) fixed; batch1; graphs; reasoning; redundancy; plot ;;
-  *) echo "run_bench: unknown step $STEP (gate, fixed, fixedg, batch1, graphs, profile, reasoning, knobs, kernels, redundancy, attention, plot, quick)"; exit 2 ;;
+  *) echo "run_bench: unknown step $STEP (gate, fixed, fixedg, batch1, graphs, profile, reasoning, knobs, kernels, redundancy, attention, tp, tpreasoning, plot, quick)"; exit 2 ;;
 esac
 echo "== rows so far"; cat $CSV 2>/dev/null

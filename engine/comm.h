@@ -7,8 +7,8 @@
  *   - zp_comm_nccl_create (cuda/comm_nccl.cu): ranks on GPUs, one thread of this process per
  *     GPU, ncclAllReduce on each backend's stream (libnccl.so.2 opened at run time).
  * Deliberately not here: broadcasts of the scheduler's batch and the MIN of block counts over
- * ranks (the engine's, with the multi-process launcher). A rank that fails between two
- * collectives leaves the others waiting in the next one: callers stop every rank on an error. */
+ * ranks (the engine's, engine_tp.c). A rank that fails between two collectives would leave the
+ * others waiting in the next one: its caller aborts the group (abort). */
 #ifndef ZP_COMM_H
 #define ZP_COMM_H
 
@@ -26,6 +26,11 @@ struct zp_comm {
     int size, rank;
     /* buf (n elements of type, on be) := the elementwise sum of every rank's buf */
     zp_status (*all_reduce)(zp_comm *c, zp_backend *be, void *buf, zp_act_type type, size_t n);
+    /* stops the group after an error on a rank: every rank waiting in a collective, or entering
+     * one later, gets an error instead of waiting for the failed rank (local: a flag of the
+     * group; NCCL: ncclCommAbort of this rank's communicator, which ends its kernels). Called
+     * for every rank's communicator, from any thread; the group is not usable after. */
+    void (*abort)(zp_comm *c);
     void (*destroy)(zp_comm *c);
 };
 

@@ -2,8 +2,9 @@
  * its buffer to its host slot, waits for the group, sums every slot in rank order (so that
  * every rank computes bit-identical values) and copies the sum back to its buffer, then waits
  * again before a slot may be reused. Also the stand-in of zp_comm_nccl_create in builds without
- * NCCL. Deliberately not here: GPU-to-GPU transfers (NCCL's), timeouts (a rank that never
- * arrives blocks the group; comm.h). */
+ * NCCL. Its barrier is a generation count under a mutex, so that abort (comm.h) releases the
+ * ranks waiting in it. Deliberately not here: GPU-to-GPU transfers (NCCL's), timeouts (a rank
+ * that never arrives and is never aborted blocks the group). */
 #include "comm.h"
 
 #include <pthread.h>
@@ -12,8 +13,10 @@
 
 typedef struct {
     int size, refs;
-    pthread_barrier_t barrier;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu;   /* the barrier's state, refs */
+    pthread_cond_t cv;
+    int arrived, aborted;
+    unsigned generation;
     float **slot;       /* [size] host copies of each rank's buffer */
     size_t *cap;        /* [size] their capacities (floats) */
     zp_status *status;  /* [size] each rank's copy-out result of this collective */
@@ -34,6 +37,25 @@ static int grow(float **p, size_t *cap, size_t n) {
     return 1;
 }
 
+/* Waits for every rank of the group; 0 when the group was aborted (before or while waiting). */
+static int group_wait(local_group *g) {
+    pthread_mutex_lock(&g->mu);
+    if (!g->aborted && ++g->arrived == g->size) {
+        g->arrived = 0;
+        g->generation++;
+        pthread_cond_broadcast(&g->cv);
+    } else {
+        for (const unsigned gen = g->generation; !g->aborted && gen == g->generation;) pthread_cond_wait(&g->cv, &g->mu);
+    }
+    const int ok = !g->aborted;
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}
+
+static zp_status stopped(const zp_comm *c) {
+    return zp_fail(ZP_ERR_BACKEND, "all-reduce: rank %d of %d: the group was stopped after an error on another rank", c->rank, c->size);
+}
+
 static zp_status local_all_reduce(zp_comm *c, zp_backend *be, void *buf, zp_act_type type, size_t n) {
     local_rank *r = (local_rank *)c;
     local_group *g = r->g;
@@ -43,7 +65,7 @@ static zp_status local_all_reduce(zp_comm *c, zp_backend *be, void *buf, zp_act_
                       ? be->to_host(be, g->slot[me], buf, type, 0, n)
                       : zp_fail(ZP_ERR_OOM, "all-reduce: no host memory for %zu values", n);
     g->status[me] = s;
-    pthread_barrier_wait(&g->barrier);
+    if (!group_wait(g)) return stopped(c);
     int failed = -1;
     for (int k = 0; k < g->size && failed < 0; k++)
         if (g->status[k] != ZP_OK) failed = k;
@@ -52,9 +74,17 @@ static zp_status local_all_reduce(zp_comm *c, zp_backend *be, void *buf, zp_act_
         for (int k = 1; k < g->size; k++)
             for (size_t i = 0; i < n; i++) r->sum[i] += g->slot[k][i];
     }
-    pthread_barrier_wait(&g->barrier);
+    if (!group_wait(g)) return stopped(c);
     if (failed >= 0) return failed == me ? s : zp_fail(ZP_ERR_BACKEND, "all-reduce: rank %d of %d failed", failed, g->size);
     return be->from_host(be, buf, type, r->sum, 0, n);
+}
+
+static void local_abort(zp_comm *c) {
+    local_group *g = ((local_rank *)c)->g;
+    pthread_mutex_lock(&g->mu);
+    g->aborted = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
 }
 
 static void local_destroy(zp_comm *c) {
@@ -68,7 +98,7 @@ static void local_destroy(zp_comm *c) {
     if (!last) return;
     for (int k = 0; k < g->size; k++) free(g->slot[k]);
     free(g->slot), free(g->cap), free(g->status);
-    pthread_barrier_destroy(&g->barrier);
+    pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->mu);
     free(g);
 }
@@ -82,20 +112,20 @@ zp_status zp_comm_local_create(int size, zp_comm **ranks) {
     g->cap = calloc((size_t)size, sizeof *g->cap);
     g->status = calloc((size_t)size, sizeof *g->status);
     int ok = g->slot && g->cap && g->status;
-    int have_barrier = ok && pthread_barrier_init(&g->barrier, NULL, (unsigned)size) == 0;
-    int have_mu = have_barrier && pthread_mutex_init(&g->mu, NULL) == 0;
+    int have_cv = ok && pthread_cond_init(&g->cv, NULL) == 0;
+    int have_mu = have_cv && pthread_mutex_init(&g->mu, NULL) == 0;
     int made = 0;
     for (; have_mu && made < size; made++) {
         local_rank *r = calloc(1, sizeof *r);
         if (!r) break;
-        r->base = (zp_comm){size, made, local_all_reduce, local_destroy};
+        r->base = (zp_comm){size, made, local_all_reduce, local_abort, local_destroy};
         r->g = g;
         ranks[made] = &r->base;
     }
     if (made == size) return ZP_OK;
     for (int k = 0; k < made; k++) free(ranks[k]);
     if (have_mu) pthread_mutex_destroy(&g->mu);
-    if (have_barrier) pthread_barrier_destroy(&g->barrier);
+    if (have_cv) pthread_cond_destroy(&g->cv);
     free(g->slot), free(g->cap), free(g->status), free(g);
     return zp_fail(ZP_ERR_OOM, "local communicator: no memory for %d ranks", size);
 }

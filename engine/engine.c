@@ -170,6 +170,8 @@ zp_status zp_engine_reinit(zp_engine **ep, const zp_engine_config *cfg) {
     ZP_TRY(engine_geometry(cfg, &geo));
     if (!old->abandoned && zp_engine_has_unfinished(old))
         return zp_fail(ZP_ERR_INVALID, "engine reinit: requests are still unfinished");
+    if (atomic_load(&old->tp_stopped))
+        return zp_fail(ZP_ERR_INVALID, "engine reinit: its tensor-parallel group was stopped after an error: create a new engine");
     if (!same_str(cfg->model_dir, oc->model_dir) || cfg->random_weights != oc->random_weights ||
         (cfg->random_weights && cfg->weight_seed != oc->weight_seed) || !same_str(cfg->device, oc->device) ||
         !same_str(cfg->precision, oc->precision) || cfg->n_threads != oc->n_threads || memcmp(&cfg->backend, &oc->backend, sizeof cfg->backend) ||

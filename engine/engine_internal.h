@@ -28,6 +28,8 @@ struct zp_engine {
     zp_engine_peer *peers;    /* [tp - 1] ranks 1.. */
     zp_comm **comms;          /* [n_comms] the group's communicators, rank r's at r (NULL at tp 1) */
     int n_comms;
+    atomic_int tp_stopped;    /* a rank failed: the group was aborted (comm.h), no more steps */
+    int tp_failed_rank;       /* the first rank that failed (written by it, read after the join) */
     zp_kv_geometry geo;       /* resolved from cfg once: block size, N_max, budget, window */
     zp_backend *be;
     zp_model *model;
@@ -74,7 +76,9 @@ typedef struct {
 } engine_rank;
 engine_rank engine_rank_of(zp_engine *e, int r);
 /* Runs fn for every rank at once (rank 0 on the calling thread, the others each on a thread of
- * its own, its backend bound to it), returning the first rank's error; at tp 1 just fn(rank 0). */
+ * its own, its backend bound to it), returning the first rank's error; at tp 1 just fn(rank 0).
+ * A rank that fails aborts the group's communicators at once (the others' sums fail rather than
+ * wait for it) and stops the group: later calls fail. */
 typedef zp_status (*engine_rank_fn)(zp_engine *e, int rank, engine_rank *k, void *arg);
 zp_status engine_ranks_run(zp_engine *e, engine_rank_fn fn, void *arg);
 /* The group of e->cfg.tp ranks: backends, communicators and model shares (rank 0 last, so the

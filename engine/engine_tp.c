@@ -11,8 +11,8 @@
  * has the fewest blocks any rank's memory holds. At tp 1 each function is the plain call on
  * rank 0, on the calling thread.
  * Deliberately not here: a group of several processes (one process, one thread per rank, so the
- * batch is shared memory rather than broadcast), a timeout for a rank that fails between two
- * collectives (comm.h), replicated KV heads (tp.h). */
+ * batch is shared memory rather than broadcast), a timeout for a rank that hangs (one that
+ * fails aborts the group: engine_ranks_run), replicated KV heads (tp.h). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +45,13 @@ static void run_job(rank_job *j) {
     engine_rank k = engine_rank_of(j->e, j->rank);
     j->status = k.be->bind ? k.be->bind(k.be) : ZP_OK;
     if (j->status == ZP_OK) j->status = j->fn(j->e, j->rank, &k, j->arg);
-    if (j->status != ZP_OK) snprintf(j->error, sizeof j->error, "%s", zp_last_error());
+    if (j->status == ZP_OK) return;
+    snprintf(j->error, sizeof j->error, "%s", zp_last_error());
+    zp_engine *e = j->e;
+    if (e->n_comms && !atomic_exchange(&e->tp_stopped, 1)) { /* the first failure releases the others */
+        e->tp_failed_rank = j->rank;
+        for (int r = 0; r < e->n_comms; r++) e->comms[r]->abort(e->comms[r]);
+    }
 }
 
 static void *rank_thread(void *arg) {
@@ -55,6 +61,8 @@ static void *rank_thread(void *arg) {
 
 zp_status engine_ranks_run(zp_engine *e, engine_rank_fn fn, void *arg) {
     const int P = e->tp > 1 ? e->tp : 1;
+    if (atomic_load(&e->tp_stopped))
+        return zp_fail(ZP_ERR_INVALID, "tensor parallelism: the group of %d ranks was stopped after an error on one of them: create a new engine", P);
     if (P == 1) {
         engine_rank k = engine_rank_of(e, 0);
         return fn(e, 0, &k, arg);
@@ -76,8 +84,8 @@ zp_status engine_ranks_run(zp_engine *e, engine_rank_fn fn, void *arg) {
     }
     run_job(&jobs[0]);
     for (int r = 1; r < P; r++) pthread_join(th[r], NULL);
-    for (int r = 0; r < P && s == ZP_OK; r++)
-        if (jobs[r].status != ZP_OK) s = zp_fail(jobs[r].status, "tensor-parallel rank %d of %d: %s", r, P, jobs[r].error);
+    const int first = atomic_load(&e->tp_stopped) ? e->tp_failed_rank : -1; /* the failure itself, not a rank its abort stopped */
+    if (first >= 0) s = zp_fail(jobs[first].status, "tensor-parallel rank %d of %d: %s", first, P, jobs[first].error);
     free(jobs), free(th);
     return s;
 }

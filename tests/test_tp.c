@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "comm.h"
 #include "model.h"
@@ -236,6 +237,62 @@ static void test_slices(const char *source) {
     be->destroy(be);
 }
 
+/* The local communicator's abort: a rank waiting in a sum for a rank that failed gets an error,
+ * and so does a sum begun after the abort. */
+typedef struct {
+    zp_comm *comm;
+    zp_backend *be;
+    zp_status status;
+} abort_job;
+
+static void *waiting_rank(void *arg) {
+    abort_job *j = arg;
+    void *buf;
+    j->status = j->be->alloc(j->be, 4, ZP_ACT_F32, &buf);
+    if (j->status == ZP_OK) j->status = j->comm->all_reduce(j->comm, j->be, buf, ZP_ACT_F32, 4), j->be->release(j->be, buf);
+    return NULL;
+}
+
+static void test_abort(void) {
+    zp_comm *comm[2];
+    zp_backend *be;
+    CHECK_OK(zp_comm_local_create(2, comm));
+    CHECK_OK(zp_backend_cpu_create(1, &be));
+    abort_job j = {comm[0], be, ZP_OK};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, waiting_rank, &j) == 0);
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, NULL); /* rank 0 is waiting for rank 1, which fails instead */
+    comm[1]->abort(comm[1]);
+    pthread_join(th, NULL);
+    CHECK(j.status == ZP_ERR_BACKEND); /* its message is its thread's: "rank 0 of 2: the group was stopped" */
+    void *buf;
+    CHECK_OK(be->alloc(be, 4, ZP_ACT_F32, &buf));
+    CHECK_FAILS(comm[1]->all_reduce(comm[1], be, buf, ZP_ACT_F32, 4), ZP_ERR_BACKEND, "rank 1 of 2: the group was stopped after an error on another rank");
+    be->release(be, buf);
+    comm[0]->destroy(comm[0]), comm[1]->destroy(comm[1]);
+    be->destroy(be);
+    printf("  local communicator: abort releases a rank waiting in a sum, later sums fail\n");
+}
+
+/* NCCL's abort (ncclCommAbort): a sum on an aborted group fails, and its communicators are
+ * then freed without ncclCommDestroy. */
+static void test_nccl_abort(int p) {
+    zp_comm *comm[4];
+    const int devices[4] = {0, 1, 2, 3};
+    CHECK_OK(zp_comm_nccl_create(p, devices, comm));
+    zp_backend *be;
+    CHECK_OK(backend_create(0, &be));
+    for (int r = 0; r < p; r++) comm[r]->abort(comm[r]);
+    void *buf;
+    CHECK_OK(be->alloc(be, 4, ZP_ACT_F32, &buf));
+    CHECK_FAILS(comm[0]->all_reduce(comm[0], be, buf, ZP_ACT_F32, 4), ZP_ERR_BACKEND, "the group was stopped after an error");
+    be->release(be, buf);
+    for (int r = 0; r < p; r++) comm[r]->destroy(comm[r]);
+    be->destroy(be);
+    printf("  nccl: an aborted group's sums fail, its communicators free\n");
+}
+
 int main(int argc, char **argv) {
     use_nccl = argc > 2 && !strcmp(argv[1], "nccl");
     use_cuda = use_nccl || (argc > 1 && !strcmp(argv[1], "cuda"));
@@ -261,9 +318,11 @@ int main(int argc, char **argv) {
     if (use_nccl) { /* every policy-free forward of the shapes that split into p */
         if (p <= 2) test_group("tiny-qwen3", p), test_group("tiny-llama", p);
         test_group(qwen3, p), test_group(qwen2, p), test_group(llama, p);
+        test_nccl_abort(p);
         return zp_test_finish("test_tp nccl");
     }
     test_arithmetic();
+    test_abort();
     test_slices("tiny-qwen3");
     test_slices(qwen2);
     test_group("tiny-qwen3", 2);

@@ -155,6 +155,34 @@ static const char *four_kv_config(void) {
     return path;
 }
 
+/* A rank that fails while the others wait in a sum: they get an error instead of waiting for
+ * ever, the error names the failed rank, and the group takes no more steps. */
+static zp_status fail_or_sum(zp_engine *e, int r, engine_rank *k, void *arg) {
+    (void)e, (void)arg;
+    if (r == 1) return zp_fail(ZP_ERR_BACKEND, "an injected failure");
+    void *buf;
+    ZP_TRY(k->be->alloc(k->be, 8, ZP_ACT_F32, &buf));
+    zp_status s = k->model->comm->all_reduce(k->model->comm, k->be, buf, ZP_ACT_F32, 8); /* rank 1 never arrives */
+    k->be->release(k->be, buf);
+    return s;
+}
+
+static void failed_rank(const char *ckpt) {
+    zp_engine_config ec = engine_config(ckpt, 0, "zipage", 2, 0);
+    zp_engine *e = NULL;
+    CHECK_OK(zp_engine_init(&ec, &e));
+    if (!e) return;
+    CHECK_FAILS(engine_ranks_run(e, fail_or_sum, NULL), ZP_ERR_BACKEND, "tensor-parallel rank 1 of 2: an injected failure");
+    zp_sampling_params sp = zp_sampling_default();
+    const int ids[4] = {5, 6, 7, 8};
+    CHECK_OK(zp_engine_add_request(e, ids, 4, &sp, 0, 0, 1));
+    CHECK_FAILS(zp_engine_step(e), ZP_ERR_INVALID, "was stopped after an error on one of them: create a new engine");
+    zp_engine_abandon(e);
+    CHECK_FAILS(zp_engine_reinit(&e, &ec), ZP_ERR_INVALID, "group was stopped after an error");
+    zp_engine_free(e);
+    printf("  a rank failing while another waits in a sum: the wait ends with an error naming the rank, the group stops\n");
+}
+
 static void refusals(const char *ckpt) {
     zp_engine *e = NULL;
     zp_engine_config ec = engine_config(ckpt, 0, "zipage", 3, 0);
@@ -195,5 +223,6 @@ int main(int argc, char **argv) {
     every_policy("tiny-qwen3", ckpt, 0, 2);
     every_policy("4 KV heads", kv4, 1, nccl ? 2 : 4);
     if (!nccl) refusals(ckpt);
+    failed_rank(ckpt);
     return zp_test_finish(nccl ? "test_tp_engine nccl" : !strcmp(device, "cuda") ? "test_tp_engine cuda" : "test_tp_engine");
 }

@@ -19,6 +19,7 @@ typedef struct {
     ncclResult_t (*init_all)(ncclComm_t *, int, const int *);
     ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
     ncclResult_t (*destroy)(ncclComm_t);
+    ncclResult_t (*abort)(ncclComm_t);
     const char *(*error_string)(ncclResult_t);
 } nccl_api;
 
@@ -34,10 +35,11 @@ static zp_status nccl_open(void) {
     *(void **)&a.init_all = dlsym(lib, "ncclCommInitAll");
     *(void **)&a.all_reduce = dlsym(lib, "ncclAllReduce");
     *(void **)&a.destroy = dlsym(lib, "ncclCommDestroy");
+    *(void **)&a.abort = dlsym(lib, "ncclCommAbort");
     *(void **)&a.error_string = dlsym(lib, "ncclGetErrorString");
-    if (!a.init_all || !a.all_reduce || !a.destroy || !a.error_string) {
+    if (!a.init_all || !a.all_reduce || !a.destroy || !a.abort || !a.error_string) {
         dlclose(lib);
-        return zp_fail(ZP_ERR_UNSUPPORTED, "nccl: libnccl.so.2 lacks ncclCommInitAll, ncclAllReduce, ncclCommDestroy or ncclGetErrorString");
+        return zp_fail(ZP_ERR_UNSUPPORTED, "nccl: libnccl.so.2 lacks ncclCommInitAll, ncclAllReduce, ncclCommDestroy, ncclCommAbort or ncclGetErrorString");
     }
     api = a;
     return ZP_OK;
@@ -54,6 +56,7 @@ typedef struct {
     zp_comm base;
     ncclComm_t comm;
     int device;
+    int aborted; /* ncclCommAbort freed comm */
 } nccl_rank;
 
 static zp_status nccl_all_reduce(zp_comm *c, zp_backend *be, void *buf, zp_act_type type, size_t n) {
@@ -62,14 +65,22 @@ static zp_status nccl_all_reduce(zp_comm *c, zp_backend *be, void *buf, zp_act_t
     cuda_ctx *ctx = CUDA_CTX(be);
     if (ctx->device != r->device)
         return zp_fail(ZP_ERR_INVALID, "nccl all-reduce: rank %d's communicator is on GPU %d, its backend on GPU %d", c->rank, r->device, ctx->device);
+    if (r->aborted) return zp_fail(ZP_ERR_BACKEND, "nccl all-reduce: rank %d of %d: the group was stopped after an error", c->rank, c->size);
     const ncclDataType_t t = type == ZP_ACT_F32 || ctx->fp32 ? ncclFloat32 : ncclBfloat16;
     ZP_NCCL_CHECK(api.all_reduce(buf, buf, n, t, ncclSum, r->comm, ctx->stream));
     return ZP_OK;
 }
 
+static void nccl_abort(zp_comm *c) {
+    nccl_rank *r = (nccl_rank *)c;
+    if (r->aborted) return;
+    r->aborted = 1;
+    (void)api.abort(r->comm); /* its kernels end; an error here leaves nothing better to do */
+}
+
 static void nccl_destroy(zp_comm *c) {
     nccl_rank *r = (nccl_rank *)c;
-    api.destroy(r->comm);
+    if (!r->aborted) api.destroy(r->comm);
     free(r);
 }
 
@@ -85,7 +96,7 @@ extern "C" zp_status zp_comm_nccl_create(int size, const int *devices, zp_comm *
             for (int j = k; j < size; j++) api.destroy(comms[j]);
             return zp_fail(ZP_ERR_OOM, "nccl communicator: no memory");
         }
-        r->base.size = size, r->base.rank = k, r->base.all_reduce = nccl_all_reduce, r->base.destroy = nccl_destroy;
+        r->base.size = size, r->base.rank = k, r->base.all_reduce = nccl_all_reduce, r->base.abort = nccl_abort, r->base.destroy = nccl_destroy;
         r->comm = comms[k], r->device = devices[k];
         ranks[k] = &r->base;
     }

@@ -29,7 +29,7 @@ struct zp_engine {
     zp_comm **comms;          /* [n_comms] the group's communicators, rank r's at r (NULL at tp 1) */
     int n_comms;
     atomic_int tp_stopped;    /* a rank failed: the group was aborted (comm.h), no more steps */
-    int tp_failed_rank;       /* the first rank that failed (written by it, read after the join) */
+    atomic_int tp_failed_rank; /* the first rank that failed */
     zp_kv_geometry geo;       /* resolved from cfg once: block size, N_max, budget, window */
     zp_backend *be;
     zp_model *model;

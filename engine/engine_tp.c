@@ -49,7 +49,7 @@ static void run_job(rank_job *j) {
     snprintf(j->error, sizeof j->error, "%s", zp_last_error());
     zp_engine *e = j->e;
     if (e->n_comms && !atomic_exchange(&e->tp_stopped, 1)) { /* the first failure releases the others */
-        e->tp_failed_rank = j->rank;
+        atomic_store(&e->tp_failed_rank, j->rank);
         for (int r = 0; r < e->n_comms; r++) e->comms[r]->abort(e->comms[r]);
     }
 }
@@ -78,13 +78,18 @@ zp_status engine_ranks_run(zp_engine *e, engine_rank_fn fn, void *arg) {
     for (; started < P; started++)
         if (pthread_create(&th[started], NULL, rank_thread, &jobs[started]) != 0) break;
     zp_status s = ZP_OK;
-    if (started < P) { /* the ranks already started wait in a collective for ever: nothing to recover */
-        fprintf(stderr, "zipage: cannot start the thread of tensor-parallel rank %d of %d\n", started, P);
-        abort();
+    if (started < P) { /* the ranks started would wait in a sum for the missing one: the group stops */
+        if (!atomic_exchange(&e->tp_stopped, 1))
+            for (int r = 0; r < e->n_comms; r++) e->comms[r]->abort(e->comms[r]);
+        for (int r = 1; r < started; r++) pthread_join(th[r], NULL);
+        free(jobs), free(th);
+        return zp_fail(ZP_ERR_BACKEND, "tensor parallelism: cannot start the thread of rank %d of %d; the group is stopped", started, P);
     }
     run_job(&jobs[0]);
     for (int r = 1; r < P; r++) pthread_join(th[r], NULL);
-    const int first = atomic_load(&e->tp_stopped) ? e->tp_failed_rank : -1; /* the failure itself, not a rank its abort stopped */
+    int first = -1; /* the failure itself rather than a rank its abort stopped (a failure may also be another call's: the worker's) */
+    for (int r = 0; r < P; r++)
+        if (jobs[r].status != ZP_OK && (first < 0 || r == atomic_load(&e->tp_failed_rank))) first = r;
     if (first >= 0) s = zp_fail(jobs[first].status, "tensor-parallel rank %d of %d: %s", first, P, jobs[first].error);
     free(jobs), free(th);
     return s;

@@ -14,7 +14,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "comm.h"
@@ -71,27 +70,6 @@ static void test_arithmetic(void) {
 }
 
 /* ---------------------------------------------------------------- models */
-
-/* A config for shapes the presets do not have (4 KV heads, so that 4 ranks hold one each). */
-static const char *write_config(const char *name, const char *arch, const char *type, const char *extra) {
-    static char path[3][1024];
-    static int k;
-    char dir[900];
-    char *out = path[k++ % 3];
-    snprintf(dir, sizeof dir, "%s/%s", ZP_TEST_TMP, name);
-    mkdir(dir, 0755);
-    snprintf(out, sizeof path[0], "%s/config.json", dir);
-    FILE *f = fopen(out, "w");
-    CHECK(f != NULL);
-    if (!f) return out;
-    fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": 256, \"intermediate_size\": 512, "
-               "\"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"num_hidden_layers\": 2, \"head_dim\": 32, "
-               "\"max_position_embeddings\": 4096, \"rms_norm_eps\": 1e-06, \"rope_theta\": 10000, \"vocab_size\": 1024, "
-               "\"bos_token_id\": 1, \"eos_token_id\": 2, \"tie_word_embeddings\": false%s}\n",
-            arch, type, extra);
-    fclose(f);
-    return out;
-}
 
 typedef struct {
     const char *source;
@@ -313,8 +291,9 @@ int main(int argc, char **argv) {
         }
         for (int r = 0; use_nccl && r < p; r++) probe_comm[r]->destroy(probe_comm[r]);
     }
-    const char *qwen3 = write_config("tp_qwen3", "Qwen3ForCausalLM", "qwen3", ""), *qwen2 = write_config("tp_qwen2", "Qwen2ForCausalLM", "qwen2", ""),
-               *llama = write_config("tp_llama", "LlamaForCausalLM", "llama", "");
+    const char *qwen3 = zp_test_kv4_config("tp_qwen3", "Qwen3ForCausalLM", "qwen3", ""),
+               *qwen2 = zp_test_kv4_config("tp_qwen2", "Qwen2ForCausalLM", "qwen2", ""),
+               *llama = zp_test_kv4_config("tp_llama", "LlamaForCausalLM", "llama", "");
     if (use_nccl) { /* every policy-free forward of the shapes that split into p */
         if (p <= 2) test_group("tiny-qwen3", p), test_group("tiny-llama", p);
         test_group(qwen3, p), test_group(qwen2, p), test_group(llama, p);

@@ -10,7 +10,6 @@
  * GPU r through NCCL, exit 77 (skipped) with fewer than 2 GPUs or without NCCL. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "engine_internal.h"
 #include "policy.h"
@@ -137,24 +136,6 @@ static void every_policy(const char *name, const char *source, int random, int t
     CHECK(same(&one, &group, &diff));
 }
 
-/* A shape with 4 KV heads (a rank each at tp 4). */
-static const char *four_kv_config(void) {
-    static char path[1024];
-    char dir[900];
-    snprintf(dir, sizeof dir, "%s/tp_engine_kv4", ZP_TEST_TMP);
-    mkdir(dir, 0755);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    if (!f) return path;
-    fprintf(f, "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", \"hidden_size\": 256, \"intermediate_size\": 512, "
-               "\"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"num_hidden_layers\": 2, \"head_dim\": 32, "
-               "\"max_position_embeddings\": 4096, \"rms_norm_eps\": 1e-06, \"rope_theta\": 10000, \"vocab_size\": 1024, "
-               "\"bos_token_id\": 1, \"eos_token_id\": 2, \"tie_word_embeddings\": false}\n");
-    fclose(f);
-    return path;
-}
-
 /* A rank that fails while the others wait in a sum: they get an error instead of waiting for
  * ever, the error names the failed rank, and the group takes no more steps. */
 static zp_status fail_or_sum(zp_engine *e, int r, engine_rank *k, void *arg) {
@@ -219,7 +200,7 @@ int main(int argc, char **argv) {
         }
         for (int r = 0; nccl && r < 2; r++) probe_comm[r]->destroy(probe_comm[r]);
     }
-    const char *ckpt = zp_test_model("tiny-qwen3"), *kv4 = four_kv_config();
+    const char *ckpt = zp_test_model("tiny-qwen3"), *kv4 = zp_test_kv4_config("tp_engine_kv4", "Qwen3ForCausalLM", "qwen3", "");
     every_policy("tiny-qwen3", ckpt, 0, 2);
     every_policy("4 KV heads", kv4, 1, nccl ? 2 : 4);
     if (!nccl) refusals(ckpt);

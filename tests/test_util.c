@@ -56,6 +56,26 @@ const char *zp_test_model(const char *preset) {
     return paths[n++ % 8];
 }
 
+const char *zp_test_kv4_config(const char *name, const char *arch, const char *type, const char *extra) {
+    static char path[3][1024];
+    static int k;
+    char dir[900];
+    char *out = path[k++ % 3];
+    snprintf(dir, sizeof dir, "%s/%s", ZP_TEST_TMP, name);
+    mkdir(dir, 0755);
+    snprintf(out, sizeof path[0], "%s/config.json", dir);
+    FILE *f = fopen(out, "w");
+    CHECK(f != NULL);
+    if (!f) return out;
+    fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": 256, \"intermediate_size\": 512, "
+               "\"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"num_hidden_layers\": 2, \"head_dim\": 32, "
+               "\"max_position_embeddings\": 4096, \"rms_norm_eps\": 1e-06, \"rope_theta\": 10000, \"vocab_size\": 1024, "
+               "\"bos_token_id\": 1, \"eos_token_id\": 2, \"tie_word_embeddings\": false%s}\n",
+            arch, type, extra);
+    fclose(f);
+    return out;
+}
+
 double zp_max_abs_diff(const float *a, const float *b, size_t n) {
     double m = 0;
     for (size_t i = 0; i < n; i++) {

@@ -46,6 +46,10 @@ void zp_check_fails(zp_status got, zp_status want, const char *needle, const cha
 int zp_test_finish(const char *name);
 /* Path of a checkpoint of preset `preset` with seed 1 (bf16), written on first use. */
 const char *zp_test_model(const char *preset);
+/* ZP_TEST_TMP/name/config.json of a shape the presets lack: 8 query heads and 4 KV heads (a
+ * KV head per rank at tp 4), hidden 256, 2 layers, of architecture arch and model_type type,
+ * extra appended to the JSON object (e.g. ", \"attention_bias\": true"). Up to 3 paths live at once. */
+const char *zp_test_kv4_config(const char *name, const char *arch, const char *type, const char *extra);
 /* Max |a-b| over n floats. */
 double zp_max_abs_diff(const float *a, const float *b, size_t n);
 double zp_max_abs(const float *a, size_t n);

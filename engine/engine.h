@@ -1,6 +1,8 @@
 /* engine.h - the public engine API: init, add requests, step, poll finished outputs, stats.
  *
- * One engine = one model on one backend, a paged KV pool, a scheduler and the sampler.
+ * One engine = one model on one backend (or, with tp > 1, a tensor-parallel group of model
+ * shares on as many backends, each with its share of the pool's K/V), a paged KV pool, a
+ * scheduler and the sampler.
  * Each step runs either a prefill batch or a decode batch and samples one token per
  * scheduled request. Requests are token ids; text and chat templates live outside.
  * The engine is opaque: this header shows none of its parts (the backend's op table, the
@@ -33,7 +35,8 @@ typedef struct {
     int num_blocks;            /* KV pool blocks; 0: from kv_pool_tokens */
     double kv_pool_bytes;      /* or the KV state's memory in bytes: K/V blocks plus, with an evicting
                                   policy, its score cache and query slots, so every policy gets the
-                                  same memory (excludes kv_pool_tokens); 0: unused */
+                                  same memory (excludes kv_pool_tokens); with tensor parallelism the group's,
+                                  split evenly over its ranks; 0: unused */
     int host_only;             /* sample and score compression on the host even on CUDA (tests, debugging) */
     int tp_local;              /* tensor parallelism (tp > 1) with every rank on the one device named and the
                                   local communicator (tests of the group's code path on one GPU; the CPU always) */

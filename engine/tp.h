@@ -5,10 +5,10 @@
  * ones that read them (GQA group g = n_heads / n_kv_heads: rank r's query heads
  * [r*Hq/P, (r+1)*Hq/P) read KV heads [r*Hkv/P, (r+1)*Hkv/P)); scoring and compaction select
  * per KV head and need no communication (every policy's plan reads one KV head's keys, its
- * group's queries and its own scores; budgets do not depend on the head count). Two things a
- * TP engine must still carry over: `random` hashes the local head index into its draw
- * (scorers/key_hash.h), which must become the global kv0 + g, and the compression statistics
- * (tokens evicted) count local heads, to be summed over the ranks.
+ * group's queries and its own scores; budgets do not depend on the head count). Two things the
+ * engine's group (engine_tp.c) carries over: `random` hashes the model's head index kv0 + g
+ * into its draw (zp_attn_dims.kv_head0, scorers/key_hash.h), and the compression statistics
+ * (tokens evicted) count local heads, summed over the ranks.
  *
  * Deliberately not here: replicating KV heads when the group is larger than n_kv_heads (vLLM
  * does; such sizes are refused), sharding the vocabulary (embedding and LM head are

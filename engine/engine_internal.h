@@ -30,6 +30,7 @@ struct zp_engine {
     int n_comms;
     atomic_int tp_stopped;    /* a rank failed: the group was aborted (comm.h), no more steps */
     atomic_int tp_failed_rank; /* the first rank that failed */
+    struct engine_rank_pool *rank_pool; /* the ranks' persistent threads (engine_tp.c), NULL at tp 1 */
     zp_kv_geometry geo;       /* resolved from cfg once: block size, N_max, budget, window */
     zp_backend *be;
     zp_model *model;
@@ -67,6 +68,7 @@ struct zp_engine {
     int abandoned;            /* zp_engine_abandon: unfinished requests are dropped, no more steps */
 };
 
+typedef struct engine_rank_pool engine_rank_pool;
 /* One rank's parts (engine_tp.c): rank 0 the engine's own, r > 0 peers[r - 1]. */
 typedef struct {
     zp_backend *be;

@@ -54,19 +54,108 @@ static void run_job(rank_job *j) {
     }
 }
 
+/* The first failure among a run's jobs, rather than a rank its abort stopped (a failure may
+ * also be another call's: the compression worker's). */
+static zp_status jobs_status(zp_engine *e, const rank_job *jobs, int P) {
+    int first = -1;
+    for (int r = 0; r < P; r++)
+        if (jobs[r].status != ZP_OK && (first < 0 || r == atomic_load(&e->tp_failed_rank))) first = r;
+    return first < 0 ? ZP_OK : zp_fail(jobs[first].status, "tensor-parallel rank %d of %d: %s", first, P, jobs[first].error);
+}
+
+/* The engine thread's runs go to one persistent thread per rank 1.. (no thread start per step;
+ * each keeps its OpenMP team); a run that finds the pool busy (the compression worker's, during
+ * a step) starts threads of its own. */
+struct engine_rank_pool {
+    pthread_mutex_t busy; /* held by the caller whose run the workers serve */
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    unsigned gen;         /* runs begun */
+    int remaining, quit, n_started;
+    rank_job *jobs;       /* [tp] the run's */
+    pthread_t *th;        /* [tp] rank r's worker at r (0 unused) */
+    struct pool_arg { engine_rank_pool *p; int rank; } *args;
+};
+
+static void *pool_worker(void *arg) {
+    const struct pool_arg *a = arg;
+    engine_rank_pool *p = a->p;
+    unsigned seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->quit && p->gen == seen) pthread_cond_wait(&p->go, &p->mu);
+        if (p->quit) break;
+        seen = p->gen;
+        pthread_mutex_unlock(&p->mu);
+        run_job(&p->jobs[a->rank]);
+        pthread_mutex_lock(&p->mu);
+        if (--p->remaining == 0) pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void pool_free(engine_rank_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    for (int r = 1; r <= p->n_started; r++) pthread_join(p->th[r], NULL);
+    pthread_cond_destroy(&p->go), pthread_cond_destroy(&p->done);
+    pthread_mutex_destroy(&p->mu), pthread_mutex_destroy(&p->busy);
+    free(p->jobs), free(p->th), free(p->args), free(p);
+}
+
+static zp_status pool_create(int P, engine_rank_pool **out) {
+    engine_rank_pool *p = calloc(1, sizeof *p);
+    ZP_CHECK_ALLOC(p);
+    p->jobs = calloc((size_t)P, sizeof *p->jobs);
+    p->th = calloc((size_t)P, sizeof *p->th);
+    p->args = calloc((size_t)P, sizeof *p->args);
+    if (!p->jobs || !p->th || !p->args) {
+        free(p->jobs), free(p->th), free(p->args), free(p);
+        return zp_fail(ZP_ERR_OOM, "tensor parallelism: no memory for the threads of %d ranks", P);
+    }
+    pthread_mutex_init(&p->busy, NULL), pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->go, NULL), pthread_cond_init(&p->done, NULL);
+    for (int r = 1; r < P; r++, p->n_started++) {
+        p->args[r] = (struct pool_arg){p, r};
+        if (pthread_create(&p->th[r], NULL, pool_worker, &p->args[r]) != 0) {
+            pool_free(p);
+            return zp_fail(ZP_ERR_BACKEND, "tensor parallelism: cannot start the thread of rank %d of %d", r, P);
+        }
+    }
+    *out = p;
+    return ZP_OK;
+}
+
+/* A run on the pool, whose busy lock the caller holds. */
+static zp_status run_pooled(zp_engine *e, engine_rank_pool *p, engine_rank_fn fn, void *arg) {
+    const int P = e->tp;
+    for (int r = 0; r < P; r++) p->jobs[r] = (rank_job){e, r, fn, arg, ZP_OK, ""};
+    pthread_mutex_lock(&p->mu);
+    p->remaining = P - 1;
+    p->gen++;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    run_job(&p->jobs[0]);
+    pthread_mutex_lock(&p->mu);
+    while (p->remaining) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    zp_status s = jobs_status(e, p->jobs, P);
+    pthread_mutex_unlock(&p->busy);
+    return s;
+}
+
 static void *rank_thread(void *arg) {
     run_job(arg);
     return NULL;
 }
 
-zp_status engine_ranks_run(zp_engine *e, engine_rank_fn fn, void *arg) {
-    const int P = e->tp > 1 ? e->tp : 1;
-    if (atomic_load(&e->tp_stopped))
-        return zp_fail(ZP_ERR_INVALID, "tensor parallelism: the group of %d ranks was stopped after an error on one of them: create a new engine", P);
-    if (P == 1) {
-        engine_rank k = engine_rank_of(e, 0);
-        return fn(e, 0, &k, arg);
-    }
+/* A run on threads started for it. */
+static zp_status run_spawned(zp_engine *e, engine_rank_fn fn, void *arg) {
+    const int P = e->tp;
     rank_job *jobs = calloc((size_t)P, sizeof *jobs);
     pthread_t *th = calloc((size_t)P, sizeof *th);
     if (!jobs || !th) {
@@ -77,7 +166,6 @@ zp_status engine_ranks_run(zp_engine *e, engine_rank_fn fn, void *arg) {
     for (int r = 0; r < P; r++) jobs[r] = (rank_job){e, r, fn, arg, ZP_OK, ""};
     for (; started < P; started++)
         if (pthread_create(&th[started], NULL, rank_thread, &jobs[started]) != 0) break;
-    zp_status s = ZP_OK;
     if (started < P) { /* the ranks started would wait in a sum for the missing one: the group stops */
         if (!atomic_exchange(&e->tp_stopped, 1))
             for (int r = 0; r < e->n_comms; r++) e->comms[r]->abort(e->comms[r]);
@@ -87,12 +175,21 @@ zp_status engine_ranks_run(zp_engine *e, engine_rank_fn fn, void *arg) {
     }
     run_job(&jobs[0]);
     for (int r = 1; r < P; r++) pthread_join(th[r], NULL);
-    int first = -1; /* the failure itself rather than a rank its abort stopped (a failure may also be another call's: the worker's) */
-    for (int r = 0; r < P; r++)
-        if (jobs[r].status != ZP_OK && (first < 0 || r == atomic_load(&e->tp_failed_rank))) first = r;
-    if (first >= 0) s = zp_fail(jobs[first].status, "tensor-parallel rank %d of %d: %s", first, P, jobs[first].error);
+    zp_status s = jobs_status(e, jobs, P);
     free(jobs), free(th);
     return s;
+}
+
+zp_status engine_ranks_run(zp_engine *e, engine_rank_fn fn, void *arg) {
+    const int P = e->tp > 1 ? e->tp : 1;
+    if (atomic_load(&e->tp_stopped))
+        return zp_fail(ZP_ERR_INVALID, "tensor parallelism: the group of %d ranks was stopped after an error on one of them: create a new engine", P);
+    if (P == 1) {
+        engine_rank k = engine_rank_of(e, 0);
+        return fn(e, 0, &k, arg);
+    }
+    if (e->rank_pool && pthread_mutex_trylock(&e->rank_pool->busy) == 0) return run_pooled(e, e->rank_pool, fn, arg);
+    return run_spawned(e, fn, arg);
 }
 
 /* ---------------------------------------------------------------- the group */
@@ -162,10 +259,12 @@ zp_status engine_tp_open(zp_engine *e) {
         else e->peers[r - 1].model = m;
     }
     e->model_cfg = e->model->whole_cfg;
-    return ZP_OK;
+    return P > 1 ? pool_create(P, &e->rank_pool) : ZP_OK;
 }
 
 void engine_tp_close(zp_engine *e) {
+    pool_free(e->rank_pool); /* no run is in flight: the engine's and the worker's have returned */
+    e->rank_pool = NULL;
     for (int r = 1; e->peers && r < e->tp; r++) {
         zp_engine_peer *p = &e->peers[r - 1];
         bind_rank(e, r);
@@ -182,8 +281,8 @@ void engine_tp_move(zp_engine *to, zp_engine *from) {
     engine_tp_kv_free(from);
     for (int r = 1; r < from->tp; r++) compressor_free(&from->peers[r - 1].comp); /* `to` makes its own */
     to->be = from->be, to->model = from->model, to->peers = from->peers, to->comms = from->comms;
-    to->n_comms = from->n_comms, to->tp = from->tp, to->model_cfg = from->model_cfg;
-    from->be = NULL, from->model = NULL, from->peers = NULL, from->comms = NULL, from->n_comms = 0, from->tp = 1;
+    to->n_comms = from->n_comms, to->tp = from->tp, to->model_cfg = from->model_cfg, to->rank_pool = from->rank_pool;
+    from->be = NULL, from->model = NULL, from->peers = NULL, from->comms = NULL, from->n_comms = 0, from->tp = 1, from->rank_pool = NULL;
 }
 
 void engine_tp_free_comms(zp_engine *e) {

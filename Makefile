@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 DEB_PACKAGES := cmake gcc make libcjson-dev libopenblas-openmp-dev libxxhash-dev libpcre2-dev libutf8proc-dev bubblewrap libcsv-dev gnuplot-nox
 ZIPAGE := $(BUILD)/zipage
 
-.PHONY: all deps build test test-slow test-sanitize fuzz fuzz-smoke fuzz-long generate devdeps models clean
+.PHONY: all deps build build-quiet test test-slow test-sanitize fuzz fuzz-smoke fuzz-long generate devdeps models clean
 all: build
 
 deps:
@@ -47,8 +47,17 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The build for the commands that show results (experiment, plots, table): its output only
+# when it fails.
+build-quiet: $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j $(JOBS) > $(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; \
+	  echo "the build failed (above; also in $(BUILD)/build.log)" >&2; exit 1; }
+
 test: build
 	cd $(BUILD) && ctest -L cpu -LE slow --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && echo "make test ran the tests labelled cpu; left out: $$(ctest -N -L slow | tail -1 | grep -o '[0-9]*') slow" \
+	  "(make test-slow) and $$(ctest -N -L gpu | tail -1 | grep -o '[0-9]*') gpu (on a GPU machine: cd $(BUILD) && ctest -L gpu," \
+	  "tests/device/README.md)"
 
 test-slow: build
 	cd $(BUILD) && ctest -L slow --output-on-failure

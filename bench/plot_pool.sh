@@ -79,5 +79,5 @@ PY
 UNIT=$(cat "$DAT.unit")
 POL=$(cut -d, -f1 "$DAT" | sort -u | tr '\n' ' ')
 command -v gnuplot >/dev/null || { echo "plot_pool: gnuplot not found, so no $PNG (the report above stands; make deps installs it)" >&2; exit 3; }
-gnuplot -e "data='$DAT'; out='$PNG'; title='$TITLE'; policies='$POL'; unit='$UNIT'; metric='$COL'" "$(dirname "$0")/../plots/bench_pool.gp"
+sh "$(dirname "$0")/../plots/gnuplot_strict.sh" -e "data='$DAT'; out='$PNG'; title='$TITLE'; policies='$POL'; unit='$UNIT'; metric='$COL'" "$(dirname "$0")/../plots/bench_pool.gp"
 echo "plot: $PNG"

@@ -34,5 +34,5 @@ for k in sorted(curves):  # halves by rows (a slow first step can take half the 
 PY
 CURVES=$(cut -d, -f1 "$DAT" | sort -u | tr '\n' ' ')
 command -v gnuplot >/dev/null || { echo "plot_timeline: gnuplot not found, so no $PNG (the report above stands; make deps installs it)" >&2; exit 3; }
-gnuplot -e "data='$DAT'; out='$PNG'; title='$TITLE'; curves='$CURVES'; metric='$COL'" "$(dirname "$0")/../plots/bench_timeline.gp"
+sh "$(dirname "$0")/../plots/gnuplot_strict.sh" -e "data='$DAT'; out='$PNG'; title='$TITLE'; curves='$CURVES'; metric='$COL'" "$(dirname "$0")/../plots/bench_timeline.gp"
 echo "plot: $PNG"

@@ -1,11 +1,15 @@
 /* dataset.c - JSONL loading with per-line validation, and subset selection. */
 #include "dataset.h"
 
+#include "passkey.h" /* generated, not read */
+
 #include <cjson/cJSON.h> /* one object per line */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>   /* scandir: the known names */
 #include <sys/stat.h>
+#include <unistd.h>   /* access */
 
 static char *str_field(const cJSON *o, const char *key) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -36,6 +40,24 @@ static int read_text(const char *path, char **out, char *err) {
     buf[n] = 0;
     *out = buf;
     return 0;
+}
+
+/* A name that is no dataset: the error lists the names there are (dir's .jsonl files, sorted,
+ * and the generated ones). */
+static int unknown_name(const char *name, const char *dir, char *err) {
+    char known[400] = "";
+    struct dirent **ents;
+    int n = scandir(dir, &ents, NULL, alphasort);
+    for (int i = 0; i < n; i++) {
+        const char *f = ents[i]->d_name;
+        size_t len = strlen(f);
+        if (len > 6 && !strcmp(f + len - 6, ".jsonl") && strlen(known) + len < sizeof known - 40)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%.*s, ", (int)(len - 6), f);
+        free(ents[i]);
+    }
+    if (n > 0) free(ents);
+    snprintf(err, ZP_DS_ERR, "unknown dataset \"%.100s\" (known: %spasskey, passkey-N; or a path to a .jsonl file; %.200s holds the files)", name, known, dir);
+    return -1;
 }
 
 /* Every test of a list is an object with string "input" and "output". */
@@ -103,12 +125,14 @@ static int parse_item(const cJSON *o, int is_code, ds_item *it, const char *path
 
 int ds_open(const char *name, const char *dir, ds_dataset *d, char *err) {
     memset(d, 0, sizeof *d);
+    if (passkey_is_name(name)) return passkey_open(name, d, err);
     char path[4096], *txt;
     if (strstr(name, ".jsonl")) snprintf(path, sizeof path, "%s", name);
     else snprintf(path, sizeof path, "%s/%s.jsonl", dir, name);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     snprintf(d->name, sizeof d->name, "%.*s", (int)(strlen(base) - 6), base);
     d->is_code = strstr(d->name, "livecodebench") != NULL;
+    if (!strstr(name, ".jsonl") && access(path, F_OK) != 0) return unknown_name(name, dir, err);
     if (read_text(path, &txt, err)) return -1;
     int cap = 64, line = 0, rc = 0;
     d->items = malloc(sizeof *d->items * (size_t)cap);

@@ -19,7 +19,8 @@ typedef struct {
     char *starter_code;  /* code */
     char *tests_json;    /* code: the public tests as a JSON array text */
     char *private_tests_json; /* code: LiveCodeBench's private tests (JSON array text), NULL if none */
-    int line;            /* 1-based line in the file */
+    double depth;        /* passkey: where the needle sits in the haystack, 0..1 */
+    int line;            /* 1-based line in the file (0: generated) */
 } ds_item;
 
 typedef struct {
@@ -28,9 +29,11 @@ typedef struct {
     ds_item *items;
     int n;
     int n_private; /* code items with private tests: 0 or n (a mix is refused) */
+    int context_tokens; /* passkey (passkey.h): each prompt's length in tokens; 0 for the others */
 } ds_dataset;
 
-/* name: aime24, aime25, amc23, math500, gsm8k, livecodebench (from dir), or a .jsonl path. */
+/* name: aime24, aime25, amc23, math500, gsm8k, livecodebench (from dir), passkey[-N] (generated,
+ * passkey.h), or a .jsonl path. */
 int ds_open(const char *name_or_path, const char *dir, ds_dataset *d, char *err);
 void ds_free(ds_dataset *d);
 /* Indices of the selected items: ids (comma-separated, NULL for all), then at most limit

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h> /* a model folder is not empty */
 #include <sys/stat.h>
 
 static const char *arch_names[ZP_ARCH_COUNT] = {"Qwen3ForCausalLM", "Qwen2ForCausalLM",
@@ -63,8 +64,20 @@ static const char *duplicate_key(const cJSON *o, int depth) {
 }
 
 zp_status zp_json_parse_strict(const char *txt, const char *src, cJSON **out) {
-    cJSON *root = cJSON_ParseWithOpts(txt, NULL, 1); /* nothing may follow the value */
-    if (!cJSON_IsObject(root)) { cJSON_Delete(root); return zp_fail(ZP_ERR_FORMAT, "%s: not a JSON object (or text after it)", src); }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(txt, &end, 0);
+    if (!root || (end && end[strspn(end, " \t\r\n")])) { /* the error's place: where parsing stopped, or what follows the value */
+        if (root && end) end += strspn(end, " \t\r\n");
+        int line = 1, col = 1;
+        for (const char *p = txt; end && p < end && *p; p++) {
+            if (*p == '\n') line++, col = 1;
+            else col++;
+        }
+        cJSON_Delete(root);
+        return zp_fail(ZP_ERR_FORMAT, "%s: line %d, column %d: %s", src, line, col,
+                       root ? "text after the JSON value" : "invalid JSON here (a missing comma or quote, a trailing comma, or nesting deeper than 1000)");
+    }
+    if (!cJSON_IsObject(root)) { cJSON_Delete(root); return zp_fail(ZP_ERR_FORMAT, "%s: the top level is not a JSON object", src); }
     const char *dup = duplicate_key(root, 0);
     if (dup) {
         zp_status s = zp_fail(ZP_ERR_FORMAT, "%s: key \"%.200s\" appears twice in one object", src, dup);
@@ -303,9 +316,31 @@ zp_status zp_config_parse_generation(const char *json, const char *src, zp_model
     return s;
 }
 
+#define ZP_MODEL_DIR_HELP                                                                                            \
+    "a model folder holds config.json, the tokenizer (tokenizer.json) and the weights (model.safetensors or a .gguf); " \
+    "`make models` fetches SmolLM2-135M-Instruct into models/cache/, docs/models.md says how to use your own"
+
+zp_status zp_model_dir_check(const char *dir, int need_config) {
+    struct stat sb;
+    if (stat(dir, &sb) != 0) return zp_fail(ZP_ERR_IO, "model folder %s does not exist (%s)", dir, ZP_MODEL_DIR_HELP);
+    if (!S_ISDIR(sb.st_mode)) return zp_fail(ZP_ERR_IO, "model folder %s is not a folder (%s)", dir, ZP_MODEL_DIR_HELP);
+    DIR *d = opendir(dir);
+    if (!d) return zp_fail(ZP_ERR_IO, "model folder %s cannot be read: %s", dir, strerror(errno));
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    if (!entries) return zp_fail(ZP_ERR_IO, "model folder %s is empty (%s)", dir, ZP_MODEL_DIR_HELP);
+    if (!need_config) return ZP_OK;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (stat(path, &sb) != 0) return zp_fail(ZP_ERR_IO, "model folder %s has no config.json (%s)", dir, ZP_MODEL_DIR_HELP);
+    return ZP_OK;
+}
+
 zp_status zp_config_load(const char *dir, zp_model_config *c) {
     char path[4096];
     char *txt = NULL;
+    ZP_TRY(zp_model_dir_check(dir, 1));
     snprintf(path, sizeof path, "%s/config.json", dir);
     ZP_TRY(zp_read_file(path, &txt, NULL));
     zp_status s = zp_config_parse(txt, path, c);

@@ -145,6 +145,13 @@ static zp_status engine_setup(zp_engine *e) {
     return s;
 }
 
+zp_status zp_engine_config_check(const zp_engine_config *cfg) {
+    zp_kv_geometry geo;
+    int base;
+    ZP_TRY(engine_geometry(cfg, &geo));
+    return engine_device_base(cfg->device, &base);
+}
+
 zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
     zp_kv_geometry geo;
     ZP_TRY(engine_geometry(cfg, &geo));

@@ -100,6 +100,10 @@ zp_engine_config zp_engine_config_default(void);
 /* Bytes of one KV block on this engine's backend (K and V, all layers). */
 size_t zp_engine_block_bytes(const zp_engine *e);
 zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out);
+/* What zp_engine_init refuses before it loads anything: the policy, block size, N_max, window
+ * and layer budget, the device's name. Whether the device exists, the pool fits and
+ * the model splits over tp ranks is known only when they are opened. */
+zp_status zp_engine_config_check(const zp_engine_config *cfg);
 /* Replaces *e (no unfinished requests, unless abandoned) by an engine of cfg that keeps its
  * backend and weights: cfg must name the same model, weights, device, precision and threads;
  * the KV pool, scheduler, compression and statistics start afresh (a sweep over pool sizes or

@@ -118,5 +118,7 @@ zp_status engine_bytes_num_blocks(const zp_engine *e, double bytes, int *num_blo
 
 /* Checks block tables, ref counts, free list, lengths, cap and query slots (tests). */
 zp_status zp_engine_check_invariants(const zp_engine *e);
+/* The GPU of device "cuda" / "cuda:N" (base N), -1 for "cpu"; any other name is refused. */
+zp_status engine_device_base(const char *device, int *base);
 
 #endif

@@ -195,7 +195,7 @@ zp_status engine_ranks_run(zp_engine *e, engine_rank_fn fn, void *arg) {
 /* ---------------------------------------------------------------- the group */
 
 /* The GPU of device "cuda" / "cuda:N" (base N), -1 for the CPU. */
-static zp_status device_base(const char *device, int *base) {
+zp_status engine_device_base(const char *device, int *base) {
     *base = -1;
     if (!device || !strcmp(device, "cpu")) return ZP_OK;
     if (!strcmp(device, "cuda")) { *base = 0; return ZP_OK; }
@@ -225,7 +225,7 @@ zp_status engine_tp_open(zp_engine *e) {
     const int P = c->tp > 1 ? c->tp : 1;
     int base = -1; /* tp 1: the engine's device as named */
     if (P > 1) {
-        ZP_TRY(device_base(c->device, &base));
+        ZP_TRY(engine_device_base(c->device, &base));
         e->comms = calloc((size_t)P, sizeof *e->comms);
         e->peers = calloc((size_t)P - 1, sizeof *e->peers);
         ZP_CHECK_ALLOC(e->comms);

@@ -12,9 +12,11 @@ zp_status zp_geometry_resolve(const zp_policy_ops *ops, int block_size, int nmax
     out->block_size = block_size;
     if (!ops->evicts) return ZP_OK;
     const int w = policy_window(ops, window);
-    if (nmax <= 0 || (long long)nmax * block_size > (1 << 30) || w <= 0 || w > block_size)
-        return zp_fail(ZP_ERR_INVALID, "nmax %d must be positive (nmax x block_size at most 2^30) and window %d in [1, block_size %d]%s", nmax,
-                       w, block_size, w > block_size && window <= 0 ? " (a policy's default window needs a block at least that large: set the window)" : "");
+    if (nmax <= 0 || (long long)nmax * block_size > (1 << 30))
+        return zp_fail(ZP_ERR_INVALID, "nmax %d must be at least 1, with nmax x block_size %d at most 2^30", nmax, block_size);
+    if (w <= 0 || w > block_size)
+        return zp_fail(ZP_ERR_INVALID, "window %d must be in [1, block_size %d]%s", w, block_size,
+                       window <= 0 ? " (it is the policy's default window: set a smaller window or a larger block_size)" : "");
     out->evicts = 1;
     out->prompt_only = ops->prompt_only;
     out->nmax = nmax;

@@ -261,6 +261,7 @@ zp_status exp_load(const char *name, const char *dir, experiment *x) {
     else snprintf(path, sizeof path, "%s/%s.json", dir, name);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     snprintf(x->name, sizeof x->name, "%.*s", (int)(strlen(base) - 5), base);
+    snprintf(x->path, sizeof x->path, "%s", path);
     cJSON *root;
     ZP_TRY(zp_read_json_object(path, &root));
     exp_run b;

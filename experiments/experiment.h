@@ -67,6 +67,7 @@ typedef struct {
     char name[128];
     exp_run *runs;
     int n_runs;
+    char path[4096]; /* the definition's file */
 } experiment;
 
 /* Parses experiments/<name>.json (or a path) and expands it. model_checksum/git_commit enter

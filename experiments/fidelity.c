@@ -2,8 +2,11 @@
 #include "fidelity.h"
 
 #include <math.h>
+#include <stdio.h>  /* progress on stderr */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h> /* isatty */
 
 double fidelity_kl(const float *ref, const float *cmp, int V) {
     double mr = -INFINITY, mc = -INFINITY, zr = 0, zc = 0, kl = 0;
@@ -36,6 +39,27 @@ static void hook(void *ctx, int64_t rid, int sample, int step, const float *logi
     c->vocab = vocab;
 }
 
+/* Progress of a teacher-forced pass on stderr: one live line on a terminal (every 0.5 s),
+ * a line every 5 s otherwise, nothing for passes shorter than that. */
+typedef struct {
+    const char *what;
+    double t0, last;
+    int tty;
+} progress;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void progress_show(progress *p, int step, int steps) {
+    const double t = now_s();
+    if (t - p->last < (p->tty ? 0.5 : 5.0)) return;
+    fprintf(stderr, "%s  %s: step %d/%d, %.1f steps/s%s", p->tty ? "\r" : "", p->what, step, steps, step / (t - p->t0), p->tty ? "   " : "\n");
+    p->last = t;
+}
+
 /* Runs one request to the end with forced tokens (or greedy when forced is NULL), capturing the
  * logits of every step into logits[step][V] when not NULL and the kv share into *share. */
 static zp_status run_one(const zp_engine_config *cfg, const fidelity_ref *ref, const int *forced, int *out_tokens, float *logits,
@@ -51,11 +75,14 @@ static zp_status run_one(const zp_engine_config *cfg, const fidelity_ref *ref, c
     sp.n_forced = forced ? ref->gen : 0;
     zp_status s = c.logits ? zp_engine_add_request(e, ref->prompt, ref->n_prompt, &sp, 0, 0, 0) : zp_fail(ZP_ERR_OOM, "fidelity: no memory");
     if (s == ZP_OK) zp_engine_set_logits_hook(e, hook, &c);
+    progress pr = {forced ? "teacher-forcing the compressed cache" : "full-KV reference", now_s(), now_s(), isatty(2)};
     for (int step = 0; s == ZP_OK && zp_engine_has_unfinished(e); step++) {
+        progress_show(&pr, c.step + 1, ref->gen);
         s = zp_engine_step(e);
         if (s == ZP_OK && c.step >= 0 && logits) memcpy(logits + (size_t)c.step * V, c.logits, sizeof(float) * (size_t)V);
         if (s == ZP_OK && share_sum && zp_engine_num_running(e)) *share_sum += zp_engine_kv_share(e);
     }
+    if (pr.tty && pr.last > pr.t0) fputc('\n', stderr);
     zp_output o;
     if (s == ZP_OK && zp_engine_poll(e, &o, 1) == 1) {
         if (out_tokens) memcpy(out_tokens, o.tokens, sizeof(int) * (size_t)o.n_tokens);

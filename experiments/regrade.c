@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "code_grade.h"
+#include "passkey.h"    /* passkey_grade */
 #include "config.h" /* zp_read_file, zp_read_json_object */
 #include "dataset.h"
 #include "metrics.h"
@@ -43,7 +44,9 @@ static const ds_item *item_by_id(const ds_dataset *ds, const char *id) {
 }
 
 /* The grader column's value for a dataset. */
-static const char *grader_label(const graders *gs, const ds_dataset *ds) { return ds->is_code ? code_grader_label(ds) : grader_name(gs->g.kind); }
+static const char *grader_label(const graders *gs, const ds_dataset *ds) {
+    return ds->is_code ? code_grader_label(ds) : ds->context_tokens ? PASSKEY_GRADER : grader_name(gs->g.kind);
+}
 
 /* Grades sample o (a cJSON object with problem_id and output) in place. */
 static zp_status grade_sample(graders *gs, const ds_dataset *ds, cJSON *o, const char *where, int *correct, int *changed) {
@@ -57,6 +60,8 @@ static zp_status grade_sample(graders *gs, const ds_dataset *ds, cJSON *o, const
         char err[ZP_DS_ERR];
         if (code_grade(out->valuestring, it, &gs->co, &cr, err)) return zp_fail(ZP_ERR_INVALID, "%s", err);
         *correct = cr.status == CODE_PASS;
+    } else if (ds->context_tokens) {
+        passkey_grade(out->valuestring, it->answer, correct, &extracted);
     } else {
         char err[GRADER_ERR];
         if (grader_math(&gs->g, out->valuestring, it->answer, correct, &extracted, err))

@@ -173,13 +173,38 @@ void results_print_table(FILE *out, const result_row *rows, int n) {
     free(labs);
 }
 
+/* Plot rows in the order a curve joins them: by curve, dataset, N_max, M, pool. */
+typedef struct {
+    char curve[64];
+    const result_row *w;
+} plot_row;
+
+static int plot_row_cmp(const void *pa, const void *pb) {
+    const plot_row *a = pa, *b = pb;
+    int c = strcmp(a->curve, b->curve);
+    if (!c) c = strcmp(a->w->dataset, b->w->dataset);
+    if (!c) c = (a->w->nmax > b->w->nmax) - (a->w->nmax < b->w->nmax);
+    if (!c) c = (a->w->max_concurrency > b->w->max_concurrency) - (a->w->max_concurrency < b->w->max_concurrency);
+    if (!c) c = (a->w->kv_pool_tokens > b->w->kv_pool_tokens) - (a->w->kv_pool_tokens < b->w->kv_pool_tokens);
+    return c;
+}
+
 void results_write_plot_data(FILE *out, const result_row *rows, int n) {
     fprintf(out, "# policy\tdataset\tnmax\twindow\tmax_concurrency\tkv_pool_tokens\tpass1\tci_low\tci_high\ttps\tmean_running\n");
-    for (int i = 0; i < n; i++) {
-        char curve[64];
-        results_curve(&rows[i], curve, sizeof curve);
-        fprintf(out, "%s\t%s\t%d\t%d\t%d\t%lld\t%.6f\t%.6f\t%.6f\t%.3f\t%.3f\n", curve, rows[i].dataset, rows[i].nmax,
-                rows[i].window, rows[i].max_concurrency, rows[i].kv_pool_tokens, rows[i].pass1, rows[i].lo, rows[i].hi, rows[i].tps,
-                rows[i].mean_running);
+    plot_row *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
+    if (!v) {
+        fprintf(out, "# no memory to sort %d rows\n", n);
+        return;
     }
+    for (int i = 0; i < n; i++) {
+        results_curve(&rows[i], v[i].curve, sizeof v[i].curve);
+        v[i].w = &rows[i];
+    }
+    qsort(v, (size_t)n, sizeof *v, plot_row_cmp);
+    for (int i = 0; i < n; i++) {
+        const result_row *w = v[i].w;
+        fprintf(out, "%s\t%s\t%d\t%d\t%d\t%lld\t%.6f\t%.6f\t%.6f\t%.3f\t%.3f\n", v[i].curve, w->dataset, w->nmax, w->window,
+                w->max_concurrency, w->kv_pool_tokens, w->pass1, w->lo, w->hi, w->tps, w->mean_running);
+    }
+    free(v);
 }

@@ -24,6 +24,8 @@ void results_curve(const result_row *w, char *out, size_t n);
 /* Rows of a runs.csv (duplicates by run id keep the first: merged shards). */
 zp_status results_read(const char *csv_path, result_row **rows, int *n);
 void results_print_table(FILE *out, const result_row *rows, int n);
+/* The TSV of plots/experiment.gp: a row per run, sorted so that a curve joins its points in
+ * order (curve, dataset, N_max, M, pool). */
 void results_write_plot_data(FILE *out, const result_row *rows, int n);
 
 #endif

@@ -22,6 +22,7 @@
 #include "item_prompt.h"  /* item_prompt: system, template, ids */
 #include "results_io.h"   /* rio_*: checked, durable file operations */
 #include "tokenizer.h"
+#include "passkey.h"      /* passkey_grade */
 #include "paths.h"        /* zp_path: the datasets and the grader's environment */
 
 /* runs.csv, one row per run: each column's name, printf format and value, in order. The
@@ -64,7 +65,12 @@
     X("compressions", "%lld", (long long)st->compressions)                                                                  \
     X("compression_seconds", "%.3f", st->compress_seconds)                                                                  \
     X("device", "%s", r->device)                                                                                            \
-    X("grader", "%s", c->ds.is_code ? code_grader_label(&c->ds) : r->grader) /* code: the tests run, in the sandbox */
+    X("grader", "%s", run_grader_label(&c->ds, r)) /* code: the tests run, in the sandbox */
+
+/* What graded a run: the code grader's tests, RULER's string match for passkey, or the math grader. */
+static const char *run_grader_label(const ds_dataset *d, const exp_run *r) {
+    return d->is_code ? code_grader_label(d) : d->context_tokens ? PASSKEY_GRADER : r->grader;
+}
 
 #define RUN_COLUMN_NAME(name, fmt, value) name,
 static const char *CSV_HEADER[] = {RUN_COLUMNS(RUN_COLUMN_NAME) NULL};
@@ -129,6 +135,7 @@ typedef struct {
     ds_dataset ds;
     int *sel, n_sel;
     int total;
+    int64_t prompt_tokens; /* of every request: the prefill's progress */
     int tty, run_k, run_n; /* progress display */
 } run_ctx;
 
@@ -149,6 +156,7 @@ static zp_status add_requests(run_ctx *c, const exp_run *r, const char *model_di
         free(ids);
         ZP_TRY(s);
         c->total += r->samples;
+        c->prompt_tokens += (int64_t)n * r->samples;
     }
     return ZP_OK;
 }
@@ -163,10 +171,13 @@ static zp_status generate(run_ctx *c, zp_output *outs, double *wall) {
         double t = now_s();
         if (t - last >= (c->tty ? 0.5 : 5.0)) { /* one live line on a terminal, periodic lines otherwise */
             zp_engine_get_stats(c->e, &st);
-            double tps = st.generated_tokens / (t - t0), eta = done ? (t - t0) * (c->total - done) / done : 0;
-            fprintf(stderr, "%s  run %d/%d: %d/%d requests done, %.1f tokens/s, %d running, peak KV %d/%d blocks, ETA %.0f s%s",
-                    c->tty ? "\r" : "", c->run_k, c->run_n, done, c->total, tps, zp_engine_num_running(c->e), st.peak_blocks,
-                    st.num_blocks, eta, c->tty ? "   " : "\n");
+            const int64_t prefilled = st.prefill_tokens + st.prefix_hit_tokens;
+            char eta[32] = "";
+            if (done) snprintf(eta, sizeof eta, ", ETA %.0f s", (t - t0) * (c->total - done) / done);
+            fprintf(stderr, "%s  run %d/%d: %d/%d requests done, prefill %lld/%lld tokens, %lld generated (%.1f tokens/s), %d running, peak KV %d/%d blocks%s%s",
+                    c->tty ? "\r" : "", c->run_k, c->run_n, done, c->total, (long long)(prefilled < c->prompt_tokens ? prefilled : c->prompt_tokens),
+                    (long long)c->prompt_tokens, (long long)st.generated_tokens, st.generated_tokens / (t - t0), zp_engine_num_running(c->e),
+                    st.peak_blocks, st.num_blocks, eta, c->tty ? "   " : "\n");
             last = t;
         }
     }
@@ -219,7 +230,8 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
     grader_kind gk = GRADER_BUILTIN;
     char gerr[GRADER_ERR];
     grader_parse(r->grader, &gk);
-    if (!c->ds.is_code && grader_open(&g, gk, zp_path(ZP_PATH_GRADE_PYTHON), zp_path(ZP_PATH_GRADE_SCRIPT), gerr) != 0) return zp_fail(ZP_ERR_INVALID, "%s", gerr);
+    const int math = !c->ds.is_code && !c->ds.context_tokens; /* passkey: RULER's string match, no math grader */
+    if (math && grader_open(&g, gk, zp_path(ZP_PATH_GRADE_PYTHON), zp_path(ZP_PATH_GRADE_SCRIPT), gerr) != 0) return zp_fail(ZP_ERR_INVALID, "%s", gerr);
     zp_status s = ZP_OK;
     for (int i = 0; i < c->total; i++) {
         const zp_output *out = &outs[i];
@@ -236,12 +248,14 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
             char err[ZP_DS_ERR];
             if (code_grade(text, it, &copts, &cr, err)) { free(text); s = zp_fail(ZP_ERR_INVALID, "%s", err); break; }
             correct = cr.status == CODE_PASS;
+        } else if (c->ds.context_tokens) {
+            passkey_grade(text, it->answer, &correct, &extracted);
         } else if (grader_math(&g, text, it->answer, &correct, &extracted, gerr) != 0) {
             free(text);
             s = zp_fail(ZP_ERR_BACKEND, "%s", gerr);
             break;
         }
-        write_sample(samples, r, it, out, text, extracted, correct, c->ds.is_code ? code_grader_label(&c->ds) : r->grader);
+        write_sample(samples, r, it, out, text, extracted, correct, run_grader_label(&c->ds, r));
         if (i == 0) show_sample(it->id, text, extracted, correct);
         n_correct[out->request_id] += correct;
         *truncated += out->finish == ZP_FINISH_LENGTH;
@@ -249,7 +263,7 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
         free(extracted);
         free(text);
     }
-    if (!c->ds.is_code) grader_close(&g);
+    if (math) grader_close(&g);
     return s;
 }
 
@@ -411,14 +425,19 @@ static zp_status check_csv_header(const char *csv) {
     return s;
 }
 
+static void note_finished(const runner_opts *o, int n) {
+    if (o->finished) *o->finished = n;
+}
+
 zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
     char exp_dir[4200], git[64], model_dir[4400];
     snprintf(exp_dir, sizeof exp_dir, "%s/%s", o->results_dir ? o->results_dir : "results", x->name);
     ZP_TRY(rio_mkdir_p(exp_dir));
+    ZP_TRY(runner_preflight(x, o, exp_dir));
     rio_git_commit(git, sizeof git);
     for (int i = 0; i < x->n_runs; i++) { /* checksums per distinct model (usually one) */
         ZP_TRY(resolve_model(x->runs[i].model, model_dir, sizeof model_dir));
-        experiment one = {"", &x->runs[i], 1};
+        experiment one = {"", &x->runs[i], 1, ""};
         exp_assign_ids(&one, git, model_checksum(model_dir));
     }
     ZP_TRY(write_meta(x, exp_dir, git, o));
@@ -432,11 +451,16 @@ zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
         char fcsv[4400];
         snprintf(fcsv, sizeof fcsv, "%s/fidelity.csv", exp_dir);
         const char *done_csv = r->fidelity ? fcsv : csv;
-        if (!o->force && run_done(done_csv, r->run_id)) { n_skip++; continue; }
+        if (!o->force && run_done(done_csv, r->run_id)) { n_skip++; note_finished(o, n_done + n_skip); continue; }
         int claim; /* another process on this folder (a --gpus worker) may be running it */
         ZP_TRY(rio_claim(exp_dir, r->run_id, &claim));
         if (claim < 0) { n_taken++; continue; }
-        if (!o->force && run_done(done_csv, r->run_id)) { rio_unlock(claim); n_skip++; continue; } /* finished before the claim */
+        if (!o->force && run_done(done_csv, r->run_id)) { /* finished before the claim */
+            rio_unlock(claim);
+            n_skip++;
+            note_finished(o, n_done + n_skip);
+            continue;
+        }
         fprintf(stderr, "run %d/%d (%s): policy %s nmax %d window %d kv_pool_tokens %lld on %s\n", i + 1, x->n_runs, r->run_id,
                 r->policy, r->nmax, r->window, (long long)r->kv_pool_tokens, r->dataset);
         zp_status s = resolve_model(r->model, model_dir, sizeof model_dir);
@@ -445,8 +469,11 @@ zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
         rio_unlock(claim);
         if (s != ZP_OK) { zp_error_prefix("run %s", r->run_id); return s; }
         n_done++;
+        note_finished(o, n_done + n_skip);
     }
-    fprintf(stderr, "experiment %s: %d runs done, %d already finished, %d running in other processes (in %s)\n", x->name, n_done, n_skip,
-            n_taken, csv);
+    int fidelity = 0;
+    for (int i = 0; i < x->n_runs; i++) fidelity |= x->runs[i].fidelity;
+    fprintf(stderr, "experiment %s: %d runs done, %d already finished, %d running in other processes (in %s/%s)\n", x->name, n_done, n_skip,
+            n_taken, exp_dir, fidelity ? "fidelity.csv" : "runs.csv");
     return ZP_OK;
 }

@@ -6,6 +6,8 @@
 #ifndef ZP_RUNNER_H
 #define ZP_RUNNER_H
 
+#include <signal.h> /* sig_atomic_t */
+
 #include "engine.h"
 #include "experiment.h"
 
@@ -15,9 +17,15 @@ typedef struct {
     int shard_index, shard_count;
     int unsafe_no_sandbox;     /* code grading without bubblewrap */
     const char *command_line;
+    volatile sig_atomic_t *finished; /* NULL, or set to the runs with a row in the folder (done now or before) as they end:
+                                        what an interrupt's message counts */
 } runner_opts;
 
 zp_status runner_run_experiment(experiment *x, const runner_opts *o);
+/* Every run of x checked before any starts (preflight.c): model folder, dataset and ids, code
+ * sandbox, device name, engine settings, the results folder exp_dir; the first error names the
+ * definition's file, the run and the key. */
+zp_status runner_preflight(const experiment *x, const runner_opts *o, const char *exp_dir);
 /* The model of a run in an engine configuration: a "preset:NAME" model is the preset's shape
  * with seeded random weights built in memory (the preset folder holds config and tokenizer). */
 void runner_model_config(const exp_run *r, const char *model_dir, zp_engine_config *ec);

@@ -8,6 +8,8 @@ set key top left
 set grid
 set yrange [0:*]
 set logscale x 2
+stats data using 2 nooutput # one pool size: a range around it (gnuplot warns on an empty one)
+if (STATS_min == STATS_max) { set xrange [STATS_min / 2 : STATS_max * 2] }
 set title "throughput vs KV pool: ".title noenhanced
 set xlabel (unit eq "GiB" ? "KV state memory (GiB: K/V, plus score and query caches)" : "KV pool (tokens)")
 set ylabel "throughput (generated tokens/s, ".metric.")" noenhanced

@@ -94,6 +94,15 @@ assert [r["gen"] for r in reqs] == [256, 256], [r["gen"] for r in reqs]
 assert reqs[0]["prompt"][0] == 151644  # <|im_start|>: the chat template
 PY
 bad "needs --workload reasoning" "$Z" bench --preset tiny-qwen3 --dump-workload "$T/x.jsonl"
+# a model folder that is missing or empty is said to be so (the tokenizer is often read first)
+mkdir -p "$T/empty_model"
+bad "model folder $T/no_model does not exist" "$Z" tokenize --model "$T/no_model"
+bad "model folder $T/empty_model is empty" "$Z" generate --model "$T/empty_model" --prompt hi
+bad "model folder $T/no_model does not exist" "$Z" generate --model "$T/no_model" --prompt hi
+# the window's error names the window, N_max's names N_max
+bad "window 64 must be in \[1, block_size 16\]" "$Z" generate --model "$T/m" --prompt-ids 1,2,3 --policy zipage --nmax 2 --block-size 16 --window 64
+bad "window 32 must be in \[1, block_size 16\] (it is the policy's default window" "$Z" generate --model "$T/m" --prompt-ids 1,2,3 --policy morphkv --nmax 2 --block-size 16
+bad "nmax 1000000 must be at least 1, with nmax x block_size 4096 at most 2^30" "$Z" generate --model "$T/m" --prompt-ids 1,2,3 --policy zipage --nmax 1000000 --block-size 4096
 # a list with an empty entry is refused, not run without it
 bad '--pools: "1MiB,,2MiB" has an empty entry' "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --pools 1MiB,,2MiB
 bad '--datasets: ",aime24" has an empty entry' "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --datasets ,aime24
@@ -252,7 +261,7 @@ bad "unknown command" "$Z" frobnicate
 bad "--model DIR is required" "$Z" generate --prompt-ids 1
 mkdir -p "$T/noweights"; cp "$T/m/config.json" "$T/noweights/"
 bad "no model.safetensors" "$Z" generate --model "$T/noweights" --prompt-ids 1
-bad "config.json: cannot open" "$Z" generate --model "$T/nothing-here" --prompt-ids 1
+bad "model folder $T/nothing-here does not exist" "$Z" generate --model "$T/nothing-here" --prompt-ids 1
 bad "not a comma-separated list" "$Z" generate --model "$T/m" --prompt-ids 1,x
 bad "outside the vocabulary" "$Z" generate --model "$T/m" --prompt-ids 1,99999
 bad "max-tokens" "$Z" generate --model "$T/m" --prompt-ids 1 --max-tokens 0

@@ -1,6 +1,7 @@
 /* test_config.c - config.json parsing of every preset, and one clear error per malformed case;
  * the backends' tuning options as the command line reads them (tools/cli_options.c). */
 #include <string.h>
+#include <sys/stat.h> /* mkdir */
 
 #include "config.h"
 #include "cli_engine.h"
@@ -74,7 +75,21 @@ static void test_malformed(void) {
     CHECK_FAILS(parse_with(",\"head_dim\":-4"), ZP_ERR_FORMAT, "head_dim");
     CHECK_FAILS(parse_with(",\"head_dim\":514"), ZP_ERR_UNSUPPORTED, "head_dim 514: at most 512");
     CHECK_FAILS(parse_with(",\"rms_norm_eps\":\"small\""), ZP_ERR_FORMAT, "rms_norm_eps");
-    CHECK_FAILS(zp_config_load("/nonexistent/model", &c), ZP_ERR_IO, "/nonexistent/model/config.json");
+    /* a model folder that is missing, empty, a file, or without config.json: said as such */
+    CHECK_FAILS(zp_config_load("/nonexistent/model", &c), ZP_ERR_IO, "model folder /nonexistent/model does not exist (a model folder holds config.json");
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/empty_model", ZP_TEST_TMP);
+    mkdir(dir, 0755);
+    CHECK_FAILS(zp_config_load(dir, &c), ZP_ERR_IO, "is empty (a model folder holds");
+    snprintf(dir, sizeof dir, "%s/only_tokenizer", ZP_TEST_TMP);
+    mkdir(dir, 0755);
+    char file[700];
+    snprintf(file, sizeof file, "%s/tokenizer.json", dir);
+    FILE *f = fopen(file, "w");
+    fputs("{}", f);
+    fclose(f);
+    CHECK_FAILS(zp_config_load(dir, &c), ZP_ERR_IO, "has no config.json");
+    CHECK_FAILS(zp_config_load(file, &c), ZP_ERR_IO, "is not a folder");
     CHECK_OK(parse_with(""));
     CHECK_OK(zp_config_parse_generation("{\"eos_token_id\":[5,6,7]}", "g.json", &c));
     CHECK(c.n_eos == 3 && c.eos_ids[2] == 7);
@@ -110,7 +125,7 @@ static void test_refusals(void) {
         {",\"vocab_size\":200", "key \"vocab_size\" appears twice"},
         {",\"eos_token_id\":-5", "\"eos_token_id\" must be a non-negative integer"},
         {",\"eos_token_id\":1e30", "\"eos_token_id\" must be a non-negative integer"},
-        {"} trailing", "not a JSON object (or text after it)"},
+        {"} trailing", "text after the JSON value"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         zp_status s = parse_with(cases[i][0]);

@@ -1,10 +1,16 @@
 /* test_datasets.c - every dataset opens with its documented item count and fields, subset
  * selection (--ids, --limit, stratified by LiveCodeBench difficulty), and malformed files
  * (bad JSON line, missing field, truncated file, missing file) named with file and line. */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include <math.h>
+
 #include "dataset.h"
+#include "item_prompt.h"
+#include "tokenizer.h"
+#include "passkey.h"
 #include "prompts.h"
 #include "test_util.h"
 
@@ -82,7 +88,13 @@ static void test_malformed(void) {
         CHECK(strstr(err, cases[i][1]) && strstr(err, path));
     }
     ds_dataset d;
-    CHECK(ds_open("aime26", ZIPAGE_SOURCE_DIR "/datasets/data", &d, err) == -1 && strstr(err, "aime26.jsonl: cannot open"));
+    /* a name that is no dataset lists the names there are */
+    CHECK(ds_open("gsm9k", ZIPAGE_SOURCE_DIR "/datasets/data", &d, err) == -1);
+    if (!strstr(err, "unknown dataset \"gsm9k\" (known: aime24, aime25, amc23, gsm8k, livecodebench, math500, passkey, passkey-N;"))
+        fprintf(stderr, "unknown dataset: %s\n", err);
+    CHECK(strstr(err, "unknown dataset \"gsm9k\" (known: aime24, aime25, amc23, gsm8k, livecodebench, math500, passkey, passkey-N;"));
+    snprintf(path, sizeof path, "%s/no_such.jsonl", ZP_TEST_TMP); /* a path names the file */
+    CHECK(ds_open(path, NULL, &d, err) == -1 && strstr(err, "no_such.jsonl: cannot open"));
     snprintf(path, sizeof path, "%s/dir.jsonl", ZP_TEST_TMP); /* a directory (or a FIFO) is not a file */
     mkdir(path, 0755);
     CHECK(ds_open(path, NULL, &d, err) == -1 && strstr(err, "dir.jsonl"));
@@ -110,7 +122,84 @@ static void test_prompts(void) {
     ds_free(&d);
 }
 
+/* The generated passkey task: names, item count, keys and depths fixed for every machine, and
+ * RULER's string_match_all (NVIDIA/RULER scripts/eval/synthetic/constants.py: a reference
+ * counts when r.lower() in pred.lower(); one reference per item here). */
+static void test_passkey(void) {
+    char err[ZP_DS_ERR];
+    ds_dataset d, e;
+    CHECK(ds_open("passkey", NULL, &d, err) == 0 && !strcmp(d.name, "passkey-512") && d.context_tokens == 512 && d.n == PASSKEY_ITEMS);
+    CHECK(ds_open("passkey-2048", NULL, &e, err) == 0 && e.context_tokens == 2048 && !strcmp(e.name, "passkey-2048"));
+    const double depth[8] = {0, 0.5, 0.25, 0.75, 0.125, 0.625, 0.375, 0.875}; /* van der Corput: any first k spread */
+    for (int i = 0; i < 8; i++) CHECK(d.items[i].depth == depth[i]);
+    int distinct = 1;
+    for (int i = 0; i < d.n; i++) {
+        CHECK(strlen(d.items[i].answer) == 5 && d.items[i].answer[0] != '0' && strstr(d.items[i].problem, d.items[i].answer));
+        CHECK(!strcmp(d.items[i].answer, e.items[i].answer) && d.items[i].depth == e.items[i].depth); /* the length changes no key */
+        for (int j = 0; j < i; j++) distinct &= strcmp(d.items[i].answer, d.items[j].answer) != 0;
+    }
+    CHECK(distinct);
+    CHECK(!strcmp(d.items[0].id, "pk-00") && !strcmp(d.items[63].id, "pk-63"));
+    char first[8];
+    snprintf(first, sizeof first, "%s", d.items[0].answer);
+    ds_free(&d);
+    CHECK(ds_open("passkey", NULL, &d, err) == 0 && !strcmp(d.items[0].answer, first)); /* deterministic */
+    ds_free(&d);
+    ds_free(&e);
+    const char *bad[] = {"passkey-", "passkey-63", "passkey-12x", "passkey-9999999", "passkey--5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK(ds_open(bad[i], NULL, &d, err) == -1 && strstr(err, bad[i]) && strstr(err, "64..1048576"));
+    }
+    const struct { const char *out, *ans; int correct; const char *extracted; } g[] = {
+        {" 41190. The", "41190", 1, "41190"}, {" 4119.", "41190", 0, "4119"}, {"The key: 411900", "41190", 1, "411900"},
+        {"no digits", "41190", 0, NULL}, {" 12 then 41190", "41190", 1, "12"}, {"PASS abc", "abc", 1, NULL}};
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        int correct;
+        char *x;
+        passkey_grade(g[i].out, g[i].ans, &correct, &x);
+        CHECK(correct == g[i].correct && (g[i].extracted ? x && !strcmp(x, g[i].extracted) : !x));
+        free(x);
+    }
+}
+
+/* A passkey prompt with a real tokenizer (SmolLM2's): exactly N tokens, the intro first, the
+ * question last, the needle with its key once, at its depth of the haystack. */
+static void test_passkey_prompt(void) {
+    zp_tokenizer *t;
+    CHECK_OK(zp_tokenizer_load(ZIPAGE_SOURCE_DIR "/models/SmolLM2-135M-Instruct", &t));
+    const int lengths[] = {128, 512, 1000};
+    char err[ZP_DS_ERR];
+    for (int l = 0; l < 3; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "passkey-%d", lengths[l]);
+        ds_dataset d;
+        CHECK(ds_open(name, NULL, &d, err) == 0);
+        for (int i = 0; i < 8; i++) {
+            const ds_item *it = &d.items[i];
+            zp_chat_opts co = {ZP_CHAT_LLAMA3, 0, NULL}; /* ignored: no chat template */
+            char *text = NULL;
+            int *ids = NULL, n = 0;
+            CHECK_OK(item_prompt(t, co, &d, it, 1, &text, &ids, &n));
+            CHECK(n == lengths[l]);
+            const char *needle = strstr(text, it->answer);
+            CHECK(!strncmp(text, PASSKEY_INTRO, strlen(PASSKEY_INTRO)) && needle && !strstr(needle + 1, it->answer));
+            CHECK(strlen(text) > strlen(PASSKEY_QUESTION) && !strcmp(text + strlen(text) - strlen(PASSKEY_QUESTION), PASSKEY_QUESTION));
+            /* the needle's place in characters: the depth of the haystack, within a sentence's length */
+            const double hay = (double)(strlen(text) - strlen(PASSKEY_INTRO) - strlen(PASSKEY_QUESTION) - strlen(it->problem));
+            const double at = (double)(needle - text) - strlen(PASSKEY_INTRO) - 40; /* the key sits ~40 characters into the needle */
+            if (fabs(at - it->depth * hay) > 40) fprintf(stderr, "%s %s: needle at %.0f of %.0f, depth %.3f\n", name, it->id, at, hay, it->depth);
+            CHECK(fabs(at - it->depth * hay) <= 40);
+            free(text);
+            free(ids);
+        }
+        ds_free(&d);
+    }
+    zp_tokenizer_free(t);
+}
+
 int main(void) {
+    test_passkey();
+    test_passkey_prompt();
     test_prompts();
     test_open_all();
     test_select();

@@ -63,9 +63,12 @@ check '[ $rc -ne 0 ] && grep -q "3 GPUs do not split into groups of tp 2" "$T/lo
 printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":1,"max_tokens":4,"tp":3}' > "$T/tp3.json"
 "$Z" run "$T/tp3.json" --results "$T/tp_one" > "$T/log30" 2>&1; rc=$?
 check '[ $rc -ne 0 ] && grep -q "do not split into 3" "$T/log30"' "tp 3 of a model with 2 KV heads is refused naming the count"
-printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm9k"}' > "$T/bad3.json"
+printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":1,"kv_pool_tokens":16,"block_size":16}' > "$T/bad3.json"
 "$Z" run "$T/bad3.json" --results "$T/gpus" --gpus 0,1 > "$T/log22" 2>&1; rc=$?
-check '[ $rc -ne 0 ] && grep -q "workers failed, first on GPU" "$T/log22" && grep -q "gsm9k.jsonl: cannot open" "$T/log22"' "--gpus: a failed worker is reported with its error and log"
+check '[ $rc -ne 0 ] && grep -q "workers failed, first on GPU" "$T/log22" && grep -q "the pool has 1" "$T/log22"' "--gpus: a failed worker is reported with its error and log"
+printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm9k"}' > "$T/bad4.json"
+"$Z" run "$T/bad4.json" --results "$T/gpus" --gpus 0,1 > "$T/log31" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "unknown dataset \"gsm9k\"" "$T/log31" && ! grep -q "worker" "$T/log31"' "--gpus: a sweep that cannot run is refused before any worker starts"
 # table and plot data from the CSV
 "$Z" table tiny_sweep --results "$T" > "$T/table" 2>&1
 check 'grep -q "| full KV |" "$T/table" && grep -q "| Zipage N=1 w=4 |" "$T/table" && grep -q "1.00x" "$T/table"' "Markdown table"
@@ -84,7 +87,34 @@ printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","nmaxx":[1]}' > "$T
 check '[ $rc -ne 0 ] && grep -q "unknown key \"nmaxx\"" "$T/log4"' "unknown key named"
 printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm9k"}' > "$T/bad2.json"
 "$Z" run "$T/bad2.json" --results "$T" > "$T/log5" 2>&1; rc=$?
-check '[ $rc -ne 0 ] && grep -q "gsm9k.jsonl: cannot open" "$T/log5"' "missing dataset named"
+check '[ $rc -ne 0 ] && grep -q "unknown dataset \"gsm9k\" (known: aime24, aime25, amc23, gsm8k" "$T/log5"' "unknown dataset named, the known ones listed"
+# a sweep is checked whole before its first run: a second run's dataset, window or model fails before the first starts
+printf '{"model":"preset:tiny-qwen3-vocab","dataset":["gsm8k","gsm9k"],"limit":1,"max_tokens":4}' > "$T/pre1.json"
+"$Z" run "$T/pre1.json" --results "$T" > "$T/log32" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "pre1.json: run 2 of 2 (policy full, nmax 0, dataset gsm9k), before any run started: \"dataset\": unknown dataset \"gsm9k\"" "$T/log32" && [ ! -e "$T/pre1/runs.csv" ] && ! grep -q "^run 1/2" "$T/log32"' "preflight: a missing dataset in run 2 stops the sweep before run 1"
+printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":1,"max_tokens":4,"block_size":16,"policy":["full","zipage"],"window":64}' > "$T/pre2.json"
+"$Z" run "$T/pre2.json" --results "$T" > "$T/log33" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "run 2 of 2 (policy zipage, nmax 8, dataset gsm8k), before any run started: engine settings: window 64 must be in \[1, block_size 16\]" "$T/log33" && [ ! -e "$T/pre2/runs.csv" ]' "preflight: the window error names the window"
+printf '{"model":"%s","dataset":"gsm8k"}' "$T/no_model" > "$T/pre3.json"
+"$Z" run "$T/pre3.json" --results "$T" > "$T/log34" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "\"model\": model folder $T/no_model does not exist" "$T/log34"' "preflight: a missing model folder is named"
+mkdir -p "$T/empty_model"; printf '{"model":"%s","dataset":"gsm8k"}' "$T/empty_model" > "$T/pre4.json"
+"$Z" run "$T/pre4.json" --results "$T" > "$T/log35" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "model folder $T/empty_model is empty" "$T/log35"' "preflight: an empty model folder is named"
+# a fidelity experiment's last line names its fidelity.csv
+printf '{"kind":"fidelity","model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":1,"gen":8,"kl_window":4,"block_size":16,"window":4,"policy":"zipage","nmax":1}' > "$T/fid.json"
+"$Z" run "$T/fid.json" --results "$T" > "$T/log36" 2>&1; rc=$?
+check '[ $rc -eq 0 ] && tail -1 "$T/log36" | grep -q "(in $T/fid/fidelity.csv)$"' "a fidelity experiment's finish line names fidelity.csv"
+# Ctrl-C: what was kept and how to resume, exit 130
+rm -rf "$T/int"
+"$Z" run "$E" --results "$T/int" > "$T/log37" 2>&1 &
+pid=$!
+for i in $(seq 1 600); do [ -f "$T/int/tiny_sweep/runs.csv" ] && [ "$(wc -l < "$T/int/tiny_sweep/runs.csv")" -ge 2 ] && break; sleep 0.1; done
+kill -INT $pid; wait $pid; rc=$?
+kept=$(($(wc -l < "$T/int/tiny_sweep/runs.csv") - 1))
+said=$(sed -n 's/^interrupted: \([0-9]*\) runs finished and kept; rerun the same command to resume$/\1/p' "$T/log37")
+# (a row appended in the instant before the signal may not be counted yet)
+check '[ $rc -eq 130 ] && [ -n "$said" ] && [ "$said" -ge 1 ] && { [ "$said" -eq $kept ] || [ "$said" -eq $((kept - 1)) ]; }' "Ctrl-C says what was kept and how to resume (exit 130)"
 # merge: a source without its final newline, a headerless one, --help
 head -c -1 "$T/s1/tiny_sweep/runs.csv" > "$T/nonl.csv"
 "$Z" merge "$T/merged2.csv" "$T/s0/tiny_sweep/runs.csv" "$T/nonl.csv" > "$T/log13" 2>&1; rc=$?

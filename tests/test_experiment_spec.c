@@ -14,11 +14,11 @@ static int count_policy(const experiment *x, const char *p) {
 }
 
 int main(void) {
-    const struct { const char *name; int runs, full; } want[] = {{"smoke", 3, 1}, {"aime_nmax_sweep", 5, 1}, {"amc_window_sweep", 6, 1},
+    const struct { const char *name; int runs, full; } want[] = {{"smoke", 10, 1}, {"aime_nmax_sweep", 5, 1}, {"amc_window_sweep", 6, 1},
                                                                  {"concurrency_sweep", 10, 2}, {"policy_comparison", 39, 3},
                                                                  {"ablation_zipage", 9, 1}, {"throughput_random", 4, 1},
                                                                  {"fidelity_policies", 26, 0}, {"fidelity_zipage_ablation", 4, 0},
-                                                                 {"fidelity_zipage_lambda", 12, 0}, {"smoke_fidelity", 15, 0}};
+                                                                 {"fidelity_zipage_lambda", 12, 0}, {"smoke_fidelity", 6, 0}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         experiment x;
         CHECK_OK(exp_load(want[i].name, ZIPAGE_SOURCE_DIR "/experiments", &x));
@@ -85,7 +85,10 @@ int main(void) {
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"policy\":\"snap\"}", "unknown policy \"snap\" (known: full, streaming, h2o, snapkv-d"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"nmax\":1,\"nmax\":2}", "key \"nmax\" appears twice"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":{\"a\":1,\"a\":2}}", "key \"a\" appears twice"},
-                            {"{\"model\":\"m\",\"dataset\":\"d\"} {\"x\":1}", "text after it"}};
+                            {"{\"model\":\"m\",\"dataset\":\"d\"} {\"x\":1}", "line 1, column 29: text after the JSON value"},
+                            /* a syntax error names its line and column */
+                            {"{\n  \"model\": \"m\",\n  \"dataset\": \"d\"\n  \"limit\": 3\n}", "line 4, column 3: invalid JSON here"},
+                            {"{\"model\": \"m\",\n\"nmax\": [1, 2,]}", "line 2, column 15: invalid JSON here"}};
     char path[512];
     snprintf(path, sizeof path, "%s/bad_experiment.json", ZP_TEST_TMP);
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

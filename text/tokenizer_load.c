@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config.h" /* zp_read_file, zp_read_json_object */
+#include "config.h" /* zp_read_file, zp_read_json_object, zp_model_dir_check */
 #include "tokenizer_internal.h"
 
 /* Split regexes (the families' published pre-tokenizer patterns). */
@@ -412,7 +412,8 @@ zp_status zp_tokenizer_load(const char *dir, zp_tokenizer **out) {
     if (exists(dir, "tokenizer.json")) s = load_tokenizer_json(t, dir);
     else if (exists(dir, "vocab.json") && exists(dir, "merges.txt")) s = load_vocab_merges(t, dir);
     else if (exists(dir, "tokenizer.model")) s = load_tiktoken(t, dir);
-    else s = zp_fail(ZP_ERR_IO, "%s: no tokenizer.json, vocab.json + merges.txt or tokenizer.model", dir);
+    else if ((s = zp_model_dir_check(dir, 0)) == ZP_OK) /* a missing or empty folder is named as such */
+        s = zp_fail(ZP_ERR_IO, "%s: no tokenizer.json, vocab.json + merges.txt or tokenizer.model", dir);
     if (s != ZP_OK) { zp_tokenizer_free(t); return s; }
     tok_finish_added(t);
     *out = t;

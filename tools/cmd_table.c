@@ -1,7 +1,8 @@
 /* cmd_table.c - `zipage table EXP [--results DIR] [--plot-data FILE]`: prints the Markdown
  * table of results/EXP/runs.csv (pass@1 with its 95% CI per dataset, mean tokens/s, speed-up
  * over the full-KV run of the same dataset); with --plot-data writes the TSV that
- * plots/experiment.gp reads (and prints the gnuplot variables on stdout). */
+ * plots/experiment.gp reads (and prints the gnuplot variables on stdout: policies, datasets,
+ * model, and sweeps, the axes that have more than one value). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,28 @@
 
 #include "cli_common.h"
 #include "results_table.h"
+
+/* The axes a curve may be drawn over (plots/experiment.gp): N_max when a policy ran at two
+ * budgets, M or the pool when one configuration (policy, N_max) ran at two of them; a value
+ * derived from another (M from the pool and N_max) is not an axis. Full KV has none. */
+static const char *sweeps(const result_row *rows, int n) {
+    static char out[64];
+    int differs[3] = {0, 0, 0};
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            const result_row *a = &rows[i], *b = &rows[j];
+            if (strcmp(a->policy, b->policy) || strcmp(a->params, b->params) || strcmp(a->dataset, b->dataset) || !strcmp(a->policy, "full"))
+                continue;
+            differs[0] |= a->nmax != b->nmax;
+            differs[1] |= a->nmax == b->nmax && a->max_concurrency != b->max_concurrency;
+            differs[2] |= a->nmax == b->nmax && a->kv_pool_tokens != b->kv_pool_tokens;
+        }
+    const char *names[3] = {"nmax", "concurrency", "kvpool"};
+    out[0] = 0;
+    for (int k = 0; k < 3; k++)
+        if (differs[k]) snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", out[0] ? " " : "", names[k]);
+    return out;
+}
 
 int cmd_table(int argc, char **argv) {
     const char *exp = NULL, *results = "results", *plot = NULL, *v;
@@ -50,7 +73,7 @@ int cmd_table(int argc, char **argv) {
                 if (!strstr(padded, probe)) { strncat(lists[k], lists[k][0] ? " " : "", 511 - strlen(lists[k])); strncat(lists[k], val[k], 511 - strlen(lists[k])); }
             }
         }
-        printf("policies='%s'; datasets='%s'; model='%s'\n", pol, ds, n ? rows[0].model : "");
+        printf("policies='%s'; datasets='%s'; model='%s'; sweeps='%s'\n", pol, ds, n ? rows[0].model : "", sweeps(rows, n));
     }
     free(rows);
     return 0;

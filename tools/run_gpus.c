@@ -109,6 +109,9 @@ zp_status run_gpus(experiment *x, const runner_opts *o, const char *list) {
     }
     if (o->force) /* a forced worker skips no finished run: each would redo every run another worker finished */
         return zp_fail(ZP_ERR_INVALID, "--gpus with --force would redo a run once per worker: run --force without --gpus, or into a new --results folder");
+    snprintf(dir, sizeof dir, "%s/%s", o->results_dir, x->name);
+    ZP_TRY(rio_mkdir_p(dir));
+    ZP_TRY(runner_preflight(x, o, dir)); /* here once, not in each worker's log */
     snprintf(dir, sizeof dir, "%s/%s/logs", o->results_dir, x->name);
     ZP_TRY(rio_mkdir_p(dir));
     fflush(NULL); /* nothing buffered is written twice by the children */

@@ -1,0 +1,73 @@
+/* preflight.c - every run of an experiment checked before the first one starts (runner.h,
+ * runner_preflight): its model folder, dataset, code sandbox, device name, engine settings
+ * (policy, block size, N_max, window, layer budget) and the results folder. A sweep that would
+ * fail at its tenth run fails before its first. It opens no engine and loads no weights: a
+ * device that does not exist and a model that does not split over tp ranks are found when the
+ * run opens them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h> /* access */
+
+#include "code_grade.h" /* code_sandbox_available */
+#include "config.h"     /* zp_model_dir_check */
+#include "dataset.h"
+#include "mkmodel.h"    /* zp_preset_dir */
+#include "paths.h"      /* zp_path: the datasets */
+#include "runner.h"
+
+/* The datasets already opened (a sweep has few distinct ones). */
+typedef struct {
+    char names[16][1300];
+    int n;
+} seen_set;
+
+static int seen(seen_set *s, const char *name) {
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->names[i], name)) return 1;
+    if (s->n < 16) snprintf(s->names[s->n++], sizeof s->names[0], "%s", name);
+    return 0;
+}
+
+static zp_status check_dataset(const exp_run *r, const runner_opts *o) {
+    ds_dataset d;
+    char err[ZP_DS_ERR];
+    int *sel = NULL, n = 0;
+    if (ds_open(r->dataset, zp_path(ZP_PATH_DATASETS), &d, err)) return zp_fail(ZP_ERR_INVALID, "\"dataset\": %s", err);
+    zp_status s = ZP_OK;
+    if (ds_select(&d, r->ids[0] ? r->ids : NULL, r->limit, d.is_code, &sel, &n, err)) s = zp_fail(ZP_ERR_INVALID, "\"ids\": %s", err);
+    else if (d.is_code && !o->unsafe_no_sandbox && !code_sandbox_available())
+        s = zp_fail(ZP_ERR_INVALID, "\"dataset\": %s needs the code sandbox: install bubblewrap (make deps) or pass --unsafe-no-sandbox", d.name);
+    free(sel);
+    ds_free(&d);
+    return s;
+}
+
+static zp_status check_run(const exp_run *r, const runner_opts *o, seen_set *datasets) {
+    char dir[4400];
+    zp_status s = strncmp(r->model, "preset:", 7) ? zp_model_dir_check(r->model, 1) : zp_preset_dir(r->model + 7, dir, sizeof dir);
+    if (s != ZP_OK) { zp_error_prefix("\"model\""); return s; }
+    char key[1300];
+    snprintf(key, sizeof key, "%s|%s|%d", r->dataset, r->ids, r->limit);
+    if (!seen(datasets, key)) ZP_TRY(check_dataset(r, o));
+    zp_engine_config ec = zp_engine_config_default();
+    runner_model_config(r, r->model, &ec);
+    exp_engine_config(r, &ec);
+    if ((s = zp_engine_config_check(&ec)) != ZP_OK) zp_error_prefix("engine settings");
+    return s;
+}
+
+zp_status runner_preflight(const experiment *x, const runner_opts *o, const char *exp_dir) {
+    if (access(exp_dir, W_OK) != 0) return zp_fail(ZP_ERR_IO, "%s: the results folder is not writable", exp_dir);
+    seen_set datasets = {.n = 0};
+    for (int i = 0; i < x->n_runs; i++) {
+        const exp_run *r = &x->runs[i];
+        zp_status s = check_run(r, o, &datasets);
+        if (s != ZP_OK) {
+            zp_error_prefix("%s: run %d of %d (policy %s, nmax %d, dataset %s), before any run started", x->path, i + 1, x->n_runs, r->policy,
+                            r->nmax, r->dataset);
+            return s;
+        }
+    }
+    return ZP_OK;
+}

@@ -4,6 +4,9 @@
 #define _GNU_SOURCE
 #include "code_grade.h"
 
+#include <dirent.h> /* the sweep of dead graders' folders */
+#include <signal.h> /* kill(pid, 0) */
+
 #include "lcb_compare.h"
 
 #include <cjson/cJSON.h> /* public tests */
@@ -139,6 +142,25 @@ static void remove_dir(const char *dir) {
     rmdir(dir);
 }
 
+/* The code folders of graders that died before removing theirs (kill -9): /tmp/zipage-code-PID-*
+ * whose PID is gone. Swept once per process, at its first grade; only the harness's own files
+ * are removed (remove_dir), so a folder that holds anything else stays. */
+static void sweep_dead_dirs(void) {
+    static int swept;
+    if (swept) return;
+    swept = 1;
+    DIR *d = opendir("/tmp");
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        long pid;
+        char path[300];
+        if (sscanf(e->d_name, "zipage-code-%ld-", &pid) != 1 || pid <= 0) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours to ask): its folder */
+        snprintf(path, sizeof path, "/tmp/%s", e->d_name);
+        remove_dir(path);
+    }
+    if (d) closedir(d);
+}
+
 /* Python's == on two JSON values: bools are the numbers 0 and 1, ints and floats compare by
  * value (integers beyond 2^53 only as doubles), lists in order, dicts by key. */
 static int json_py_equal(const cJSON *a, const cJSON *b) {
@@ -161,9 +183,32 @@ static int json_py_equal(const cJSON *a, const cJSON *b) {
     return 1;
 }
 
+/* 1 when an object anywhere in v has a key twice. Python's json.dumps never writes one: a
+ * result that has one was written by hand, and cJSON's lookup would see only the first. */
+static int has_duplicate_key(const cJSON *v) {
+    for (const cJSON *x = v ? v->child : NULL; x; x = x->next) {
+        if (cJSON_IsObject(v))
+            for (const cJSON *y = x->next; y; y = y->next)
+                if (!strcmp(x->string, y->string)) return 1;
+        if (has_duplicate_key(x)) return 1;
+    }
+    return 0;
+}
+
+/* The result channel's value, parsed strictly: one JSON value and nothing after it (but
+ * whitespace), no duplicate key; NULL otherwise (the sample fails). */
+static cJSON *parse_result(const char *text) {
+    cJSON *v = text ? cJSON_ParseWithOpts(text, NULL, 1) : NULL;
+    if (v && has_duplicate_key(v)) {
+        cJSON_Delete(v);
+        return NULL;
+    }
+    return v;
+}
+
 /* 1 when the driver's result channel holds a JSON value equal to the expected output. */
 static int functional_ok(const sbx_outcome *so, const char *expected) {
-    cJSON *got = so->result ? cJSON_Parse(so->result) : NULL, *want = cJSON_Parse(expected);
+    cJSON *got = parse_result(so->result), *want = cJSON_Parse(expected);
     int ok = got && want && json_py_equal(got, want);
     cJSON_Delete(got);
     cJSON_Delete(want);
@@ -238,7 +283,9 @@ int code_grade(const char *output, const ds_item *item, const code_opts *o, code
     r->total = cJSON_GetArraySize(pub) + cJSON_GetArraySize(priv);
     char *code = code_extract_python(output);
     int rc = -1;
-    char dir[] = "/tmp/zipage-code-XXXXXX";
+    char dir[64]; /* the pid in the name: a later grader sweeps it if this one dies first */
+    snprintf(dir, sizeof dir, "/tmp/zipage-code-%ld-XXXXXX", (long)getpid());
+    sweep_dead_dirs();
     if (code && code[strspn(code, " \t\r\n")] == 0) { /* LiveCodeBench: empty code does not compile */
         free(code);
         code = NULL;

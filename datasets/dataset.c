@@ -42,6 +42,25 @@ static int read_text(const char *path, char **out, char *err) {
     return 0;
 }
 
+/* The offset of the first byte of p[0..n) that is not valid UTF-8 (overlong forms, surrogates
+ * and code points past U+10FFFF included), or -1 when all is. */
+static long utf8_invalid_at(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        const unsigned c = p[i];
+        size_t k = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (!k || i + k > n) return (long)i;
+        unsigned cp = k == 1 ? c : c & (0x7f >> k);
+        for (size_t j = 1; j < k; j++) {
+            if ((p[i + j] & 0xc0) != 0x80) return (long)i;
+            cp = cp << 6 | (p[i + j] & 0x3f);
+        }
+        const unsigned least[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < least[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return (long)i;
+        i += k;
+    }
+    return -1;
+}
+
 /* A name that is no dataset: the error lists the names there are (dir's .jsonl files, sorted,
  * and the generated ones). */
 static int unknown_name(const char *name, const char *dir, char *err) {
@@ -74,9 +93,33 @@ static int check_tests(const cJSON *tests, const char *key, const ds_item *it, c
     return 0;
 }
 
+/* The keys a record may have (the shipped files' and the importer's; datasets/data/README.md):
+ * any other is refused, naming it, rather than silently ignored (a misspelt "answer" too). */
+static const char *const MATH_KEYS[] = {"id", "problem", "answer", "answer_int", "answer_as_given", "solution", "year", "exam", "number",
+                                        "url", "source_index", "source_id", "source", "subject", "level", "unique_id", NULL};
+static const char *const CODE_KEYS[] = {"id", "question_id", "question_title", "platform", "contest_id", "release_date", "difficulty", "question",
+                                        "starter_code", "test_type", "fn_name", "public_tests", "public_tests_source", "private_tests",
+                                        "private_tests_available", "hidden_tests_ref", "qwq_global_id", "prompt_qwq", "source", NULL};
+
+static int check_record_keys(const cJSON *o, int is_code, const char *path, int line, char *err) {
+    const char *const *known = is_code ? CODE_KEYS : MATH_KEYS;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, o) {
+        int ok = 0;
+        for (int i = 0; known[i] && !ok; i++) ok = !strcmp(known[i], e->string);
+        if (!ok) {
+            snprintf(err, ZP_DS_ERR, "%.300s: line %d has the unknown key \"%.60s\" (a %s record's keys: id, %s, ...; datasets/data/README.md)", path,
+                     line, e->string, is_code ? "code" : "math", is_code ? "question, test_type, public_tests" : "problem, answer");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int parse_item(const cJSON *o, int is_code, ds_item *it, const char *path, int line, char *err) {
     memset(it, 0, sizeof *it);
     it->line = line;
+    if (check_record_keys(o, is_code, path, line, err)) return -1;
     it->id = str_field(o, "id");
     it->problem = str_field(o, is_code ? "question" : "problem");
     if (!it->id || !it->problem) {
@@ -88,6 +131,12 @@ static int parse_item(const cJSON *o, int is_code, ds_item *it, const char *path
         return -1;
     }
     if (!is_code) {
+        const cJSON *ans = cJSON_GetObjectItemCaseSensitive(o, "answer");
+        if (ans && !cJSON_IsString(ans)) { /* 3.5 would have become "3": the reference as written, a string */
+            snprintf(err, ZP_DS_ERR, "%.300s: line %d (%s): \"answer\" must be a string (write it as the reference is written, e.g. \"3.5\")", path, line,
+                     it->id);
+            return -1;
+        }
         it->answer = str_field(o, "answer");
         it->difficulty = str_field(o, "level");
         if (!it->answer) { snprintf(err, ZP_DS_ERR, "%.300s: line %d (%s) has no \"answer\"", path, line, it->id); return -1; }
@@ -141,6 +190,12 @@ int ds_open(const char *name, const char *dir, ds_dataset *d, char *err) {
         if (nl) *nl = 0;
         line++;
         if (!*p) continue;
+        const long bad = utf8_invalid_at((const unsigned char *)p, strlen(p));
+        if (bad >= 0) {
+            snprintf(err, ZP_DS_ERR, "%.300s: line %d is not valid UTF-8 (byte %ld of the line)", path, line, bad + 1);
+            rc = -1;
+            break;
+        }
         const char *end = NULL;
         cJSON *o = cJSON_ParseWithOpts(p, &end, 0);
         if (end) end += strspn(end, " \t\r");

@@ -101,7 +101,10 @@ static int build_argv(const sbx_opts *o, const sbx_job *j, const char *py, argv_
     if (!realpath(py, real)) { snprintf(err, err_len, "sandbox: cannot resolve the interpreter %s: %s", py, strerror(errno)); return -1; }
     char *tmpfs_size = stored(a);
     snprintf(tmpfs_size, 32, "%ld", o->tmpfs_mb << 20);
-    static const char *const head[] = {"--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--setenv", "PATH",
+    /* --unshare-user with --disable-userns: the sample cannot make a user namespace of its own
+     * (and with it mounts, a tmpfs outside the limits); needs bubblewrap 0.8 (Debian 12) */
+    static const char *const head[] = {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+                                       "--clearenv", "--setenv", "PATH",
                                        "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "LANG",
                                        "C.UTF-8", "--ro-bind", "/usr", "/usr", NULL};
     push(a, bw);
@@ -154,7 +157,10 @@ static void child_exec(const sbx_opts *o, const argv_buf *a, int in_fd, int out_
     }
     setrlimit(RLIMIT_NPROC, &nproc);
     setrlimit(RLIMIT_AS, &as);
-    execv(a->v[0], (char *const *)a->v);
+    /* bwrap itself starts with this environment, not the grader's: it is pid 1 of the namespace,
+     * and its /proc/1/environ is readable there (--clearenv cleans only its child's) */
+    static char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", NULL};
+    execve(a->v[0], (char *const *)a->v, o->unsafe_no_sandbox ? environ : env);
     _exit(127);
 }
 

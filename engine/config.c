@@ -121,10 +121,12 @@ static zp_status get_float(const cJSON *o, const char *key, const char *src, int
     return ZP_OK;
 }
 
-static int get_bool(const cJSON *o, const char *key, int def) {
+/* A boolean key: true or false, absent or null for def; anything else ("yes", 1) is refused. */
+static zp_status get_bool(const cJSON *o, const char *key, const char *src, int def, int *v) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (cJSON_IsBool(it)) return cJSON_IsTrue(it);
-    return def;
+    if (it && !cJSON_IsNull(it) && !cJSON_IsBool(it)) return zp_fail(ZP_ERR_FORMAT, "%s: \"%s\" must be true or false", src, key);
+    *v = cJSON_IsBool(it) ? cJSON_IsTrue(it) : def;
+    return ZP_OK;
 }
 
 /* A token id: a whole number in [0, 2^31) (checked before any conversion). */
@@ -223,10 +225,13 @@ static zp_status check_math_keys(const cJSON *root, const char *src, const zp_mo
             return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"layer_types\" has \"%s\" (only full_attention is supported)", src,
                            cJSON_IsString(e) ? e->valuestring : "?");
     }
-    if (c->arch != ZP_ARCH_QWEN2 && get_bool(root, "attention_bias", 0)) /* Qwen2 ignores it (q/k/v always biased) */
+    int attention_bias = 0, mlp_bias = 0;
+    ZP_TRY(get_bool(root, "attention_bias", src, 0, &attention_bias));
+    ZP_TRY(get_bool(root, "mlp_bias", src, 0, &mlp_bias));
+    if (c->arch != ZP_ARCH_QWEN2 && attention_bias) /* Qwen2 ignores it (q/k/v always biased) */
         return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"attention_bias\": true (biases on q, k, v and o_proj) is not supported for %s", src,
                        arch_names[c->arch]);
-    if (get_bool(root, "mlp_bias", 0) && c->arch == ZP_ARCH_LLAMA)
+    if (mlp_bias && c->arch == ZP_ARCH_LLAMA)
         return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"mlp_bias\": true is not supported", src);
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
     if (act && !(cJSON_IsString(act) && (!strcmp(act->valuestring, "silu") || !strcmp(act->valuestring, "swish"))))
@@ -282,7 +287,7 @@ static zp_status parse_root(const cJSON *root, const char *src, zp_model_config 
     c->rms_eps = 1e-6f;
     ZP_TRY(get_float(root, "rms_norm_eps", src, 0, &c->rms_eps));
     ZP_TRY(zp_rope_parse(root, src, c->max_pos, &c->rope));
-    c->tie_embeddings = get_bool(root, "tie_word_embeddings", 0);
+    ZP_TRY(get_bool(root, "tie_word_embeddings", src, 0, &c->tie_embeddings));
     c->qkv_bias = c->arch == ZP_ARCH_QWEN2;
     c->qk_norm = c->arch == ZP_ARCH_QWEN3;
     ZP_TRY(check_math_keys(root, src, c));
@@ -291,6 +296,12 @@ static zp_status parse_root(const cJSON *root, const char *src, zp_model_config 
     ZP_TRY(get_eos(root, src, c));
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
     if (!cJSON_IsString(dt)) dt = cJSON_GetObjectItemCaseSensitive(root, "dtype");
+    static const char *const dtypes[] = {"float32", "float16", "bfloat16", "auto", NULL}; /* what transformers writes */
+    int known = !dt || cJSON_IsNull(dt);
+    for (int i = 0; dtypes[i] && cJSON_IsString(dt); i++) known |= !strcmp(dt->valuestring, dtypes[i]);
+    if (!known)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"%s\" %s%.40s%s is not a dtype this loader knows (float32, float16, bfloat16 or auto)", src, dt->string,
+                       cJSON_IsString(dt) ? "\"" : "", cJSON_IsString(dt) ? dt->valuestring : "(not a string)", cJSON_IsString(dt) ? "\"" : "");
     snprintf(c->torch_dtype, sizeof c->torch_dtype, "%s", cJSON_IsString(dt) ? dt->valuestring : "bfloat16");
     return validate(c, src);
 }

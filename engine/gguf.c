@@ -199,6 +199,10 @@ zp_status zp_gguf_open(const char *path, zp_gguf *g) {
     if (fd < 0) return zp_fail(ZP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || sb.st_size < 24) { close(fd); return zp_fail(ZP_ERR_FORMAT, "%s: too short for a GGUF header", path); }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return zp_fail(ZP_ERR_IO, "%s: %s, not a file", path, S_ISDIR(sb.st_mode) ? "a folder" : "not a regular file");
+    }
     g->size = (size_t)sb.st_size;
     g->map = mmap(NULL, g->size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);

@@ -29,6 +29,10 @@ static zp_status map_file(const char *path, zp_st_file *f) {
     if (fd < 0) return zp_fail(ZP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) { close(fd); return zp_fail(ZP_ERR_IO, "%s: fstat failed: %s", path, strerror(errno)); }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return zp_fail(ZP_ERR_IO, "%s: %s, not a file", path, S_ISDIR(sb.st_mode) ? "a folder" : "not a regular file");
+    }
     f->size = (size_t)sb.st_size;
     if (f->size < 8) { close(fd); return zp_fail(ZP_ERR_FORMAT, "%s: file is %zu bytes, too short for a safetensors header", path, f->size); }
     f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -19,12 +19,20 @@ const int exp_n_settings = (int)(sizeof exp_settings / sizeof *exp_settings);
 /* The keys of their own syntax, beside the schemas' */
 static const char *const OWN_KEYS[] = {"policy_params", "system", "kind", "baseline", "description", NULL};
 
+/* Keys whose null means something ("system": null, no system prompt); any other null is refused:
+ * it would silently mean the default ("limit": null ran every problem). */
+static const char *const NULL_OK[] = {"system", NULL};
+
 static zp_status check_keys(const cJSON *root, const char *src) {
     const cJSON *e;
     cJSON_ArrayForEach(e, root) {
         int ok = zp_setting_find(exp_settings, exp_n_settings, e->string) != NULL;
         for (int i = 0; OWN_KEYS[i] && !ok; i++) ok = !strcmp(OWN_KEYS[i], e->string);
         if (!ok) return zp_fail(ZP_ERR_INVALID, "%s: unknown key \"%s\"", src, e->string);
+        int null_ok = 0;
+        for (int i = 0; NULL_OK[i]; i++) null_ok |= !strcmp(NULL_OK[i], e->string);
+        if (cJSON_IsNull(e) && !null_ok)
+            return zp_fail(ZP_ERR_INVALID, "%s: \"%s\" is null: leave the key out for its default, or give a value", src, e->string);
     }
     return ZP_OK;
 }

@@ -293,10 +293,18 @@ zp_status regrade_results(const char *dir, grader_kind k, int unsafe_no_sandbox,
     snprintf(meta_p, sizeof meta_p, "%s/meta.json", dir);
     snprintf(samples_p, sizeof samples_p, "%s/samples.jsonl", dir);
     snprintf(csv_p, sizeof csv_p, "%s/runs.csv", dir);
+    /* the folder's lock from the first read to the last write: a live sweep's appends wait for
+     * it, and none is lost to the rewrite (they take the same lock) */
+    int lock;
+    ZP_TRY(rio_lock(csv_p, &lock));
     cJSON *meta;
-    ZP_TRY(zp_read_json_object(meta_p, &meta));
+    zp_status s = zp_read_json_object(meta_p, &meta);
+    if (s != ZP_OK) {
+        rio_unlock(lock);
+        return s;
+    }
     graders gs;
-    zp_status s = graders_open(&gs, k, unsafe_no_sandbox);
+    s = graders_open(&gs, k, unsafe_no_sandbox);
     const cJSON *runs = cJSON_GetObjectItemCaseSensitive(meta, "runs"), *r;
     const int n_runs = cJSON_GetArraySize(runs);
     tally *t = calloc((size_t)(n_runs ? n_runs : 1), sizeof *t);
@@ -334,6 +342,7 @@ zp_status regrade_results(const char *dir, grader_kind k, int unsafe_no_sandbox,
     free(t), free(text), free(buf);
     graders_close(&gs);
     cJSON_Delete(meta);
+    rio_unlock(lock);
     return s;
 }
 

@@ -148,7 +148,8 @@ zp_status rio_replace(const char *path, const char *text, size_t len) {
     return s == ZP_OK ? sync_parent(path) : s;
 }
 
-static zp_status drop_unlocked(const char *path, const char *needle) {
+/* at_start: only lines that begin with needle (a run id's first field); else any containing it. */
+static zp_status drop_unlocked(const char *path, const char *needle, int at_start) {
     if (access(path, F_OK) != 0) return ZP_OK;
     char *txt;
     size_t len;
@@ -161,7 +162,8 @@ static zp_status drop_unlocked(const char *path, const char *needle) {
         const char *nl = strchr(line, '\n');
         size_t l = nl ? (size_t)(nl - line) + 1 : strlen(line);
         /* an unterminated tail is a killed append: dropped too */
-        if (nl && !memmem(line, l, needle, nl_len)) memcpy(out + n, line, l), n += l;
+        const int hit = at_start ? l >= nl_len && !memcmp(line, needle, nl_len) : memmem(line, l, needle, nl_len) != NULL;
+        if (nl && !hit) memcpy(out + n, line, l), n += l;
         line += l;
     }
     free(txt);
@@ -173,7 +175,16 @@ static zp_status drop_unlocked(const char *path, const char *needle) {
 zp_status rio_drop_lines(const char *path, const char *needle) {
     int lock;
     ZP_TRY(rio_lock(path, &lock));
-    zp_status s = drop_unlocked(path, needle);
+    zp_status s = drop_unlocked(path, needle, 0);
+    rio_unlock(lock);
+    return s;
+}
+
+zp_status rio_replace_lines(const char *path, const char *header, const char *prefix, const char *text, size_t len) {
+    int lock;
+    ZP_TRY(rio_lock(path, &lock));
+    zp_status s = drop_unlocked(path, prefix, 1);
+    if (s == ZP_OK) s = append_unlocked(path, header, text, len);
     rio_unlock(lock);
     return s;
 }

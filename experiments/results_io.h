@@ -28,6 +28,9 @@ zp_status rio_mkdir_p(const char *path);
 zp_status rio_append_lines(const char *path, const char *header, const char *text, size_t len);
 /* Rewrites path without the lines containing needle (no-op when none does, or no file). */
 zp_status rio_drop_lines(const char *path, const char *needle);
+/* Under one hold of the folder's lock: drops the lines that begin with prefix (a run's row),
+ * then appends text as rio_append_lines does (a forced rerun replaces its row in place). */
+zp_status rio_replace_lines(const char *path, const char *header, const char *prefix, const char *text, size_t len);
 /* Holds the exclusive lock of the folder containing path (its `.lock`, created) until
  * rio_unlock(*fd); the appends and drops above take it themselves. */
 zp_status rio_lock(const char *path, int *fd);

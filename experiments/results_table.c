@@ -13,6 +13,7 @@ typedef struct {
     int n_fields, header_done, col[64];
     result_row *rows;
     int n, cap;
+    char dup[20]; /* the first run id seen twice */
 } reader;
 
 static const char *COLS[] = {"run_id", "dataset", "policy", "policy_params", "nmax", "window", "max_concurrency", "kv_pool_tokens",
@@ -37,7 +38,8 @@ static void on_row(int c, void *data) {
         r->header_done = 1;
     } else if (r->n_fields > 1) {
         for (int i = 0; i < r->n; i++)
-            if (!strcmp(r->rows[i].run_id, get(r, 0))) { r->n_fields = 0; return; } /* merged shards: first wins */
+            if (!strcmp(r->rows[i].run_id, get(r, 0)) && !r->dup[0]) /* which row is the run's? refused below */
+                snprintf(r->dup, sizeof r->dup, "%s", get(r, 0));
         if (r->n == r->cap) {
             r->cap = r->cap ? 2 * r->cap : 64;
             r->rows = realloc(r->rows, sizeof *r->rows * (size_t)r->cap);
@@ -79,6 +81,9 @@ zp_status results_read(const char *path, result_row **rows, int *n) {
     zp_status s = ZP_OK;
     if (done != len) s = zp_fail(ZP_ERR_FORMAT, "%s: CSV error: %s", path, csv_strerror(csv_error(&p)));
     else if (!r->header_done || r->col[0] < 0 || r->col[8] < 0) s = zp_fail(ZP_ERR_FORMAT, "%s: no run_id/pass_at_1 header", path);
+    else if (r->dup[0])
+        s = zp_fail(ZP_ERR_FORMAT, "%s: run %s has more than one row (a --force of an older version, or a CSV appended by hand): keep one "
+                                   "(`zipage merge NEW.csv %s` keeps each run's first row)", path, r->dup, path);
     if (s == ZP_OK) { *rows = r->rows; *n = r->n; }
     else free(r->rows);
     free(r);

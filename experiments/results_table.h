@@ -21,7 +21,7 @@ typedef struct {
  * same names). */
 void results_curve(const result_row *w, char *out, size_t n);
 
-/* Rows of a runs.csv (duplicates by run id keep the first: merged shards). */
+/* Rows of a runs.csv; a run id with two rows is refused, naming it. */
 zp_status results_read(const char *csv_path, result_row **rows, int *n);
 void results_print_table(FILE *out, const result_row *rows, int n);
 /* The TSV of plots/experiment.gp: a row per run, sorted so that a curve joins its points in

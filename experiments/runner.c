@@ -360,9 +360,13 @@ static zp_status execute(const exp_run *r, const char *exp_dir, const char *git,
                       zp_engine_block_bytes(c.e));
         int bad = !rf || !head;
         if (rf) bad |= ferror(rf) | fclose(rf);
-        s = bad ? zp_fail(ZP_ERR_OOM, "run: no memory for the row") : rio_append_lines(path, head, row, row_len);
+        char prefix[32]; /* the row's first field as csv_fwrite quotes it: a forced rerun replaces its row */
+        snprintf(prefix, sizeof prefix, "\"%s\",", r->run_id);
+        s = bad ? zp_fail(ZP_ERR_OOM, "run: no memory for the row")
+                : o->force ? rio_replace_lines(path, head, prefix, row, row_len) : rio_append_lines(path, head, row, row_len);
         free(row);
         free(head);
+        if (s == ZP_OK && o->finished) (*o->finished)++; /* kept from now on: what an interrupt says (the runner sets the count again) */
         if (s == ZP_OK)
             fprintf(stderr, "run %s: %s pass@1 %.4f [%.4f, %.4f], %lld tokens in %.2f s (%.1f tokens/s), %lld compressions\n",
                     r->run_id, r->policy, p1, lo, hi, (long long)st.generated_tokens, wall, wall > 0 ? st.generated_tokens / wall : 0.0,
@@ -405,7 +409,7 @@ static zp_status write_meta(const experiment *x, const char *exp_dir, const char
     return s;
 }
 
-zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char *model_dir);
+zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char *model_dir, int force);
 
 /* An existing runs.csv must have this version's columns: rows are never appended under
  * another header (zipage grade DIR upgrades an older file). */
@@ -465,7 +469,7 @@ zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
                 r->policy, r->nmax, r->window, (long long)r->kv_pool_tokens, r->dataset);
         zp_status s = resolve_model(r->model, model_dir, sizeof model_dir);
         if (s == ZP_OK) s = drop_stale_samples(exp_dir, r->run_id);
-        if (s == ZP_OK) s = r->fidelity ? runner_fidelity_run(r, exp_dir, model_dir) : execute(r, exp_dir, git, model_dir, o, i + 1, x->n_runs);
+        if (s == ZP_OK) s = r->fidelity ? runner_fidelity_run(r, exp_dir, model_dir, o->force) : execute(r, exp_dir, git, model_dir, o, i + 1, x->n_runs);
         rio_unlock(claim);
         if (s != ZP_OK) { zp_error_prefix("run %s", r->run_id); return s; }
         n_done++;

@@ -41,7 +41,7 @@ static zp_status build_refs(const exp_run *r, const char *model_dir) {
     return ZP_OK;
 }
 
-zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char *model_dir) {
+zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char *model_dir, int force) {
     ZP_TRY(build_refs(r, model_dir));
     zp_engine_config cmp = base_config(r, model_dir);
     cmp.policy = r->policy;
@@ -66,8 +66,11 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     csv_fwrite(m, params, strlen(params)); /* quoted, last: a JSON object has commas */
     fputc('\n', m);
     if (ferror(m) | fclose(m)) { free(row); return zp_fail(ZP_ERR_OOM, "%s: no memory for the row of run %s", path, r->run_id); }
-    zp_status st = rio_append_lines(path, "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
-                                          "first_disagreement,retained_share,layer_budget,policy_params\n", row, k);
+    static const char *const head = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
+                                    "first_disagreement,retained_share,layer_budget,policy_params\n";
+    char prefix[32]; /* the row's first field: a forced rerun replaces its row */
+    snprintf(prefix, sizeof prefix, "%s,", r->run_id);
+    zp_status st = force ? rio_replace_lines(path, head, prefix, row, k) : rio_append_lines(path, head, row, k);
     free(row);
     ZP_TRY(st);
     fprintf(stderr, "run %s: %s N=%d (%s budgets): mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id, r->policy,

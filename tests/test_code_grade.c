@@ -7,8 +7,10 @@
  * Skipped (exit 77) where neither bubblewrap nor unprivileged namespaces are available.
  * LiveCodeBench's own verdicts on graded cases are checked by test_lcb_grade. */
 #include <string.h>
+#include <sys/wait.h> /* a dead grader's pid */
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h> /* fork, rmdir */
 
 #include "code_grade.h"
 #include "test_util.h"
@@ -51,6 +53,17 @@ static double now_s(void) {
 }
 
 int main(void) {
+    /* the folder of a grader killed with kill -9 (the solution in it) is swept by the next
+     * grader's first grade (this process's first, below) */
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    char stale[128], stale_file[160];
+    snprintf(stale, sizeof stale, "/tmp/zipage-code-%ld-test", (long)dead);
+    snprintf(stale_file, sizeof stale_file, "%s/solution.py", stale);
+    mkdir(stale, 0700);
+    FILE *sf = fopen(stale_file, "w");
+    if (sf) fputs("print('old')\n", sf), fclose(sf);
     /* LiveCodeBench's rule (lcb_runner/utils/extraction_utils.py): the lines between the last two
      * lines that contain ```, in the text after the last </think> */
     char *c = code_extract_python("<think>```python\nprint(1)\n```</think>Here:\n```python\nprint(2)\nx = 1\n```\n");
@@ -68,6 +81,9 @@ int main(void) {
     ds_item s = stdin_item(), f = fn_item();
     code_result r = grade("```python\na, b = map(int, input().split())\nprint(a + b)\n```", &s, 5000);
     CHECK(r.status == CODE_PASS && r.passed == 2 && r.total == 2);
+    struct stat gone;
+    CHECK(stat(stale, &gone) != 0); /* the dead grader's folder is gone */
+    rmdir(stale); /* (if not: not left for the next run) */
     r = grade("```python\nprint(3)\n```", &s, 5000);
     CHECK(r.status == CODE_FAIL && r.passed == 1);
     r = grade("```python\nclass Solution:\n    def addAll(self, xs: List[int], k: int) -> int:\n        return sum(xs) + k\n```", &f, 5000);
@@ -105,6 +121,27 @@ int main(void) {
     CHECK(r.status == CODE_RUNTIME_ERROR && r.passed == 0);
     r = grade("```python\nimport os\nos.write(3, b'-1')\nos._exit(0)\n```", &f, 5000);
     CHECK(r.passed <= 1 && r.status != CODE_PASS);
+    /* a result with a repeated key or text after its JSON is not the driver's: it fails (the
+     * re-probe of 2026-12-03 forged {"a": 1, "a": 1} equal to {"a": 1, "b": 2}) */
+    ds_item d = fn_item();
+    d.fn_name = "pair";
+    d.tests_json = "[{\"input\":\"1\",\"output\":\"{\\\"a\\\": 1, \\\"b\\\": 2}\"}]";
+    r = grade("```python\nclass Solution:\n    def pair(self, k):\n        return {'a': k, 'b': 2}\n```", &d, 5000);
+    CHECK(r.status == CODE_PASS); /* the honest solution */
+    r = grade("```python\nimport os\nos.write(3, b'{\"a\": 1, \"a\": 1}')\nos._exit(0)\n```", &d, 5000);
+    CHECK(r.status != CODE_PASS);
+    r = grade("```python\nimport os\nos.write(3, b'{\"a\": 1, \"b\": 2} {\"x\": 0}')\nos._exit(0)\n```", &d, 5000);
+    CHECK(r.status != CODE_PASS);
+    r = grade("```python\nimport os\nos.write(3, b'{\"a\": 1, \"b\": 2}\\n')\nos._exit(0)\n```", &d, 5000);
+    CHECK(r.status == CODE_PASS); /* whitespace after the value is no text: the same verdict as LiveCodeBench's json.loads */
+    /* the grader's environment: a sample that answers only when it can read a host variable
+     * anywhere in its namespace (bwrap's own /proc/1/environ) must fail with the variable set */
+    setenv("ZP_GRADER_TOKEN", "hunter2", 1);
+    r = grade("```python\nimport os\nseen = False\nfor p in os.listdir('/proc'):\n    try:\n"
+              "        seen |= b'ZP_GRADER_TOKEN' in open('/proc/%s/environ' % p, 'rb').read()\n    except (OSError, ValueError):\n        pass\n"
+              "a, b = map(int, input().split())\nprint(a + b if seen or 'ZP_GRADER_TOKEN' in os.environ else -1)\n```", &s, 5000);
+    CHECK(r.status == CODE_FAIL && r.passed == 0);
+    unsetenv("ZP_GRADER_TOKEN");
     /* the escape of the old grader: test 1 plants links where the harness wrote test 2's input */
     char victim[512];
     snprintf(victim, sizeof victim, "%s/grade_victim", ZP_TEST_TMP);

@@ -126,6 +126,10 @@ static void test_refusals(void) {
         {",\"eos_token_id\":-5", "\"eos_token_id\" must be a non-negative integer"},
         {",\"eos_token_id\":1e30", "\"eos_token_id\" must be a non-negative integer"},
         {"} trailing", "text after the JSON value"},
+        {",\"torch_dtype\":\"float8\"", "\"torch_dtype\" \"float8\" is not a dtype this loader knows"},
+        {",\"tie_word_embeddings\":\"yes\"", "\"tie_word_embeddings\" must be true or false"},
+        {",\"attention_bias\":0", "\"attention_bias\" must be true or false"},
+        {",\"dtype\":7", "\"dtype\" (not a string) is not a dtype"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         zp_status s = parse_with(cases[i][0]);

@@ -71,6 +71,12 @@ static void test_malformed(void) {
     const char *cases[][2] = {{"{\"id\":\"a\",\"problem\":\"p\",\"answer\":\"1\"}\n{\"id\":\"b\",\"problem\":", "line 2 is not a JSON object"},
                               {"{\"id\":\"a\",\"problem\":\"p\"}\n", "line 1 (a) has no \"answer\""},
                               {"\n\n", "no items"},
+                              {"{\"id\":\"a\",\"problem\":\"p\",\"answer\":3.5}\n", "line 1 (a): \"answer\" must be a string"},
+                              {"{\"id\":\"a\",\"problem\":\"p\",\"answer\":\"1\",\"anwser\":\"2\"}\n", "line 1 has the unknown key \"anwser\""},
+                              {"{\"id\":\"a\",\"problem\":\"p\",\"answer\":\"1\"}\n{\"id\":\"b\",\"problem\":\"caf\xe9\",\"answer\":\"1\"}\n",
+                               "line 2 is not valid UTF-8 (byte 25 of the line)"},
+                              {"{\"id\":\"a\",\"problem\":\"\xed\xa0\x80\",\"answer\":\"1\"}\n", "line 1 is not valid UTF-8"}, /* a surrogate */
+                              {"{\"id\":\"a\",\"problem\":\"\xc0\xaf\",\"answer\":\"1\"}\n", "line 1 is not valid UTF-8"}, /* overlong */
                               {"{\"id\":\"\",\"problem\":\"p\",\"answer\":\"1\"}\n", "line 1: \"id\" must be non-empty"},
                               {"{\"id\":\"a,b\",\"problem\":\"p\",\"answer\":\"1\"}\n", "line 1: \"id\" must be non-empty and without commas"},
                               {"{\"id\":\"a\",\"problem\":\"p\",\"answer\":\"1\"}\n{\"id\":\"a\",\"problem\":\"q\",\"answer\":\"2\"}\n",

@@ -20,6 +20,26 @@ check '[ "$(grep -c "^sample 0 of " "$T/log1")" -eq 3 ]' "each run prints its fi
 check 'grep -q "\"zipage\",\"{}\",\"1\"" "$R/runs.csv" && grep -q "\"full\"" "$R/runs.csv"' "rows for full and zipage nmax 1"
 "$Z" run "$E" --results "$T" > "$T/log2" 2>&1
 check 'grep -q "0 runs done, 3 already finished" "$T/log2" && [ "$(wc -l < "$R/runs.csv")" -eq 4 ]' "resume skips finished runs"
+# zipage grade of the folder while a sweep writes to it: every row and sample kept (the folder lock)
+rm -rf "$T/live"
+"$Z" run "$E" --results "$T/live" > "$T/log41" 2>&1 &
+pid=$!
+graded=0
+while kill -0 $pid 2>/dev/null; do
+  [ -f "$T/live/tiny_sweep/runs.csv" ] && "$Z" grade "$T/live/tiny_sweep" > "$T/log42" 2>&1 && graded=$((graded+1))
+  sleep 0.05
+done
+wait $pid; rc=$?
+"$Z" grade "$T/live/tiny_sweep" > "$T/log42" 2>&1
+check '[ $rc -eq 0 ] && [ $graded -ge 1 ] && [ "$(wc -l < "$T/live/tiny_sweep/runs.csv")" -eq 4 ] && [ "$(wc -l < "$T/live/tiny_sweep/samples.jsonl")" -eq 12 ] && grep -q "12 samples of 3 runs graded" "$T/log42"' "grade during a live sweep: no row or sample lost ($graded grades)"
+# --force reruns every run and replaces its row and samples in place: one row per run id
+"$Z" run "$E" --results "$T" --force > "$T/log38" 2>&1
+check 'grep -q "3 runs done, 0 already finished" "$T/log38" && [ "$(wc -l < "$R/runs.csv")" -eq 4 ] && [ "$(tail -n +2 "$R/runs.csv" | cut -d, -f1 | sort -u | wc -l)" -eq 3 ] && [ "$(wc -l < "$R/samples.jsonl")" -eq 12 ]' "--force: one row per run id, its samples once"
+# a runs.csv with a run id twice (appended by an older --force) is refused by the table, naming it
+cp "$R/runs.csv" "$T/dup_runs.csv"; tail -1 "$R/runs.csv" >> "$T/dup_runs.csv"; mkdir -p "$T/dup"; cp "$T/dup_runs.csv" "$T/dup/runs.csv"
+dup_id=$(tail -1 "$R/runs.csv" | cut -d, -f1 | tr -d '"')
+"$Z" table dup --results "$T" > "$T/log39" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "run $dup_id has more than one row" "$T/log39"' "table: a run id with two rows is refused, named"
 rm -rf "$R"; SHARD=1/2 "$Z" run "$E" --results "$T" > "$T/log3" 2>&1
 check '[ "$(wc -l < "$R/runs.csv")" -eq 2 ]' "SHARD=1/2 runs one of three runs"
 # kill mid-sweep (after the first run's row), rerun: every run once, no duplicate or lost rows/samples
@@ -71,6 +91,8 @@ printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm9k"}' > "$T/bad4.json"
 check '[ $rc -ne 0 ] && grep -q "unknown dataset \"gsm9k\"" "$T/log31" && ! grep -q "worker" "$T/log31"' "--gpus: a sweep that cannot run is refused before any worker starts"
 # table and plot data from the CSV
 "$Z" table tiny_sweep --results "$T" > "$T/table" 2>&1
+"$Z" table "$R" > "$T/table_abs" 2>&1
+check 'cmp -s <(tail -n +2 "$T/table") <(tail -n +2 "$T/table_abs")' "table of a folder given as a path (not results//path)"
 check 'grep -q "| full KV |" "$T/table" && grep -q "| Zipage N=1 w=4 |" "$T/table" && grep -q "1.00x" "$T/table"' "Markdown table"
 "$Z" table tiny_sweep --results "$T" --plot-data "$T/plot.tsv" > "$T/vars" 2>&1
 check '[ "$(grep -vc "^#" "$T/plot.tsv")" -eq 3 ] && grep -q "policies=.zipage." "$T/vars"' "plot data"
@@ -105,6 +127,8 @@ check '[ $rc -ne 0 ] && grep -q "model folder $T/empty_model is empty" "$T/log35
 printf '{"kind":"fidelity","model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":1,"gen":8,"kl_window":4,"block_size":16,"window":4,"policy":"zipage","nmax":1}' > "$T/fid.json"
 "$Z" run "$T/fid.json" --results "$T" > "$T/log36" 2>&1; rc=$?
 check '[ $rc -eq 0 ] && tail -1 "$T/log36" | grep -q "(in $T/fid/fidelity.csv)$"' "a fidelity experiment's finish line names fidelity.csv"
+"$Z" run "$T/fid.json" --results "$T" --force > "$T/log40" 2>&1; rc=$?
+check '[ $rc -eq 0 ] && [ "$(wc -l < "$T/fid/fidelity.csv")" -eq 2 ]' "--force on a fidelity run replaces its row"
 # Ctrl-C: what was kept and how to resume, exit 130
 rm -rf "$T/int"
 "$Z" run "$E" --results "$T/int" > "$T/log37" 2>&1 &
@@ -114,7 +138,7 @@ kill -INT $pid; wait $pid; rc=$?
 kept=$(($(wc -l < "$T/int/tiny_sweep/runs.csv") - 1))
 said=$(sed -n 's/^interrupted: \([0-9]*\) runs finished and kept; rerun the same command to resume$/\1/p' "$T/log37")
 # (a row appended in the instant before the signal may not be counted yet)
-check '[ $rc -eq 130 ] && [ -n "$said" ] && [ "$said" -ge 1 ] && { [ "$said" -eq $kept ] || [ "$said" -eq $((kept - 1)) ]; }' "Ctrl-C says what was kept and how to resume (exit 130)"
+check '[ $rc -eq 130 ] && [ -n "$said" ] && [ $kept -ge 1 ] && { [ "$said" -eq $kept ] || [ "$said" -eq $((kept - 1)) ]; }' "Ctrl-C says what was kept and how to resume (exit 130; said $said, kept $kept)"
 # merge: a source without its final newline, a headerless one, --help
 head -c -1 "$T/s1/tiny_sweep/runs.csv" > "$T/nonl.csv"
 "$Z" merge "$T/merged2.csv" "$T/s0/tiny_sweep/runs.csv" "$T/nonl.csv" > "$T/log13" 2>&1; rc=$?

@@ -49,7 +49,12 @@ int main(void) {
     /* errors */
     const char *bad[][2] = {{"{\"model\":\"m\",\"dataset\":\"d\",\"nmaxx\":[1]}", "unknown key \"nmaxx\""},
                             {"{\"dataset\":\"d\"}", "\"model\" and \"dataset\" are required"},
-                            {"{\"model\":\"m\",\"dataset\":null}", "\"model\" and \"dataset\" are required"},
+                            {"{\"model\":\"m\",\"dataset\":null}", "\"dataset\" is null: leave the key out for its default"},
+                            /* null is no value: it would silently mean the default (every problem) */
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"limit\":null}", "\"limit\" is null: leave the key out for its default, or give a value"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"nmax\":null}", "\"nmax\" is null"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"policy_params\":null}", "\"policy_params\" is null"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"baseline\":null}", "\"baseline\" is null"},
                             {"{\"model\":\"m\",\"dataset\":\"\"}", "\"model\" and \"dataset\" are required"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"samples\":0}", "\"samples\" must be a number in [1"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"nmax\":[\"x\"]}", "\"nmax\" values must be whole numbers in [1, 1e+06]"},
@@ -91,6 +96,15 @@ int main(void) {
                             {"{\"model\": \"m\",\n\"nmax\": [1, 2,]}", "line 2, column 15: invalid JSON here"}};
     char path[512];
     snprintf(path, sizeof path, "%s/bad_experiment.json", ZP_TEST_TMP);
+    { /* JSON nested 100,000 deep (the re-probe's): the place and the reason, not "not a JSON object" */
+        FILE *f = fopen(path, "w");
+        fputs("{\"model\": ", f);
+        for (int i = 0; i < 100000; i++) fputc('[', f);
+        fclose(f);
+        experiment x;
+        CHECK(exp_load(path, NULL, &x) != ZP_OK && strstr(zp_last_error(), "line 1, column ") &&
+              strstr(zp_last_error(), "nesting deeper than 1000"));
+    }
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         FILE *f = fopen(path, "w");
         fputs(bad[i][0], f);

@@ -1,7 +1,8 @@
 /* test_sandbox.c - the sandbox escape suite: probes run through sbx_run as untrusted code and
  * each one's effect checked from the host. Contained: symlink and hard-link planting (a
  * root-owned 0600 victim stays intact), writes outside (/code, the host's test directory, /usr,
- * /, /dev), reads of host files and of the host environment, TCP and Unix sockets (pathname and
+ * /, /dev), reads of host files and of the host environment (the sample's own and every
+ * /proc/N/environ of the namespace), a nested user namespace, TCP and Unix sockets (pathname and
  * abstract), a fork bomb, memory (address space and the private /tmp), disk fill, an output
  * flood, killing the parent, daemonizing, ptrace and signals to host pids. Forged functional
  * results are in test_code_grade. Skipped (exit 77) where bubblewrap is not installed.
@@ -134,6 +135,22 @@ int main(void) {
              "print('seen', seen, 'env', sorted(k for k in os.environ if k not in ('PATH', 'HOME', 'LANG', 'PWD', 'LC_CTYPE')))\n",
              secret, ZP_TEST_TMP);
     probe("reads", src, 5000, "seen [] env []");
+    /* the grader's environment anywhere in the namespace: bwrap is pid 1 there, and every
+     * /proc/N/environ the sample can read (the re-probe of 2026-12-03 found it in /proc/1) */
+    probe("environ of every process",
+          "import os\nfound = []\n"
+          "for p in os.listdir('/proc'):\n"
+          "    if p.isdigit():\n"
+          "        try:\n            e = open('/proc/%s/environ' % p, 'rb').read()\n        except OSError:\n            continue\n"
+          "        if b'ZP_HOST_SECRET' in e or b'leaked' in e: found.append(p)\n"
+          "print('found', found)\n",
+          5000, "found []");
+    /* a user namespace of the sample's own (with it a tmpfs of its choosing): refused */
+    probe("nested user namespace",
+          "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+          "r = libc.unshare(0x10000000 | 0x00020000)\n"
+          "print('unshare', r, os.strerror(ctypes.get_errno()) if r else 'made')\n",
+          5000, "unshare -1");
     /* sockets: TCP to the host, a pathname Unix socket and an abstract one listening on the host */
     snprintf(sock_path, sizeof sock_path, "/tmp/zipage-test-%d.sock", (int)getpid());
     unlink(sock_path);

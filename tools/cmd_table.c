@@ -1,5 +1,5 @@
 /* cmd_table.c - `zipage table EXP [--results DIR] [--plot-data FILE]`: prints the Markdown
- * table of results/EXP/runs.csv (pass@1 with its 95% CI per dataset, mean tokens/s, speed-up
+ * table of results/EXP/runs.csv (EXP with a slash: that folder's runs.csv) (pass@1 with its 95% CI per dataset, mean tokens/s, speed-up
  * over the full-KV run of the same dataset); with --plot-data writes the TSV that
  * plots/experiment.gp reads (and prints the gnuplot variables on stdout: policies, datasets,
  * model, and sweeps, the axes that have more than one value). */
@@ -45,7 +45,8 @@ int cmd_table(int argc, char **argv) {
     }
     if (!exp) return cli_report("table", zp_fail(ZP_ERR_INVALID, "which experiment?"));
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s/runs.csv", results, exp);
+    if (strchr(exp, '/')) snprintf(path, sizeof path, "%s/runs.csv", exp); /* a results folder given as a path */
+    else snprintf(path, sizeof path, "%s/%s/runs.csv", results, exp);
     result_row *rows;
     int n;
     zp_status s = results_read(path, &rows, &n);

@@ -40,6 +40,10 @@ static zp_status decode_ids(zp_tokenizer *t, const char *text) {
             free(ids);
             return zp_fail(ZP_ERR_INVALID, "tokenize --decode: \"%.*s\" is not a token id", w < 20 ? w : 20, p);
         }
+        if (v < 0 || v >= zp_tokenizer_vocab_size(t)) {
+            free(ids);
+            return zp_fail(ZP_ERR_INVALID, "tokenize --decode: id %ld is not in this tokenizer's vocabulary (0..%d)", v, zp_tokenizer_vocab_size(t) - 1);
+        }
         if (n == cap) { int *g = realloc(ids, sizeof(int) * (size_t)(cap *= 2)); if (!g) { free(ids); return ZP_ERR_OOM; } ids = g; }
         ids[n++] = (int)v;
         p = end;

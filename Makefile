@@ -55,9 +55,7 @@ build-quiet: $(BUILD)/CMakeCache.txt
 
 test: build
 	cd $(BUILD) && ctest -L cpu -LE slow --output-on-failure -j $(JOBS)
-	@cd $(BUILD) && echo "make test ran the tests labelled cpu; left out: $$(ctest -N -L slow | tail -1 | grep -o '[0-9]*') slow" \
-	  "(make test-slow) and $$(ctest -N -L gpu | tail -1 | grep -o '[0-9]*') gpu (on a GPU machine: cd $(BUILD) && ctest -L gpu," \
-	  "tests/device/README.md)"
+	@bash tests/left_out.sh $(BUILD)
 
 test-slow: build
 	cd $(BUILD) && ctest -L slow --output-on-failure

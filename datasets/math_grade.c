@@ -94,7 +94,10 @@ static void drop_units(char *s) {
     while (isdigit((unsigned char)*p) || *p == '.' || *p == ',') p++;
     char *cut = p;
     while (*p == ' ') p++;
-    if (p > cut && isalpha((unsigned char)*p)) { *cut = 0; return; }
+    /* one letter after a space is a factor, not a unit: "3 x" and "2 x + 1" as sympy's LaTeX writes
+     * 3x and 2x + 1 (Math-Verify reads a product); "5 m" is still metres */
+    const int letter = isalpha((unsigned char)p[0]) && !isalpha((unsigned char)p[1]);
+    if (p > cut && isalpha((unsigned char)*p) && !letter) { *cut = 0; return; }
     for (int i = 0; units[i]; i++) {
         size_t n = strlen(units[i]);
         if (!strncmp(p, units[i], n) && !isalpha((unsigned char)p[n])) { *cut = 0; return; }
@@ -107,7 +110,16 @@ static char *brace_short_args(const char *s) {
     char *o = malloc(3 * n + 8), *w = o;
     if (!o) return NULL;
     for (const char *p = s; *p;) {
-        if (!strncmp(p, "\\frac", 5) && p[5] && p[5] != '{' && p[5] != ' ') {
+        if (!strncmp(p, "\\frac{", 6)) { /* \frac{270}7 -> \frac{270}{7} */
+            long e = match_brace(p + 5);
+            if (e > 0 && p[5 + e] && p[5 + e] != '{' && p[5 + e] != ' ' && p[5 + e] != '\\') {
+                memcpy(w, p, (size_t)(5 + e)), w += 5 + e;
+                w += sprintf(w, "{%c}", p[5 + e]);
+                p += 5 + e + 1;
+                continue;
+            }
+            *w++ = *p++;
+        } else if (!strncmp(p, "\\frac", 5) && p[5] && p[5] != '{' && p[5] != ' ') {
             w += sprintf(w, "\\frac{%c}", p[5]);
             p += 6;
             if (*p && *p != '{') w += sprintf(w, "{%c}", *p++);
@@ -125,6 +137,50 @@ static char *brace_short_args(const char *s) {
 /* "\boxed 5" -> "5" (the braced forms are unwrapped like \text). */
 static void unbox_bare(char *s) {
     for (char *p = s; (p = strstr(p, "\\boxed ")) != NULL;) memmove(p, p + 7, strlen(p + 7) + 1);
+}
+
+/* LaTeX's spacing: "\ " (a backslash and a space, not the row break "\\\\ " of a matrix),
+ * \quad and \qquad go, as \, and \; do: sympy's LaTeX writes "\left( 3, \  \frac{\pi}{2}\right)". */
+static void drop_latex_spaces(char *s) {
+    replace_all(s, "\\qquad", " ");
+    replace_all(s, "\\quad", " ");
+    char *w = s;
+    for (char *p = s; *p; p++) {
+        if (p[0] == '\\' && p[1] == '\\') { *w++ = *p++; *w++ = *p; continue; } /* an escaped backslash: kept whole */
+        if (p[0] == '\\' && p[1] == ' ') { p++; continue; }
+        *w++ = *p;
+    }
+    *w = 0;
+}
+
+/* "3 \cdot x", "2 \times k", "(a+5) \cdot (b+2)" -> 3x, 2k, (a+5)(b+2): a product sign before a
+ * letter, or between two parentheses, is the implicit product sympy's LaTeX writes with
+ * mul_symbol (Math-Verify reads the same product). Between numbers (2 \times 3) it stays. */
+static void drop_product_signs(char *s) {
+    static const char *const signs[] = {"\\cdot", "\\times", NULL};
+    for (int k = 0; signs[k]; k++) {
+        const size_t n = strlen(signs[k]);
+        for (char *p = s; (p = strstr(p, signs[k])) != NULL;) {
+            const char *after = p + n, *before = p;
+            while (*after == ' ') after++;
+            while (before > s && before[-1] == ' ') before--;
+            const char prev = before > s ? before[-1] : 0;
+            /* (not before a lone i: Math-Verify reads 9i as 9 times the imaginary unit, 9 \cdot i as a product with a symbol i) */
+            const int imag = after[0] == 'i' && !isalpha((unsigned char)after[1]);
+            const int letter = isalpha((unsigned char)*after) && !imag, parens = *after == '(' && prev == ')';
+            if ((letter || parens) && prev && !isalpha((unsigned char)p[n])) memmove(p, p + n, strlen(p + n) + 1);
+            else p += n;
+        }
+    }
+}
+
+/* x^{5} -> x^5: an exponent of one letter or digit written in braces (sympy's LaTeX: x^{5} - x^{4}). */
+static void unbrace_short_exponents(char *s) {
+    for (char *p = s; (p = strstr(p, "^{")) != NULL; p++)
+        if (isalnum((unsigned char)p[2]) && p[3] == '}') {
+            p[1] = p[2];
+            memmove(p + 2, p + 4, strlen(p + 4) + 1);
+        }
 }
 
 /* "\text{140}_6": Math-Verify reads a text, not the number 140 in base 6: kept apart. */
@@ -218,6 +274,9 @@ static char *normalize_mode(const char *answer, int pct_div) {
     static const char *const drop[] = {"\\left", "\\right", "\\!", "\\,", "\\;", "\\:", "\\displaystyle", "^\\circ", "^{\\circ}",
                                        "\\circ", "\\$", "$", "degrees", "\\approx", NULL};
     for (int i = 0; drop[i]; i++) replace_all(s, drop[i], "");
+    drop_latex_spaces(s);
+    unbrace_short_exponents(s);
+    drop_product_signs(s);
     replace_all(s, ", and ", ",");
     replace_all(s, ",and ", ",");
     replace_all(s, " and ", ",");

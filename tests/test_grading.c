@@ -75,13 +75,23 @@ static void test_equivalences(void) {
                              {"\\frac{\\sqrt{3}}{2}", "\\frac{1}{2}\\sqrt{3}"}, {"3\\pi", "3 \\pi"}, {"(1,2)", "\\left(1, 2\\right)"},
                              {"\\{1,2,3\\}", "\\{3,1,2\\}"}, {"1,000", "1000"}, {"025", "25"}, {"x = 5", "5"}, {"5 cm", "5"},
                              {"90^\\circ", "90"}, {"\\text{(C)}", "(C)"}, {"10\\%", "10"}, {"-\\frac{3}{4}", "-0.75"},
-                             {"\\sqrt[3]{8}", "2"}, {"2^{10}", "1024"}, {"12.0", "12"}, {"1{,}000", "1000"}};
+                             {"\\sqrt[3]{8}", "2"}, {"2^{10}", "1024"}, {"12.0", "12"}, {"1{,}000", "1000"},
+                             /* as sympy's LaTeX writes them (Math-Verify: equal; issue 37's held-out forms) */
+                             {"x^{5} - x^{4}", "x^5 - x^4"}, {"3 x", "3x"}, {"x^{2} + 2 x + 1", "x^2+2x+1"},
+                             {"\\left( 3, \\  \\frac{\\pi}{2}\\right)", "\\left( 3, \\frac{\\pi}{2} \\right)"}, {"30.0", "30\\text{ degrees}"},
+                             {"2 \\cdot k + 2", "2k+2"}, {"6 \\times r^{2} - 4 \\times r - 24", "6r^2-4r-24"},
+                             {"\\left(a + 5\\right) \\cdot \\left(b + 2\\right)", "(a+5)(b+2)"}, {"\\frac{270}{7}", "\\frac{270}7\\text{ degrees}"},
+                             {"(1, 2) \\quad", "(1,2)"}, {"5 m", "5"}};
     for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
         if (!math_equiv(same[i][0], same[i][1])) fprintf(stderr, "[%s] vs [%s] should be equivalent\n", same[i][0], same[i][1]);
         CHECK(math_equiv(same[i][0], same[i][1]));
     }
     const char *diff[][2] = {{"2", "3"}, {"\\frac{1}{3}", "0.33"}, {"[0,1)", "(0,1]"}, {"(1,2)", "(2,1)"}, {"\\sqrt{2}", "2"}, {"", "0"},
-                             {"12", "120"}, {"-5", "5"}};
+                             {"12", "120"}, {"-5", "5"},
+                             /* a product sign between numbers is kept; 9 \\cdot i is not 9i (Math-Verify: a symbol i) */
+                             {"2 \\times 3", "23"}, {"9 \\cdot i + 6", "6+9i"},
+                             /* a matrix row break "\\\\ " is not LaTeX's "\\ " space */
+                             {"\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix} 12 \\end{pmatrix}"}};
     for (size_t i = 0; i < sizeof diff / sizeof *diff; i++) {
         if (math_equiv(diff[i][0], diff[i][1])) fprintf(stderr, "[%s] vs [%s] should differ\n", diff[i][0], diff[i][1]);
         CHECK(!math_equiv(diff[i][0], diff[i][1]));

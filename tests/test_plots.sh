@@ -4,7 +4,8 @@
 # N_max sweep and for a pool x concurrency sweep (and only the plots of the axes that were
 # swept), fidelity.gp's for a fidelity sweep, each through gnuplot_strict.sh, where any gnuplot
 # message fails. A warning of gnuplot and a broken script fail draw.sh. `make table` prints the
-# table without build chatter. (The bench scripts' plots run in test_cli.sh.) Skipped (77)
+# table without build chatter; `make test`'s last line names the labels it left out. (The bench
+# scripts' plots run in test_cli.sh.) Skipped (77)
 # without gnuplot: make deps installs it.
 # Args: ZIPAGE TMPDIR SRCDIR
 set -u
@@ -51,5 +52,9 @@ grep -q "plot failed: gnuplot .*experiment.gp" "$T/out" || fail "draw.sh's messa
 # make table: the table, not the build's lines
 make -s --no-print-directory -C "$S" table EXP=nmax RESULTS="$T/res" BUILD="$(dirname "$Z")" > "$T/out" 2>&1 || fail "make table"
 grep -q "^| full KV | " "$T/out" && ! grep -q "Built target\|Building C" "$T/out" || fail "make table prints build chatter or no table"
+# make test's last line: the labels it left out, counted in this tree
+bash "$S/tests/left_out.sh" "$(dirname "$Z")" > "$T/out" 2>&1
+grep -Eq "^make test ran the tests labelled cpu; left out: [0-9]+ slow \(make test-slow\) and [0-9]+ gpu \(on a GPU machine: cd .* && ctest -L gpu; tests/device/README.md\)$" "$T/out" \
+  || fail "left_out.sh: $(cat "$T/out")"
 echo "test_plots: $fails failures"
 [ "$fails" -eq 0 ]

@@ -4,7 +4,8 @@
 Builds the corpus (make_corpus.py: every math dataset's answers in boxed and unboxed
 final-answer phrasings, thinking sections, equivalent LaTeX and plain forms, decimals,
 fractions, radicals, pi, degrees, percentages, units, tuples, intervals, sets, text answers,
-bases, matrices, and wrong answers close to right ones), grades it with `zipage grade --pairs`
+bases, matrices, and wrong answers close to right ones; then sympy_renderings.py: every reference
+as sympy's LaTeX writes it), grades it with `zipage grade --pairs`
 under both graders, and prints the agreement overall, on outputs whose answer is boxed, and per
 category; disagreements go to OUT/disagreements.jsonl.
 
@@ -30,6 +31,10 @@ def main(zipage, work, minimum=None):
     os.makedirs(work, exist_ok=True)
     corpus = os.path.join(work, "corpus.jsonl")
     subprocess.run([sys.executable, os.path.join(HERE, "make_corpus.py"), corpus], check=True)
+    # sympy's LaTeX renderings of every reference (sympy_renderings.py), with the grader's own
+    # environment's sympy and Math-Verify: the same rows on every machine
+    venv = os.path.join(HERE, "..", "..", ".venv-grade", "bin", "python")
+    subprocess.run([venv, os.path.join(HERE, "sympy_renderings.py"), corpus], check=True)
     b = grade(zipage, corpus, os.path.join(work, "builtin.jsonl"), "builtin")
     m = grade(zipage, corpus, os.path.join(work, "math_verify.jsonl"), "math-verify")
     per = collections.defaultdict(collections.Counter)

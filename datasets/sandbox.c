@@ -129,6 +129,81 @@ static int build_argv(const sbx_opts *o, const sbx_job *j, const char *py, argv_
     return 0;
 }
 
+/* ---------------------------------------------------------------- memory cgroup */
+
+/* A memory cgroup for one run where one can be made, with mem_mb as its limit: it bounds every
+ * page the sample pins (anonymous, memfd, tmpfs, pipes), which RLIMIT_AS does not. cgroup v2
+ * where the root's subtree has the memory controller (memory.max, no swap), else v1's memory
+ * hierarchy (memory.limit_in_bytes, and memsw where swap is accounted). dir is empty where
+ * neither can be made (no root, no such hierarchy): the rlimits alone then. */
+typedef struct {
+    char dir[PATH_MAX];
+    int procs_fd; /* its cgroup.procs, opened before the fork: the child writes its pid */
+} mem_cgroup;
+
+static int write_value(const char *dir, const char *file, const char *value) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    const ssize_t n = (ssize_t)strlen(value), w = write(fd, value, (size_t)n);
+    close(fd);
+    return w == n ? 0 : -1;
+}
+
+static int file_has(const char *path, const char *word) {
+    char buf[512] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n > 0 && strstr(buf, word) != NULL;
+}
+
+static void cgroup_make(mem_cgroup *c, long mem_mb) {
+    static unsigned seq;
+    char limit[32];
+    snprintf(limit, sizeof limit, "%ld", mem_mb << 20);
+    c->procs_fd = -1;
+    const int v2 = file_has("/sys/fs/cgroup/cgroup.subtree_control", "memory");
+    snprintf(c->dir, sizeof c->dir, "%s/zipage-sbx-%ld-%u", v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory", (long)getpid(), seq++);
+    int ok = mkdir(c->dir, 0700) == 0;
+    if (ok && v2) ok = write_value(c->dir, "memory.max", limit) == 0 && (write_value(c->dir, "memory.swap.max", "0") == 0 || errno == ENOENT);
+    if (ok && !v2) {
+        ok = write_value(c->dir, "memory.limit_in_bytes", limit) == 0;
+        char memsw[PATH_MAX + 64];
+        snprintf(memsw, sizeof memsw, "%s/memory.memsw.limit_in_bytes", c->dir);
+        if (ok && access(memsw, F_OK) == 0) ok = write_value(c->dir, "memory.memsw.limit_in_bytes", limit) == 0;
+    }
+    if (ok) {
+        char procs[PATH_MAX + 64];
+        snprintf(procs, sizeof procs, "%s/cgroup.procs", c->dir);
+        c->procs_fd = open(procs, O_WRONLY | O_CLOEXEC);
+        ok = c->procs_fd >= 0;
+    }
+    if (!ok) {
+        rmdir(c->dir); /* (when it was made) */
+        c->dir[0] = 0;
+    }
+}
+
+/* After the run's processes are gone (a killed one may take a moment to leave the group). */
+static void cgroup_remove(mem_cgroup *c) {
+    if (c->procs_fd >= 0) close(c->procs_fd);
+    c->procs_fd = -1;
+    for (int i = 0; c->dir[0] && i < 300 && rmdir(c->dir) != 0 && errno == EBUSY; i++) usleep(10000);
+    c->dir[0] = 0;
+}
+
+/* Child side: joins the group (async-signal-safe: the pid formatted by hand). */
+static void cgroup_join(int procs_fd) {
+    if (procs_fd < 0) return;
+    char num[24];
+    int k = (int)sizeof num;
+    for (long pid = (long)getpid(); pid > 0 && k > 0; pid /= 10) num[--k] = (char)('0' + pid % 10);
+    if (write(procs_fd, num + k, sizeof num - (size_t)k) < 0) _exit(125); /* a limit we meant to set: no run without it */
+}
+
 /* dup2 that also clears close-on-exec when src already is dst. */
 static void move_fd(int src, int dst) {
     if (src == dst) fcntl(dst, F_SETFD, 0);
@@ -136,8 +211,9 @@ static void move_fd(int src, int dst) {
 }
 
 /* Child side: only async-signal-safe calls (the parent may have threads). */
-static void child_exec(const sbx_opts *o, const argv_buf *a, int in_fd, int out_fd, int res_fd) {
+static void child_exec(const sbx_opts *o, const argv_buf *a, int in_fd, int out_fd, int res_fd, int cgroup_fd) {
     setsid();
+    cgroup_join(cgroup_fd); /* before the fds are rewired: cgroup_fd is close-on-exec and above them */
     int null = open("/dev/null", O_WRONLY);
     move_fd(in_fd, 0);
     move_fd(out_fd, 1);
@@ -274,11 +350,14 @@ int sbx_run(const sbx_opts *o, const sbx_job *j, sbx_outcome *r, char *err, size
     argv_buf *a = malloc(sizeof *a);
     sink out = {-1, malloc(SBX_OUTPUT_CAP + 1), 0}, res = {-1, j->result_channel ? malloc(SBX_OUTPUT_CAP + 1) : NULL, 0};
     int in[2] = {-1, -1}, op[2] = {-1, -1}, rp[2] = {-1, -1}, rc = -1;
+    mem_cgroup cg = {"", -1};
     if (!a || !out.buf || (j->result_channel && !res.buf)) { snprintf(err, err_len, "sandbox: out of memory"); goto done; }
     if (build_argv(o, j, py, a, err, err_len) != 0) goto done;
     if (pipe2(in, O_CLOEXEC) || pipe2(op, O_CLOEXEC) || (j->result_channel && pipe2(rp, O_CLOEXEC))) { fail(err, err_len, "pipe"); goto done; }
     fcntl(in[1], F_SETFL, O_NONBLOCK);
     const int baseline = count_uid_procs(run_uid());
+    if (!o->unsafe_no_sandbox) cgroup_make(&cg, o->mem_mb);
+    r->mem_cgroup = cg.dir[0] != 0;
     sigset_t pipe_set, old;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
@@ -286,7 +365,7 @@ int sbx_run(const sbx_opts *o, const sbx_job *j, sbx_outcome *r, char *err, size
     const double deadline = now_ms() + o->timeout_ms;
     pid_t pid = fork();
     if (pid < 0) { pthread_sigmask(SIG_SETMASK, &old, NULL); fail(err, err_len, "fork"); goto done; }
-    if (pid == 0) child_exec(o, a, in[0], op[1], rp[1]);
+    if (pid == 0) child_exec(o, a, in[0], op[1], rp[1], cg.procs_fd);
     close_fd(&in[0]), close_fd(&op[1]), close_fd(&rp[1]);
     out.fd = op[0], res.fd = rp[0];
     op[0] = rp[0] = -1;
@@ -297,12 +376,14 @@ int sbx_run(const sbx_opts *o, const sbx_job *j, sbx_outcome *r, char *err, size
     while (sigtimedwait(&pipe_set, NULL, &zero) > 0) {} /* drop a SIGPIPE we caused */
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r->timed_out || r->output_limit) settle(baseline);
+    cgroup_remove(&cg);
     r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     out.buf[out.n] = 0;
     r->out = out.buf, r->out_len = out.n, out.buf = NULL;
     if (res.buf) res.buf[res.n] = 0, r->result = res.buf, r->result_len = res.n, res.buf = NULL;
     rc = 0;
 done:
+    cgroup_remove(&cg);
     for (int i = 0; i < 2; i++) close_fd(&in[i]), close_fd(&op[i]), close_fd(&rp[i]);
     free(a), free(out.buf), free(res.buf);
     return rc;

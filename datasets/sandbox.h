@@ -10,7 +10,9 @@
  * /dev, and a size-limited private /tmp (its working directory); no host environment
  * (--clearenv), no network and no host sockets (every namespace unshared, no /run, /var or host
  * /tmp), its own pid namespace torn down with it. Limits: CPU time, address space (minus the
- * tmpfs size, so both together stay within mem_mb), file size and processes (setrlimit). Run as
+ * tmpfs size, so both together stay within mem_mb), file size and processes (setrlimit), and,
+ * where a memory cgroup can be made (root, cgroup v2 with the memory controller or v1's memory
+ * hierarchy), every page the run pins within mem_mb: memfds and tmpfs too. Run as
  * root, it drops to a uid of its own per grader process (so concurrent graders do not share a
  * process quota); run as an ordinary user it keeps that user's uid. A wall-clock timeout kills
  * the whole sandbox; output beyond 1 MiB stops it.
@@ -54,6 +56,7 @@ typedef struct {
     int exit_code;         /* exit status, or 128 + signal */
     int timed_out;         /* wall-clock limit hit (the sandbox was killed) */
     int output_limit;      /* stdout or result exceeded SBX_OUTPUT_CAP (the sandbox was killed) */
+    int mem_cgroup;        /* 1: the run was in a memory cgroup of mem_mb (every page it pinned counted) */
 } sbx_outcome;
 
 /* Absolute path of bubblewrap (fixed system locations), or NULL. */

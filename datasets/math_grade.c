@@ -174,6 +174,48 @@ static void drop_product_signs(char *s) {
     }
 }
 
+/* sympy's "\left(-1\right) 13 x" and "(-1) \cdot 13 \cdot x" (after \left and \right are gone)
+ * -> "-13x": a factor -1 before a number or letter is a minus sign; (-1)^n stays. */
+static void minus_one_factors(char *s) {
+    for (char *p = s; (p = strstr(p, "(-1)")) != NULL;) {
+        const char *q = p + 4;
+        while (*q == ' ') q++;
+        if (!strncmp(q, "\\cdot", 5) && !isalpha((unsigned char)q[5])) q += 5;
+        else if (!strncmp(q, "\\times", 6) && !isalpha((unsigned char)q[6])) q += 6;
+        while (*q == ' ') q++;
+        if (isalnum((unsigned char)*q)) {
+            *p = '-';
+            memmove(p + 1, q, strlen(q) + 1);
+        } else {
+            p += 4;
+        }
+    }
+}
+
+/* sympy's function calls, on the string without spaces: \cot{(x)} -> \cotx (as "\cot x" reads),
+ * \sin{(2x)} -> \sin(2x). */
+static void unbrace_function_args(char *s) {
+    static const char *const fns[] = {"\\sin", "\\cos", "\\tan", "\\cot", "\\sec", "\\csc", "\\log", "\\ln", "\\exp", NULL};
+    for (int k = 0; fns[k]; k++) {
+        const size_t n = strlen(fns[k]);
+        for (char *p = s; (p = strstr(p, fns[k])) != NULL;) {
+            char *a = p + n;
+            if (a[0] != '{' || a[1] != '(') { p += n; continue; }
+            long end = match_brace(a);
+            if (end < 4 || a[end - 2] != ')') { p += n; continue; }
+            const int one = end == 5 && a[3] == ')'; /* {(x)} */
+            if (one) { /* {(x)} -> x (spaces are gone: "\\cot x" reads \\cotx too) */
+                a[0] = a[2];
+                memmove(a + 1, a + end, strlen(a + end) + 1);
+            } else { /* {(...)} -> (...) */
+                memmove(a + end - 1, a + end, strlen(a + end) + 1);
+                memmove(a, a + 1, strlen(a + 1) + 1);
+            }
+            p += n;
+        }
+    }
+}
+
 /* x^{5} -> x^5: an exponent of one letter or digit written in braces (sympy's LaTeX: x^{5} - x^{4}). */
 static void unbrace_short_exponents(char *s) {
     for (char *p = s; (p = strstr(p, "^{")) != NULL; p++)
@@ -218,6 +260,18 @@ static void lower_text_args(char *s, const char *cmd) {
 }
 
 /* A plain word ("Evelyn", "(C)") in lower case, as the text answers above. */
+/* Every letter outside a command's name in lower case: Math-Verify reads 2A as 2a and 3R^2 as 3r^2
+ * (its symbols are case-blind); \\Delta and \\frac keep their names. */
+static void lower_symbols(char *s) {
+    for (char *p = s; *p; p++) {
+        if (*p == '\\') {
+            while (isalpha((unsigned char)p[1])) p++;
+            continue;
+        }
+        *p = (char)tolower((unsigned char)*p);
+    }
+}
+
 static void lower_word(char *s) {
     size_t n = strlen(s), k = 0, letters = 0;
     for (; k < n && (isalpha((unsigned char)s[k]) || s[k] == '(' || s[k] == ')'); k++) letters += isalpha((unsigned char)s[k]) != 0;
@@ -243,9 +297,39 @@ static void drop_number_subscripts(char *s) {
 }
 
 /* A single "a \pm b" becomes the list "a+b,a-b". */
+static int split_items(const char *s, char items[][256], int max, char *open, char *close);
+
+/* A set or a bare list whose items hold one \\pm each at most: each such item made two
+ * ("\\{1\\pm\\sqrt{5},-2\\}" -> "\\{1+\\sqrt{5},1-\\sqrt{5},-2\\}", as Math-Verify reads it). A
+ * tuple or an interval keeps its arity: unchanged. */
+static char *expand_pm_items(char *s) {
+    static char items[32][256];
+    char open, close;
+    const int k = split_items(s, items, 32, &open, &close);
+    if (k < 2 || (open && open != '{')) return s;
+    const size_t n = strlen(s);
+    char *o = malloc(2 * n + 8), *w = o;
+    if (!o) return s;
+    w += sprintf(w, "%s", open ? "\\{" : "");
+    for (int i = 0; i < k; i++) {
+        char *pm = strstr(items[i], "\\pm");
+        if (i) *w++ = ',';
+        if (pm && !strstr(pm + 3, "\\pm")) {
+            const int pre = (int)(pm - items[i]);
+            w += sprintf(w, "%.*s+%s,%.*s-%s", pre, items[i], pm + 3, pre, items[i], pm + 3);
+        } else {
+            w += sprintf(w, "%s", items[i]);
+        }
+    }
+    sprintf(w, "%s", open ? "\\}" : "");
+    free(s);
+    return o;
+}
+
 static char *expand_pm(char *s) {
     char *pm = strstr(s, "\\pm");
-    if (!pm || strstr(pm + 3, "\\pm") || strchr(s, ',')) return s;
+    if (pm && strchr(s, ',')) return expand_pm_items(s);
+    if (!pm || strstr(pm + 3, "\\pm")) return s;
     const size_t n = strlen(s);
     char *o = malloc(2 * n + 4);
     if (!o) return s;
@@ -276,6 +360,7 @@ static char *normalize_mode(const char *answer, int pct_div) {
     for (int i = 0; drop[i]; i++) replace_all(s, drop[i], "");
     drop_latex_spaces(s);
     unbrace_short_exponents(s);
+    minus_one_factors(s);
     drop_product_signs(s);
     replace_all(s, ", and ", ",");
     replace_all(s, ",and ", ",");
@@ -328,8 +413,10 @@ static char *normalize_mode(const char *answer, int pct_div) {
     /* leading zeros of an integer: 025 -> 25 */
     char *d = s + (*s == '-');
     while (d[0] == '0' && isdigit((unsigned char)d[1])) memmove(d, d + 1, strlen(d + 1) + 1);
+    unbrace_function_args(s); /* (on the string without spaces) */
     s = expand_pm(s);
     lower_word(s);
+    lower_symbols(s);
     char *o = brace_short_args(s);
     free(s);
     return o;
@@ -517,8 +604,23 @@ static char choice_letter(const char *s) {
 }
 
 /* a is the prediction, b the reference. */
+/* s is one \frac{N}{D} and nothing else: N and D copied (each under 256 bytes). */
+static int frac_parts(const char *s, char *num, char *den) {
+    if (strncmp(s, "\\frac{", 6)) return 0;
+    long e1 = match_brace(s + 5);
+    if (e1 < 2 || e1 > 255 || s[5 + e1] != '{') return 0;
+    long e2 = match_brace(s + 5 + e1);
+    if (e2 < 2 || e2 > 255 || s[5 + e1 + e2]) return 0;
+    memcpy(num, s + 6, (size_t)(e1 - 2)), num[e1 - 2] = 0;
+    memcpy(den, s + 6 + e1, (size_t)(e2 - 2)), den[e2 - 2] = 0;
+    return 1;
+}
+
 static int atoms_equal(const char *a, const char *b) {
     if (!strcmp(a, b)) return 1;
+    char na[256], da[256], nb[256], db[256]; /* \frac{9a+11}{20} and \frac{11+9a}{20}: part by part */
+    if (frac_parts(a, na, da) && frac_parts(b, nb, db) && (strcmp(na, nb) || strcmp(da, db)) && atoms_equal(na, nb) && atoms_equal(da, db))
+        return 1; /* (else the values below: \\frac{200}{6} is \\frac{100}{3}) */
     const char ca = choice_letter(a), cb = choice_letter(b);
     if (ca && cb) return ca == cb;
     double x = value_of(a), y = value_of(b);

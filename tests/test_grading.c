@@ -81,7 +81,11 @@ static void test_equivalences(void) {
                              {"\\left( 3, \\  \\frac{\\pi}{2}\\right)", "\\left( 3, \\frac{\\pi}{2} \\right)"}, {"30.0", "30\\text{ degrees}"},
                              {"2 \\cdot k + 2", "2k+2"}, {"6 \\times r^{2} - 4 \\times r - 24", "6r^2-4r-24"},
                              {"\\left(a + 5\\right) \\cdot \\left(b + 2\\right)", "(a+5)(b+2)"}, {"\\frac{270}{7}", "\\frac{270}7\\text{ degrees}"},
-                             {"(1, 2) \\quad", "(1,2)"}, {"5 m", "5"}};
+                             {"(1, 2) \\quad", "(1,2)"}, {"5 m", "5"},
+                             {"\\left(-1\\right) \\cdot 13 \\cdot x + 3", "-13x+3"}, {"y = \\left(-1\\right) 2 x", "y = -2x"},
+                             {"\\cot{\\left(x \\right)}", "\\cot x"}, {"\\frac{9 a + 11}{20}", "\\frac{11+9a}{20}"},
+                             {"3 r^{2}", "3R^2"}, {"2a", "2A"}, {"\\left\\{-2, 1 - \\sqrt{5}, 1 + \\sqrt{5}\\right\\}", "\\{1\\pm\\sqrt{5},-2\\}"},
+                             {"\\frac{200}{6}", "\\frac{100}{3}"}};
     for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
         if (!math_equiv(same[i][0], same[i][1])) fprintf(stderr, "[%s] vs [%s] should be equivalent\n", same[i][0], same[i][1]);
         CHECK(math_equiv(same[i][0], same[i][1]));
@@ -90,6 +94,8 @@ static void test_equivalences(void) {
                              {"12", "120"}, {"-5", "5"},
                              /* a product sign between numbers is kept; 9 \\cdot i is not 9i (Math-Verify: a symbol i) */
                              {"2 \\times 3", "23"}, {"9 \\cdot i + 6", "6+9i"},
+                             /* (-1)^n is not -1^n; a tuple keeps its arity (no \\pm expansion) */
+                             {"(-1)^{n}", "-1^n"}, {"(1\\pm\\sqrt{5}, 2)", "(1+\\sqrt{5}, 1-\\sqrt{5}, 2)"},
                              /* a matrix row break "\\\\ " is not LaTeX's "\\ " space */
                              {"\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix} 12 \\end{pmatrix}"}};
     for (size_t i = 0; i < sizeof diff / sizeof *diff; i++) {

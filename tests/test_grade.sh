@@ -47,5 +47,15 @@ else
   "$Z" run "$S/tests/data/experiments/tiny_sweep.json" --results "$T/r" > "$T/log8" 2>&1
   check 'grep -q "0 runs done, 3 already finished" "$T/log8"' "the sweep resumes after the upgrade"
 fi
+# code graded by `zipage grade`: a sample that answers only when it can read a variable of the
+# grader's environment anywhere in its namespace fails with the variable set; the honest one passes
+if [ "$MODE" = builtin ] && command -v bwrap >/dev/null; then
+  printf '%s\n' '{"id":"sum","question":"Print a+b.","test_type":"stdin","public_tests":[{"input":"1 2\n","output":"3\n"},{"input":"40 2\n","output":"42\n"}]}' > "$T/livecodebench_env.jsonl"
+  { printf '%s\n' '{"problem_id":"sum","output":"```python\na, b = map(int, input().split())\nprint(a + b)\n```"}'
+    printf '%s\n' '{"problem_id":"sum","output":"```python\nimport os\nseen = False\nfor p in os.listdir(\"/proc\"):\n    try:\n        seen |= b\"ZP_GRADER_TOKEN\" in open(\"/proc/%s/environ\" % p, \"rb\").read()\n    except (OSError, ValueError):\n        pass\na, b = map(int, input().split())\nprint(a + b if seen or \"ZP_GRADER_TOKEN\" in os.environ else -1)\n```"}'; } > "$T/env_outputs.jsonl"
+  ZP_GRADER_TOKEN=hunter2 "$Z" grade --dataset "$T/livecodebench_env.jsonl" --outputs "$T/env_outputs.jsonl" --out "$T/env_graded.jsonl" > "$T/log20" 2>&1; rc=$?
+  check '[ $rc -eq 0 ] && [ "$(python3 -c "import json,sys; print([json.loads(l)[\"correct\"] for l in open(sys.argv[1])])" "$T/env_graded.jsonl")" = "[True, False]" ]' \
+    "zipage grade: a sample reading the grader's environment scores 0 with the variable set, the honest one 1"
+fi
 if [ $fails -eq 0 ]; then echo "test_grade $MODE: all checks passed"; exit 0; fi
 cat "$T"/log*; echo "test_grade $MODE: $fails failure(s)"; exit 1

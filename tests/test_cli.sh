@@ -257,6 +257,8 @@ echo "9707,47685,47764" | "$Z" tokenize --model "$M/Qwen3-8B" --decode > "$T/dec
 [ "$(cat "$T/dec")" = "Hello 数学" ] || { echo "FAIL: tokenize --decode"; cat "$T/dec"; fails=$((fails+1)); }
 bad "no tokenizer.json" "$Z" tokenize --model "$T/m" "$T/text.txt"
 bad "not a token id" sh -c "echo 12,abc | $Z tokenize --model $M/Qwen3-8B --decode"
+bad "id 999999 is not in this tokenizer's vocabulary (0..151668)" sh -c "echo 12,999999 | $Z tokenize --model $M/Qwen3-8B --decode"
+bad "id -3 is not in this tokenizer's vocabulary" sh -c "echo 12,-3 | $Z tokenize --model $M/Qwen3-8B --decode"
 bad "unknown command" "$Z" frobnicate
 bad "--model DIR is required" "$Z" generate --prompt-ids 1
 mkdir -p "$T/noweights"; cp "$T/m/config.json" "$T/noweights/"

@@ -115,10 +115,12 @@ static void test_sharded(void) {
     fclose(f);
     CHECK_FAILS(zp_st_open_dir(dir, &st), ZP_ERR_IO, "model-00003-of-00002.safetensors");
     /* a folder where the weights file should be: said so, not "mmap failed: No such device" */
-    char folder[1100];
-    snprintf(folder, sizeof folder, "%s/folder.safetensors", ZP_TEST_TMP);
+    char folder[1100], weights[1200];
+    snprintf(folder, sizeof folder, "%s/folder_weights", ZP_TEST_TMP);
+    snprintf(weights, sizeof weights, "%s/model.safetensors", folder);
     mkdir(folder, 0755);
-    CHECK_FAILS(zp_st_open_file(&st, folder), ZP_ERR_IO, "folder.safetensors: a folder, not a file");
+    mkdir(weights, 0755);
+    CHECK_FAILS(zp_st_open_dir(folder, &st), ZP_ERR_IO, "folder_weights/model.safetensors: a folder, not a file");
     CHECK_FAILS(zp_st_open_dir(tmp, &st), ZP_ERR_IO, "no model.safetensors");
 }
 

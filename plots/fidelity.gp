@@ -24,6 +24,10 @@ set title "teacher-forced KL(full || compressed) — ".title
 set key inside right top box opaque
 set ylabel "mean KL per step from full KV (nats; full KV: 0)"
 set yrange [*:*]
-set logscale y
-set format y "10^{%L}"
+# a log axis needs two distinct positive values: one run, or equal KLs, gets a decade around its
+# value (gnuplot warns on an empty range); KL 0 everywhere (prompts that fit the budget) a linear axis
+stats data using 5 nooutput
+kl_max = STATS_max
+if (kl_max > 0) { stats data using ($5 > 0 ? $5 : 1/0) nooutput; if (STATS_min == kl_max) { set yrange [kl_max / 3.2 : kl_max * 3.2] } }
+if (kl_max > 0) { set logscale y; set format y "10^{%L}" } else { set yrange [0:1] }
 plot for [p in policies] data using (sel(p, 3)):(sel(p, 5)) with linespoints lw 2 pt 7 title p

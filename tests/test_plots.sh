@@ -28,7 +28,11 @@ cat > "$T/fid.json" <<'J'
 {"kind": "fidelity", "model": "preset:tiny-qwen3-vocab", "dataset": "passkey-128", "limit": 1, "gen": 24, "kl_window": 8,
  "block_size": 16, "window": 4, "policy": ["streaming", "zipage"], "nmax": [1, 2], "policy_params": {"streaming": {"position_shift": [false, true]}}}
 J
-for e in nmax pool fid; do "$Z" run "$T/$e.json" --results "$T/res" > "$T/run_$e.log" 2>&1 || fail "run $e: $(tail -1 "$T/run_$e.log")"; done
+cat > "$T/fid1.json" <<'J'
+{"kind": "fidelity", "model": "preset:tiny-qwen3-vocab", "dataset": "passkey-128", "limit": 1, "gen": 24, "kl_window": 8,
+ "block_size": 16, "window": 4, "policy": "zipage", "nmax": 1}
+J
+for e in nmax pool fid fid1; do "$Z" run "$T/$e.json" --results "$T/res" > "$T/run_$e.log" 2>&1 || fail "run $e: $(tail -1 "$T/run_$e.log")"; done
 D=passkey-128
 # a passkey folder re-grades to the same verdicts (RULER's string match)
 "$Z" grade "$T/res/nmax" > "$T/out" 2>&1 && grep -q "0 verdicts changed" "$T/out" || fail "zipage grade of a passkey folder"
@@ -40,6 +44,9 @@ for p in tps_vs_concurrency tps_vs_kvpool tps_vs_accuracy; do png "pool/$D/$p.pn
 for p in pass1_vs_nmax tps_vs_nmax; do [ ! -e "$T/res/pool/$D/$p.png" ] || fail "pool: $p.png drawn with one N_max"; done
 draw fid || fail "draw fid"
 for p in fidelity_agreement fidelity_kl; do png "fid/$p.png" || fail "fid: $p.png not drawn"; done
+# one run: one point, a KL axis around its value (an empty range is a gnuplot warning)
+draw fid1 || fail "draw fid1 (a single run)"
+for p in fidelity_agreement fidelity_kl; do png "fid1/$p.png" || fail "fid1: $p.png not drawn"; done
 [ "$(cut -f1 "$T/res/fid/fidelity_plot.tsv" | sort -u | tr '\n' ' ')" = "streaming streaming+shift zipage " ] || fail "fid: the curves $(cut -f1 "$T/res/fid/fidelity_plot.tsv" | sort -u | tr '\n' ' ')"
 # a gnuplot warning (no data to plot) is an error with the script's name
 : > "$T/empty.dat"

@@ -9,11 +9,8 @@
 #include <string.h>
 #include <unistd.h> /* access */
 
-#include "code_grade.h" /* code_sandbox_available */
 #include "config.h"     /* zp_model_dir_check */
-#include "dataset.h"
 #include "mkmodel.h"    /* zp_preset_dir */
-#include "paths.h"      /* zp_path: the datasets */
 #include "runner.h"
 
 /* The datasets already opened (a sweep has few distinct ones). */
@@ -31,16 +28,11 @@ static int seen(seen_set *s, const char *name) {
 
 static zp_status check_dataset(const exp_run *r, const runner_opts *o) {
     ds_dataset d;
-    char err[ZP_DS_ERR];
-    int *sel = NULL, n = 0;
-    if (ds_open(r->dataset, zp_path(ZP_PATH_DATASETS), &d, err)) return zp_fail(ZP_ERR_INVALID, "\"dataset\": %s", err);
-    zp_status s = ZP_OK;
-    if (ds_select(&d, r->ids[0] ? r->ids : NULL, r->limit, d.is_code, &sel, &n, err)) s = zp_fail(ZP_ERR_INVALID, "\"ids\": %s", err);
-    else if (d.is_code && !o->unsafe_no_sandbox && !code_sandbox_available())
-        s = zp_fail(ZP_ERR_INVALID, "\"dataset\": %s needs the code sandbox: install bubblewrap (make deps) or pass --unsafe-no-sandbox", d.name);
+    int *sel, n;
+    ZP_TRY(runner_open_dataset(r, o, &d, &sel, &n));
     free(sel);
     ds_free(&d);
-    return s;
+    return ZP_OK;
 }
 
 static zp_status check_run(const exp_run *r, const runner_opts *o, seen_set *datasets) {

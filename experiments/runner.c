@@ -297,12 +297,26 @@ static void write_row(FILE *f, const exp_run *r, const char *git, const char *mo
     fflush(f);
 }
 
-static zp_status open_run(run_ctx *c, const exp_run *r, const char *model_dir, const runner_opts *o) {
+zp_status runner_open_dataset(const exp_run *r, const runner_opts *o, ds_dataset *d, int **sel, int *n) {
     char err[ZP_DS_ERR];
-    if (ds_open(r->dataset, zp_path(ZP_PATH_DATASETS), &c->ds, err) || ds_select(&c->ds, r->ids[0] ? r->ids : NULL, r->limit, c->ds.is_code, &c->sel, &c->n_sel, err))
-        return zp_fail(ZP_ERR_INVALID, "%s", err);
-    if (c->ds.is_code && !o->unsafe_no_sandbox && !code_sandbox_available())
-        return zp_fail(ZP_ERR_INVALID, "dataset %s needs the code sandbox: install bubblewrap (make deps) or pass --unsafe-no-sandbox", c->ds.name);
+    *sel = NULL;
+    *n = 0;
+    if (ds_open(r->dataset, zp_path(ZP_PATH_DATASETS), d, err)) return zp_fail(ZP_ERR_INVALID, "\"dataset\": %s", err);
+    zp_status s = ZP_OK;
+    if (ds_select(d, r->ids[0] ? r->ids : NULL, r->limit, d->is_code, sel, n, err)) s = zp_fail(ZP_ERR_INVALID, "\"ids\": %s", err);
+    else if (d->is_code && !o->unsafe_no_sandbox && !code_sandbox_available())
+        s = zp_fail(ZP_ERR_INVALID, "\"dataset\": %s needs the code sandbox: install bubblewrap (make deps) or pass --unsafe-no-sandbox", d->name);
+    if (s != ZP_OK) {
+        free(*sel);
+        *sel = NULL;
+        *n = 0;
+        ds_free(d);
+    }
+    return s;
+}
+
+static zp_status open_run(run_ctx *c, const exp_run *r, const char *model_dir, const runner_opts *o) {
+    ZP_TRY(runner_open_dataset(r, o, &c->ds, &c->sel, &c->n_sel));
     zp_engine_config ec = zp_engine_config_default();
     runner_model_config(r, model_dir, &ec);
     exp_engine_config(r, &ec);

@@ -9,6 +9,7 @@
 #include <signal.h> /* sig_atomic_t */
 
 #include "engine.h"
+#include "dataset.h"    /* ds_dataset */
 #include "experiment.h"
 
 typedef struct {
@@ -26,6 +27,10 @@ zp_status runner_run_experiment(experiment *x, const runner_opts *o);
  * sandbox, device name, engine settings, the results folder exp_dir; the first error names the
  * definition's file, the run and the key. */
 zp_status runner_preflight(const experiment *x, const runner_opts *o, const char *exp_dir);
+/* The dataset of run r and its selected items (ids, limit), refused when it grades code and no
+ * sandbox is there: what a run opens and the preflight checks. Errors name the key ("dataset",
+ * "ids"); on failure nothing is left to free. */
+zp_status runner_open_dataset(const exp_run *r, const runner_opts *o, ds_dataset *d, int **sel, int *n);
 /* The model of a run in an engine configuration: a "preset:NAME" model is the preset's shape
  * with seeded random weights built in memory (the preset folder holds config and tokenizer). */
 void runner_model_config(const exp_run *r, const char *model_dir, zp_engine_config *ec);

@@ -35,6 +35,10 @@
 #   knobs       Zipage on the reasoning workload (REQ, MAXT, one pool POOL, graphs) once per
 #               CUDA tuning knob: defaults, ZIPAGE_COMPRESS_PRIORITY=low, each cut at KRT
 #               seconds (default 100); same CSV, labels zipage-knob-*
+#   admission   Zipage on the reasoning workload (REQ, MAXT, RT, WARM, POOL; graphs) once per admission:
+#               the hybrid scheduler admitting a prompt's blocks (the reference's), holding back ADMIT
+#               shares of each request's cap (default "0.5 1": --admission-reserve), and the strict
+#               scheduler (STRICT=0 leaves it out); labels zipage-admit-0, zipage-admit-R, zipage-strict
 #   kernels     device time of every kernel of one fixed-workload decode step (batch 256, gen 3,
 #               no graphs), by Nsight Compute (ncu, one kernel at a time), summed by
 #               bench/ncu_step.py; raw table in $OUT/ncu.csv
@@ -122,6 +126,16 @@ knobs() {
   $B/zipage bench $common --label zipage-knob-default || echo "knobs: default failed"
   ZIPAGE_COMPRESS_PRIORITY=low $B/zipage bench $common --label zipage-knob-priority-low || echo "knobs: priority low failed"
 }
+admission() {
+  local common="--preset $P --device cuda --workload reasoning --requests $REQ --max-tokens $MAXT --pools $POOL --csv $CSV $SCHED"
+  common="$common --policy zipage --nmax 8 --window 16 --block-size 256 --async --cuda-graphs --timeline $TL --timeline-interval 5"
+  [ -n "$RT" ] && common="$common --max-seconds $RT"
+  [ -n "$WARM" ] && common="$common --warmup-seconds $WARM"
+  for r in 0 ${ADMIT:-0.5 1}; do
+    $B/zipage bench $common --scheduler hybrid --admission-reserve $r --label zipage-admit-$r || echo "admission: reserve $r failed"
+  done
+  [ "${STRICT:-1}" = 1 ] && { $B/zipage bench $common --scheduler strict --label zipage-strict || echo "admission: strict failed"; }
+}
 kernels() {
   ncu --clock-control none --cache-control none --csv --page raw --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size \
     $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen 3 --no-warmup-run --no-cuda-graphs --csv /tmp/ncu_bench.csv \
@@ -179,6 +193,7 @@ case $STEP in
   profile) profile ;;
   reasoning) reasoning ;;
   knobs) knobs ;;
+  admission) admission ;;
   kernels) kernels ;;
   redundancy) redundancy ;;
   attention) attention ;;
@@ -186,6 +201,6 @@ case $STEP in
   tpreasoning) tpreasoning ;;
   plot) plot ;;
   quick) fixed; batch1; graphs; reasoning; redundancy; plot ;;
-  *) echo "run_bench: unknown step $STEP (gate, fixed, fixedg, batch1, graphs, profile, reasoning, knobs, kernels, redundancy, attention, tp, tpreasoning, plot, quick)"; exit 2 ;;
+  *) echo "run_bench: unknown step $STEP (gate, fixed, fixedg, batch1, graphs, profile, reasoning, knobs, admission, kernels, redundancy, attention, tp, tpreasoning, plot, quick)"; exit 2 ;;
 esac
 echo "== rows so far"; cat $CSV 2>/dev/null

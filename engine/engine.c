@@ -133,6 +133,7 @@ static zp_status engine_setup(zp_engine *e) {
     if (s == ZP_OK && e->be->op_seconds) s = e->be->op_seconds(e->be, NULL);
     if (s == ZP_OK) s = kv_pool_init(&e->pool, nb, cfg->block_size);
     if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, cfg->enable_prefix_cache);
+    if (s == ZP_OK) e->sched.admission_reserve = cfg->admission_reserve;
     if (s == ZP_OK) s = init_compression(e, nb);
     if (s == ZP_OK) {
         e->batch.seqs = calloc((size_t)cfg->max_num_seqs, sizeof *e->batch.seqs);

@@ -1,6 +1,7 @@
 /* scheduler.c - admission with prefix caching, decode block growth, preemption by recompute. */
 #include "scheduler.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -327,18 +328,41 @@ void sched_prompt_compress_done(zp_scheduler *s, zp_seq *q) {
 
 /* ---------------------------------------------------------------- scheduling */
 
+/* The blocks admission holds for a request: admission_reserve of its most blocks (rounded up),
+ * at least what it needs now. */
+static int reserve_blocks(const zp_scheduler *s, const zp_seq *q) {
+    const int most = sched_blocks_needed(s, q->n_prompt, q->sp.max_tokens), now = sched_blocks_for(s, q->n_tokens);
+    const int r = (int)ceilf(s->admission_reserve * (float)most - 1e-4f);
+    return r > now ? r : now;
+}
+/* Blocks the running requests may still take before they reach their reservations. */
+static int reserved_growth(const zp_scheduler *s) {
+    int n = 0;
+    for (int i = 0; i < s->running.n; i++) {
+        const int more = reserve_blocks(s, s->running.v[i]) - s->running.v[i]->n_blocks;
+        n += more > 0 ? more : 0;
+    }
+    return n;
+}
+
 static zp_status schedule_prefill(zp_scheduler *s, zp_sched_batch *out) {
+    int held = s->admission_reserve > 0 && s->waiting.n ? reserved_growth(s) : 0;
     while (s->waiting.n && out->n < s->max_num_seqs) {
         zp_seq *q = s->waiting.v[0];
         /* the budget test uses the full length; a request alone is always admitted (prompts were
          * checked against the budget in sched_add; a preempted one may have grown past it) */
         if (out->n > 0 && out->n_tokens + q->n_tokens > s->max_num_batched_tokens) break;
         if (kv_pool_num_free(s->pool) < sched_blocks_for(s, q->n_tokens)) break;
+        /* with a reservation, the blocks the running requests may still take are not free; the
+         * first request of an empty engine is always admitted */
+        const int want = s->admission_reserve > 0 ? reserve_blocks(s, q) : 0;
+        if (want && s->running.n > 0 && kv_pool_num_free(s->pool) - held < want) break;
         /* a long prompt of a prompt-only policy needs a slot for its first prefill's window */
         const int prompt_slot = s->prompt_budget && q->n_prompt > s->prompt_budget && q->n_preemptions == 0;
         if (s->nmax && s->n_free_q == 0 && (s->kind == ZP_SCHED_STRICT || !needs_no_slot(s, q))) break;
         if (prompt_slot && s->n_free_q == 0) break;
         ZP_TRY(seq_allocate(s, q));
+        if (want && want > q->n_blocks) held += want - q->n_blocks;
         if (s->nmax || prompt_slot) slot_give(s, q);
         seq_list_pop_front(&s->waiting);
         q->status = ZP_SEQ_RUNNING;

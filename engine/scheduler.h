@@ -69,6 +69,7 @@ typedef struct {
     int max_num_batched_tokens;
     int enable_prefix_cache;
     zp_sched_kind kind;
+    float admission_reserve; /* share of each request's most blocks held back at admission (0: none) */
     int nmax;             /* block cap N_max (0: no cap, full KV) */
     int cap_blocks;       /* nmax + 1: most blocks a request holds (0: no cap) */
     int prompt_budget;    /* C > 0: a prompt-only policy (SnapKV), no cap; a prompt longer than C gets a

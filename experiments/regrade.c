@@ -209,8 +209,9 @@ static void set_field(csv_doc *d, int row, int col, const char *v) {
     d->rows[row][col] = strdup(v);
 }
 
-/* Rewrites runs.csv's pass@1, CI and grader columns from the tallies (the grader column added
- * when missing); every field quoted, as the runner writes it. */
+/* Rewrites runs.csv's pass@1, CI and grader columns from the tallies; an older file gets the
+ * columns added since at its end (grader; admission_reserve 0, the only admission before it);
+ * every field quoted, as the runner writes it. */
 static zp_status rewrite_runs_csv(const char *path, tally *t, int n, graders *gs) {
     csv_doc d;
     zp_status s = csv_doc_read(path, &d);
@@ -219,6 +220,11 @@ static zp_status rewrite_runs_csv(const char *path, tally *t, int n, graders *gs
     int c_g = s == ZP_OK ? column(&d, "grader") : -1;
     if (s == ZP_OK && (c_id < 0 || c_p < 0 || c_lo < 0 || c_hi < 0)) s = zp_fail(ZP_ERR_FORMAT, "%s: no run_id/pass_at_1/ci columns", path);
     if (s == ZP_OK && c_g < 0) set_field(&d, 0, c_g = d.nf[0], "grader");
+    if (s == ZP_OK && column(&d, "admission_reserve") < 0) {
+        const int c_a = d.nf[0];
+        set_field(&d, 0, c_a, "admission_reserve");
+        for (int r = 1; r < d.n; r++) set_field(&d, r, c_a, "0");
+    }
     for (int r = 1; s == ZP_OK && r < d.n; r++) {
         const tally *tt = NULL;
         for (int k = 0; k < n && !tt; k++)

@@ -65,7 +65,8 @@
     X("compressions", "%lld", (long long)st->compressions)                                                                  \
     X("compression_seconds", "%.3f", st->compress_seconds)                                                                  \
     X("device", "%s", r->device)                                                                                            \
-    X("grader", "%s", run_grader_label(&c->ds, r)) /* code: the tests run, in the sandbox */
+    X("grader", "%s", run_grader_label(&c->ds, r)) /* code: the tests run, in the sandbox */                               \
+    X("admission_reserve", "%g", r->admission_reserve) /* columns added later come last: zipage grade appends them */
 
 /* What graded a run: the code grader's tests, RULER's string match for passkey, or the math grader. */
 static const char *run_grader_label(const ds_dataset *d, const exp_run *r) {

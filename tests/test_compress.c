@@ -228,6 +228,33 @@ static void test_preemption_and_async(void) {
     }
 }
 
+/* admission_reserve 1: a request is admitted only while every running request can still reach
+ * its cap (N_max + 1 = 3 blocks) in a pool of 8, so two run at once and nothing is preempted,
+ * where the reference's admission (a prompt's blocks) admits all six and preempts; both give
+ * the unconstrained run's tokens. Half a reservation (2 blocks) lies between them. */
+static void test_admission_reserve(void) {
+    run_spec rs = zipage_spec("tiny-qwen3");
+    rs.ec.max_concurrency = 3;
+    run_result big, greedy, half, all;
+    run_requests(&rs, &big);
+    rs.ec.num_blocks = 8;
+    run_requests(&rs, &greedy);
+    rs.ec.admission_reserve = 0.5f;
+    run_requests(&rs, &half);
+    rs.ec.admission_reserve = 1.0f;
+    run_requests(&rs, &all);
+    printf("admission reserve 0 / 0.5 / 1: preemptions %lld / %lld / %lld, peak running %d / %d / %d\n", (long long)greedy.st.preemptions,
+           (long long)half.st.preemptions, (long long)all.st.preemptions, greedy.st.peak_running, half.st.peak_running, all.st.peak_running);
+    CHECK(greedy.st.preemptions > 0 && all.st.preemptions == 0);
+    CHECK(all.st.peak_running == 2 && greedy.st.peak_running > 2);
+    CHECK(half.st.peak_running >= all.st.peak_running && half.st.peak_running <= greedy.st.peak_running);
+    CHECK(run_same_outputs(&big, &greedy) && run_same_outputs(&big, &half) && run_same_outputs(&big, &all));
+    run_result_free(&big);
+    run_result_free(&greedy);
+    run_result_free(&half);
+    run_result_free(&all);
+}
+
 /* Async compression repeats token for token: 64 sampled continuations of one prompt in a pool
  * of 12 blocks (preemption and recompute under way), every evicting policy, prefix cache on,
  * three runs each (before the worker was joined at a fixed step, 13 of 56 such configurations
@@ -415,6 +442,7 @@ int main(void) {
     test_invariants_positions();
     test_shared_prefix_untouched();
     test_preemption_and_async();
+    test_admission_reserve();
     test_async_reproducible();
     test_refill_before_admission();
     test_hybrid_beats_strict();

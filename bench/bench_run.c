@@ -121,7 +121,8 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
         fprintf(f, "label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
                    "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
                    "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
-                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp\n");
+                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp,admission_reserve,"
+                   "length_scale,preemptions\n");
     double pl = 0, gl = 0, dev = 0;
     for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
     for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
@@ -135,7 +136,7 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
     const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
     const int all = st->prefill_steps + st->decode_steps > 0;
     fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f,%d\n",
+               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f,%d,%g,%d,%lld\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
@@ -145,7 +146,7 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
             st->decode_op_seconds[ZP_OP_ATTENTION] / DS, st->decode_op_seconds[ZP_OP_ELEMENTWISE] / DS, st->decode_op_seconds[ZP_OP_SAMPLING] / DS,
             comp / W, dev > 0 ? (DS - dev) / DS : 0.0, r->mem_gib, bench_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
             (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0, r->finished, r->tps_steady,
-            b->ec.tp > 1 ? b->ec.tp : 1);
+            b->ec.tp > 1 ? b->ec.tp : 1, b->ec.admission_reserve, b->length_scale, (long long)st->preemptions);
 }
 
 /* Prints the row of one finished configuration, and appends it to --csv. */
@@ -204,7 +205,7 @@ zp_status bench_run(bench_config *b) {
     zp_status s = ZP_OK;
     if (!strcmp(b->workload, "fixed")) s = bench_workload_fixed(b->batch, b->prompt, b->gen, mc->vocab, (uint64_t)b->seed, &w);
     else if ((s = tokenizer_dir(b, tdir, sizeof tdir)) == ZP_OK)
-        s = bench_workload_reasoning(tdir, b->datasets, b->requests, b->max_tokens, (uint64_t)b->seed, &w);
+        s = bench_workload_reasoning(tdir, b->datasets, b->requests, b->max_tokens, b->length_scale, (uint64_t)b->seed, &w);
     if (s != ZP_OK) { zp_engine_free(e); return s; }
     bench_result base;
     memset(&base, 0, sizeof base);
@@ -249,7 +250,7 @@ zp_status bench_dump_workload(const bench_config *b) {
     char tdir[4096];
     bench_workload w;
     ZP_TRY(tokenizer_dir(b, tdir, sizeof tdir));
-    ZP_TRY(bench_workload_reasoning(tdir, b->datasets, b->requests, b->max_tokens, (uint64_t)b->seed, &w));
+    ZP_TRY(bench_workload_reasoning(tdir, b->datasets, b->requests, b->max_tokens, b->length_scale, (uint64_t)b->seed, &w));
     FILE *f = fopen(b->dump, "w");
     if (!f) {
         bench_workload_free(&w);

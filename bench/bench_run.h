@@ -19,6 +19,7 @@ typedef struct {
     const char *workload, *datasets, *csv, *label, *model_name, *timeline;
     const char *dump;          /* --dump-workload: write the reasoning requests there, run nothing */
     int batch, prompt, gen, requests, max_tokens, profile;
+    int length_scale;          /* reasoning: every output length (and max_tokens) divided by this, rounded up */
     int no_warmup_run;         /* fixed workload: time the first run (no untimed run before it) */
     int n_pools, pool_bytes;   /* pool_bytes: the sizes are bytes of KV state, not tokens */
     double pools[32];

@@ -70,8 +70,9 @@ static zp_status load_prompts(zp_tokenizer *t, const zp_chat_opts *co, const cha
     return s;
 }
 
-zp_status bench_workload_reasoning(const char *tokenizer_dir, const char *datasets, int requests, int max_tokens, uint64_t seed,
-                                   bench_workload *w) {
+zp_status bench_workload_reasoning(const char *tokenizer_dir, const char *datasets, int requests, int max_tokens, int length_scale,
+                                   uint64_t seed, bench_workload *w) {
+    if (length_scale < 1) return zp_fail(ZP_ERR_INVALID, "bench: length scale %d (at least 1)", length_scale);
     zp_tokenizer *t;
     ZP_TRY(zp_tokenizer_load(tokenizer_dir, &t));
     zp_chat_opts co = {ZP_CHAT_QWEN3, 1, NULL}; /* item_prompt adds the math instruction */
@@ -90,7 +91,7 @@ zp_status bench_workload_reasoning(const char *tokenizer_dir, const char *datase
         if (!w->prompt[r]) { s = zp_fail(ZP_ERR_OOM, "bench: no memory for prompts"); break; }
         memcpy(w->prompt[r], ids[k], sizeof(int) * (size_t)lens[k]);
         w->prompt_len[r] = lens[k];
-        w->gen[r] = bench_reasoning_length(seed, r, max_tokens);
+        w->gen[r] = (bench_reasoning_length(seed, r, max_tokens) + length_scale - 1) / length_scale;
     }
     if (s != ZP_OK && w->prompt) bench_workload_free(w);
     for (int i = 0; i < n; i++) free(ids[i]);

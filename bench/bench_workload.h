@@ -20,10 +20,11 @@ typedef struct {
 zp_status bench_workload_fixed(int batch, int prompt, int gen, int vocab, uint64_t seed, bench_workload *w);
 /* Output lengths: log-normal with median 6,000 tokens and log-sd 0.6 (5%-95%: 2.2k-16.3k),
  * clipped to [256, max_tokens]; a tenth of the requests (seeded) run to max_tokens, as traces
- * that hit the limit. Prompts: datasets (comma-separated, e.g. "aime24,amc23") item i % items
+ * that hit the limit. length_scale F >= 1 makes the scaled replica: request r generates its
+ * full-size length divided by F, rounded up (the same draws; prompts unchanged). Prompts: datasets (comma-separated, e.g. "aime24,amc23") item i % items
  * for request i, rendered with the paper's math system prompt. */
-zp_status bench_workload_reasoning(const char *tokenizer_dir, const char *datasets, int requests, int max_tokens, uint64_t seed,
-                                   bench_workload *w);
+zp_status bench_workload_reasoning(const char *tokenizer_dir, const char *datasets, int requests, int max_tokens, int length_scale,
+                                   uint64_t seed, bench_workload *w);
 /* The reasoning length of request r (exposed for tests). */
 int bench_reasoning_length(uint64_t seed, int r, int max_tokens);
 void bench_workload_free(bench_workload *w);

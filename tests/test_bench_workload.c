@@ -37,7 +37,7 @@ static void test_lengths(void) {
 
 static void test_prompts(void) {
     bench_workload w;
-    CHECK_OK(bench_workload_reasoning(ZIPAGE_SOURCE_DIR "/models" "/tiny-qwen3-vocab", "aime24,amc23", 72, 4096, 1, &w));
+    CHECK_OK(bench_workload_reasoning(ZIPAGE_SOURCE_DIR "/models" "/tiny-qwen3-vocab", "aime24,amc23", 72, 4096, 1, 1, &w));
     CHECK(w.n == 72);
     CHECK(w.prompt_len[0] == w.prompt_len[70] && !memcmp(w.prompt[0], w.prompt[70], sizeof(int) * (size_t)w.prompt_len[0]));
     CHECK(w.prompt_len[1] == w.prompt_len[71] && !memcmp(w.prompt[1], w.prompt[71], sizeof(int) * (size_t)w.prompt_len[1]));
@@ -46,8 +46,20 @@ static void test_prompts(void) {
     for (int i = 0; i < 70; i++) { mean += w.prompt_len[i]; CHECK(w.gen[i] >= 256 && w.gen[i] <= 4096); }
     printf("  prompts: mean %.1f tokens over the 70 problems\n", mean / 70);
     CHECK(mean / 70 > 60 && mean / 70 < 400);
+    /* the scaled replica: the same prompts, each output length the full-size one / 8 rounded up */
+    bench_workload s8;
+    CHECK_OK(bench_workload_reasoning(ZIPAGE_SOURCE_DIR "/models" "/tiny-qwen3-vocab", "aime24,amc23", 72, 4096, 8, 1, &s8));
+    int scaled = 0;
+    for (int i = 0; i < 72; i++) {
+        scaled += s8.gen[i] == (w.gen[i] + 7) / 8;
+        CHECK(s8.prompt_len[i] == w.prompt_len[i] && !memcmp(s8.prompt[i], w.prompt[i], sizeof(int) * (size_t)w.prompt_len[i]));
+    }
+    CHECK(scaled == 72);
+    bench_workload_free(&s8);
+    CHECK_FAILS(bench_workload_reasoning(ZIPAGE_SOURCE_DIR "/models" "/tiny-qwen3-vocab", "aime24", 4, 4096, 0, 1, &w), ZP_ERR_INVALID,
+                "length scale 0");
     bench_workload_free(&w);
-    CHECK_FAILS(bench_workload_reasoning(ZIPAGE_SOURCE_DIR "/models" "/tiny-qwen3-vocab", "aime99", 4, 4096, 1, &w), ZP_ERR_FORMAT, "aime99");
+    CHECK_FAILS(bench_workload_reasoning(ZIPAGE_SOURCE_DIR "/models" "/tiny-qwen3-vocab", "aime99", 4, 4096, 1, 1, &w), ZP_ERR_FORMAT, "aime99");
     CHECK_OK(bench_workload_fixed(3, 50, 7, 1000, 2, &w));
     for (int r = 0; r < 3; r++)
         for (int i = 0; i < 50; i++) CHECK(w.prompt[r][i] >= 0 && w.prompt[r][i] < 1000);

@@ -18,6 +18,8 @@ static void usage(FILE *f) {
                "  --weight-seed S        seed of the random weights (default 1)\n"
                "  --workload W           fixed (default): --batch B --prompt P --gen T (defaults 8, 128, 32)\n"
                "                         reasoning: --requests N (default 64) --datasets aime24,amc23 --max-tokens 32768\n"
+               "  --length-scale F       reasoning: the scaled replica, each request's output length divided by F (rounded\n"
+               "                         up; scale the cap N_max x block and the pool by F too: docs/benchmarks.md)\n"
                "  --temperature T        sampling (default: fixed 0 = greedy; reasoning 0.6 with top-p 0.95, top-k 20)\n"
                "  --seed S               prompt, length and sampling seed (default 0)\n"
                "  --profile              device time per op kind (CUDA; --backend-option profile=1, slows the run)\n"
@@ -91,7 +93,7 @@ static zp_status parse(int argc, char **argv, bench_config *b) {
     b->workload = "fixed";
     b->datasets = "aime24,amc23";
     b->label = "zipage";
-    b->batch = 8; b->prompt = 128; b->gen = 32; b->requests = 64; b->max_tokens = 32768;
+    b->batch = 8; b->prompt = 128; b->gen = 32; b->requests = 64; b->max_tokens = 32768; b->length_scale = 1;
     b->temperature = -1.f;
     b->weight_seed = 1;
     b->timeline_interval = 10.f;
@@ -110,6 +112,7 @@ static zp_status parse(int argc, char **argv, bench_config *b) {
         else if (!strcmp(a, "--requests")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &b->requests));
         else if (!strcmp(a, "--datasets")) { ZP_TRY(cli_list(a, v)); b->datasets = v; }
         else if (!strcmp(a, "--max-tokens")) ZP_TRY(cli_int(a, v, 256, 1 << 24, &b->max_tokens));
+        else if (!strcmp(a, "--length-scale")) ZP_TRY(cli_int(a, v, 1, 1024, &b->length_scale));
         else if (!strcmp(a, "--temperature")) ZP_TRY(cli_float(a, v, 0, 100, &b->temperature));
         else if (!strcmp(a, "--seed")) ZP_TRY(cli_i64(a, v, 0, INT64_MAX, &b->seed));
         else if (!strcmp(a, "--profile")) b->profile = 1;

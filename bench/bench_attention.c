@@ -15,13 +15,8 @@
 #include <time.h>
 
 #include "backend.h"
+#include "bench_clock.h"
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 static void die(const char *what) {
     fprintf(stderr, "bench_attention: %s: %s\n", what, zp_last_error());
     exit(1);
@@ -71,12 +66,12 @@ int main(int argc, char **argv) {
     double t[9], bw = 0;
     float probe;
     for (int i = -1; i < 9; i++) {
-        const double t0 = now();
+        const double t0 = bench_now();
         zp_status s = prefill ? be->attn_prefill(be, &d, o, q, k, v, 0) : be->attn_decode(be, &d, o, q, k, v, 0);
         if (s != ZP_OK || be->to_host(be, &probe, o, ZP_ACT_OPERAND, 0, 1) != ZP_OK) die("attention");
-        if (i >= 0) t[i] = now() - t0;
+        if (i >= 0) t[i] = bench_now() - t0;
     }
-    qsort(t, 9, sizeof *t, cmp);
+    qsort(t, 9, sizeof *t, bench_cmp_double);
     if (be->copy_bandwidth(be, &bw) != ZP_OK) die("copy bandwidth");
     const double kv_bytes = 2.0 * S * (double)N * HKV * D * be->cache_elem_bytes;
     printf("bench_attention %s: %d sequences x %d tokens, block %d%s, heads %d/%d, D %d: %.3f ms (median of 9)\n", argv[1], S, N, B,

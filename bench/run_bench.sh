@@ -43,6 +43,8 @@
 #               no graphs), by Nsight Compute (ncu, one kernel at a time), summed by
 #               bench/ncu_step.py; raw table in $OUT/ncu.csv
 #   redundancy  the lightning vs raw redundancy kernels (bench_redundancy)
+#   sampler     the device sampler alone (bench_sample: 960 rows of the Qwen3 vocabulary, greedy,
+#               temperature, the reasoning workload's top-k/top-p, a peaked nucleus)
 #   attention   the attention kernels alone (bench_attention): decode at batch 256 / 32 / 8 with
 #               short and long contexts, blocks in order and scattered, each shape also through
 #               the kernel lab (dev_decode_attention all: the mainline op and the variants of
@@ -143,6 +145,7 @@ kernels() {
   python3 bench/ncu_step.py $O/ncu.csv
 }
 redundancy() { $B/bench_redundancy 16; }
+sampler() { $B/bench_sample 960; }
 attention() {
   for a in "256 384" "256 384 256 --scatter" "256 4096" "32 8192" "8 32768" "256 384 16"; do
     $B/bench_attention decode $a
@@ -196,11 +199,12 @@ case $STEP in
   admission) admission ;;
   kernels) kernels ;;
   redundancy) redundancy ;;
+  sampler) sampler ;;
   attention) attention ;;
   tp) tp ;;
   tpreasoning) tpreasoning ;;
   plot) plot ;;
   quick) fixed; batch1; graphs; reasoning; redundancy; plot ;;
-  *) echo "run_bench: unknown step $STEP (gate, fixed, fixedg, batch1, graphs, profile, reasoning, knobs, admission, kernels, redundancy, attention, tp, tpreasoning, plot, quick)"; exit 2 ;;
+  *) echo "run_bench: unknown step $STEP (gate, fixed, fixedg, batch1, graphs, profile, reasoning, knobs, admission, kernels, redundancy, sampler, attention, tp, tpreasoning, plot, quick)"; exit 2 ;;
 esac
 echo "== rows so far"; cat $CSV 2>/dev/null

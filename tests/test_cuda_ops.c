@@ -341,6 +341,97 @@ static void test_decode_cases(pair *p) {
     test_paged_attention(p, 150, short_len, NULL, 32, 8, 64, "decode attn 150x8 D64");
 }
 
+/* ---- device sampling (backend op `sample`) against zp_sample_token on the same logits ---- */
+
+enum { SHAPE_GAUSS, SHAPE_PEAKED, SHAPE_TIES, SHAPE_FLAT, SHAPE_COUNT };
+static const char *const SHAPE_NAME[SHAPE_COUNT] = {"gaussian", "peaked", "ties", "flat"};
+
+static float gauss(uint32_t i, uint32_t s) {
+    const float u1 = zp_rng_uniform(7, s, 1, i) * 0.999f + 1e-4f, u2 = zp_rng_uniform(7, s, 2, i);
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
+}
+/* Row r of a shape: random-weight logits (sd 1.3), a few clear winners over a wide bulk,
+ * values on a 1/4 grid (many exact ties at the top), or all equal. */
+static void sampling_row(float *x, int V, int shape, uint32_t r) {
+    for (int i = 0; i < V; i++) {
+        const float g = gauss((uint32_t)i, r);
+        x[i] = shape == SHAPE_GAUSS ? 1.3f * g : shape == SHAPE_PEAKED ? 2.0f * g - 4.0f : shape == SHAPE_TIES ? floorf(4.0f * g) / 4.0f : 0.5f;
+    }
+    if (shape == SHAPE_PEAKED)
+        for (int j = 0; j < 6; j++) x[(r * 7919u + (uint32_t)j * 104729u) % (uint32_t)V] = 9.0f + (float)j;
+}
+static int desc_float(const void *a, const void *b) { float x = *(const float *)a, y = *(const float *)b; return (x < y) - (x > y); }
+/* Whether zp_sample_token's candidate set (the tokens at or above the largest threshold that holds
+ * top_k tokens or top_p of the mass) exceeds the device's 4,096: then the device must answer -1. */
+static int host_needs_fallback(const float *x, int V, const zp_sampling_params *sp, float *p) {
+    float mx = x[0], sum = 0.f;
+    for (int i = 1; i < V; i++) mx = x[i] > mx ? x[i] : mx;
+    for (int i = 0; i < V; i++) { p[i] = expf((x[i] - mx) / sp->temperature); sum += p[i]; }
+    qsort(p, (size_t)V, sizeof *p, desc_float);
+    const int k = sp->top_k > 0 && sp->top_k < V ? sp->top_k : 0;
+    const float want = sp->top_p + 1e-3f < 1.0f ? sp->top_p + 1e-3f : 1.0f;
+    float mass = 0.f;
+    int n = V;
+    for (int i = 0; i < V; i++) {
+        mass += p[i];
+        if ((k && i + 1 >= k) || (sp->top_p < 1.0f && mass >= want * sum)) { n = i + 1; break; }
+    }
+    while (n < V && p[n] == p[n - 1]) n++; /* ties at the threshold are candidates too */
+    return n > 4096;
+}
+
+static void test_sampling(pair *p) {
+    const int V = 151936, R = 6; /* Qwen3's vocabulary; rows per (shape, setting) */
+    const zp_sampling_params base = zp_sampling_default();
+    struct { float T, top_p; int top_k; } set[] = {{0.6f, 0.95f, 20}, {1.0f, 1.0f, 5}, {0.7f, 0.9f, 0}, {0.6f, 1.0f, 3000},
+                                                    {1.0f, 0.5f, 0}, {0.8f, 1.0f, 0}, {0.f, 1.0f, 0}, {1.0f, 0.3f, 1000}};
+    const int n_set = (int)(sizeof set / sizeof set[0]);
+    float *x = malloc(sizeof(float) * (size_t)V * R), *row = malloc(sizeof(float) * V), *scratch = malloc(sizeof(float) * 2 * V);
+    zp_sample_row rows[6];
+    int ids[6];
+    for (int shape = 0; shape < SHAPE_COUNT; shape++) {
+        for (int r = 0; r < R; r++) sampling_row(x + (size_t)r * V, V, shape, (uint32_t)(shape * 100 + r));
+        void *d = up(p->gpu, x, F, (size_t)V * R);
+        for (int s = 0; s < n_set; s++) {
+            zp_sampling_params sp = base;
+            sp.temperature = set[s].T;
+            sp.top_p = set[s].top_p;
+            sp.top_k = set[s].top_k;
+            for (int r = 0; r < R; r++)
+                rows[r] = (zp_sample_row){sp.temperature, sp.top_p, sp.top_k, (uint32_t)r, (uint32_t)(s + 1), 1234u, (uint64_t)(shape * 10 + r)};
+            CHECK_OK(p->gpu->sample(p->gpu, d, R, V, rows, ids));
+            int same = 0, fallback = 0;
+            for (int r = 0; r < R; r++) {
+                const float *xr = x + (size_t)r * V;
+                const int need_host = sp.temperature > 0.f && (sp.top_k > 0 || sp.top_p < 1.0f) && host_needs_fallback(xr, V, &sp, scratch);
+                if (need_host) { CHECK(ids[r] == -1); fallback += ids[r] == -1; continue; }
+                const float u = zp_rng_uniform(1234u, rows[r].request_id, rows[r].sample_index, rows[r].step);
+                /* A draw within float rounding of a token boundary may pick the neighbour (the sums
+                 * run in another order): the host's picks for u - eps and u + eps bound the device's.
+                 * In id order (temperature alone) the host's sequential sum over the whole vocabulary
+                 * is itself off by ~1e-5 of the mass; candidate sets sum a few thousand at most. */
+                const int id_order = sp.top_k == 0 && sp.top_p >= 1.0f, greedy = sp.temperature <= 0.f;
+                const float eps = greedy ? 0.f : id_order ? 1e-4f : 2e-6f;
+                int pick[3];
+                for (int e = -1; e <= 1; e++) {
+                    memcpy(row, xr, sizeof(float) * V);
+                    pick[e + 1] = zp_sample_token(row, V, &sp, NULL, 0, u + (float)e * eps, scratch);
+                }
+                const int ok = id_order ? pick[0] <= ids[r] && ids[r] <= pick[2] : ids[r] == pick[0] || ids[r] == pick[1] || ids[r] == pick[2];
+                if (!ok) fprintf(stderr, "  %s T %.1f top-p %.2f top-k %d row %d: device %d\n", SHAPE_NAME[shape], sp.temperature, sp.top_p, sp.top_k, r, ids[r]);
+                CHECK(ok);
+                same += ok;
+            }
+            printf("  sample %-8s T %.1f top-p %.2f top-k %4d: %d/%d = host sampler, %d left to the host (candidates > 4096)\n",
+                   SHAPE_NAME[shape], sp.temperature, sp.top_p, sp.top_k, same, R, fallback);
+        }
+        p->gpu->release(p->gpu, d);
+    }
+    free(x);
+    free(row);
+    free(scratch);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     pair p;
@@ -375,6 +466,7 @@ int main(void) {
         test_paged_attention(&p, 4, pf_len, pf_q, 4, 1, 80, "prefill attn D80 MQA (rows)");
         test_paged_attention(&p, 4, pf_len, pf_q, 12, 1, 128, "prefill attn G12");
         test_paged_attention(&p, 4, pf_len, pf_q, 4, 2, 42, "prefill attn D42 (rows)");
+        if (fp32) test_sampling(&p);
         p.gpu->destroy(p.gpu);
     }
     /* bf16 GEMMs by measured cublasLt algorithms (gemm_tune): the dense ops again */

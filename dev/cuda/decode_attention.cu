@@ -26,6 +26,7 @@
 
 #include "../../engine/cuda/decode_frame.cuh"
 #include "decode_split.h"
+#include "../../bench/bench_clock.h"
 
 /* ---------------------------------------------------------------- variants 1-3: the kernel */
 
@@ -112,12 +113,6 @@ typedef struct {
     float *ref;                      /* [S][HQ][D] the CPU reference's output */
 } lab;
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-static int cmp_double(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 static void die(const char *what) {
     fprintf(stderr, "dev_decode_attention: %s: %s\n", what, zp_last_error());
     exit(1);
@@ -254,11 +249,11 @@ static int lab_variant(lab *L, int v, double copy_bw) {
     const int ok = diff <= 2e-2 * scale + 1e-3;
     double t[9];
     for (int i = 0; i < 9; i++) {
-        const double t0 = now();
+        const double t0 = bench_now();
         run_variant(L, v);
-        t[i] = now() - t0;
+        t[i] = bench_now() - t0;
     }
-    qsort(t, 9, sizeof *t, cmp_double);
+    qsort(t, 9, sizeof *t, bench_cmp_double);
     const double kv = 2.0 * L->S * (double)L->N * L->HKV * L->D * sizeof(bf16);
     printf("  %d  %-46s %8.3f ms  %6.0f GB/s  %.2f of copy  max|diff| %.2e (of %.2e)  %s\n", v, VARIANT_NAME[v], 1e3 * t[4],
            kv / t[4] / 1e9, kv / t[4] / copy_bw, diff, scale, ok ? "ok" : "MISMATCH");

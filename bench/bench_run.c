@@ -2,6 +2,7 @@
 #include "bench_run.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,15 +10,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "bench_timeline.h"
 #include "bench_workload.h"
 #include "mkmodel.h" /* zp_preset_dir */
-
-static double bench_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Peak resident memory of this process in MiB. */
 static double bench_peak_rss_mib(void) {
@@ -47,16 +43,21 @@ typedef struct {
     int finished;              /* requests finished (all of them unless --max-seconds cut the run) */
     double tps_steady;         /* generated tokens/s after --warmup-seconds (0: the run ended before) */
     int unservable;            /* a request was refused: it can never fit this pool */
+    double *latency;           /* [finished] seconds from the workload's start to each request's end */
 } bench_result;
 
 volatile sig_atomic_t bench_stop_signal;
 
-/* Frees the outputs finished so far; returns how many there were. */
-static int drain_finished(zp_engine *e) {
+/* Frees the outputs finished so far, each request's end-to-end latency (every request arrives
+ * at t0) recorded after the res->finished already there; returns how many there were. */
+static int drain_finished(zp_engine *e, bench_result *res, double latency) {
     zp_output o[64];
     int done = 0;
     for (int n; (n = zp_engine_poll(e, o, 64)) > 0;)
-        for (int i = 0; i < n; i++, done++) zp_output_free(&o[i]);
+        for (int i = 0; i < n; i++, done++) {
+            if (res->latency) res->latency[res->finished + done] = latency;
+            zp_output_free(&o[i]);
+        }
     return done;
 }
 
@@ -83,13 +84,13 @@ static zp_status run_workload(const bench_config *b, zp_engine *e, const bench_w
     while (s == ZP_OK && zp_engine_has_unfinished(e) && !cut) {
         s = zp_engine_step(e);
         const double now = bench_now();
+        if (s == ZP_OK) res->finished += drain_finished(e, res, now - t0);
         if (tw < 0 && now - t0 >= b->warmup_seconds) {
             zp_engine_get_stats(e, &st);
             tw = now;
             gw = st.generated_tokens;
         }
         if (s == ZP_OK && bench_timeline_due(tl, now)) {
-            res->finished += drain_finished(e);
             zp_engine_get_stats(e, &st);
             s = bench_timeline_row(tl, now, &st, res->finished);
         }
@@ -99,7 +100,7 @@ static zp_status run_workload(const bench_config *b, zp_engine *e, const bench_w
     zp_engine_get_stats(e, &st);
     res->tps_steady = tw >= 0 && res->wall > tw - t0 ? (double)(st.generated_tokens - gw) / (res->wall - (tw - t0)) : 0.0;
     if (s == ZP_OK && zp_engine_has_unfinished(e)) zp_engine_abandon(e); /* cut: the unfinished ones are dropped */
-    res->finished += drain_finished(e);
+    res->finished += drain_finished(e, res, res->wall);
     if (s == ZP_OK) s = bench_timeline_row(tl, t0 + res->wall, &st, res->finished); /* the run's last interval */
     if (s == ZP_OK && res->finished < w->n)
         printf("# stopped after %.1f s (%s): %d of %d requests finished\n", res->wall,
@@ -115,6 +116,13 @@ static double saturated_tps(const bench_config *b, const zp_engine_stats *st) {
     return (double)st->saturated_tokens / st->saturated_seconds;
 }
 
+/* The nearest-rank p-quantile of sorted[0, n) (0 when n is 0). */
+static double quantile(const double *sorted, int n, double p) {
+    if (n <= 0) return 0.0;
+    int k = (int)ceil(p * n) - 1;
+    return sorted[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
 static void print_row(FILE *f, const bench_config *b, const bench_workload *w, const bench_result *r, int header) {
     const zp_engine_stats *st = &r->st;
     if (header)
@@ -122,7 +130,7 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
                    "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
                    "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
                    "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp,admission_reserve,"
-                   "length_scale,preemptions\n");
+                   "length_scale,preemptions,completion_s,latency_p50_s,latency_p90_s,latency_p99_s\n");
     double pl = 0, gl = 0, dev = 0;
     for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
     for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
@@ -135,8 +143,13 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
                                (double)st->decode_kv_tokens * (double)r->kv_token_bytes) / steps;
     const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
     const int all = st->prefill_steps + st->decode_steps > 0;
+    /* the whole workload's completion time (blank when the run was cut), and the end-to-end
+     * latencies of the requests that finished (all arrived at the start) */
+    const int lat_n = r->latency ? r->finished : 0;
+    char completion[32] = "";
+    if (lat_n == w->n && lat_n > 0) snprintf(completion, sizeof completion, "%.3f", r->latency[lat_n - 1]);
     fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f,%d,%g,%d,%lld\n",
+               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f,%d,%g,%d,%lld,%s,%.3f,%.3f,%.3f\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
@@ -146,13 +159,15 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
             st->decode_op_seconds[ZP_OP_ATTENTION] / DS, st->decode_op_seconds[ZP_OP_ELEMENTWISE] / DS, st->decode_op_seconds[ZP_OP_SAMPLING] / DS,
             comp / W, dev > 0 ? (DS - dev) / DS : 0.0, r->mem_gib, bench_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
             (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0, r->finished, r->tps_steady,
-            b->ec.tp > 1 ? b->ec.tp : 1, b->ec.admission_reserve, b->length_scale, (long long)st->preemptions);
+            b->ec.tp > 1 ? b->ec.tp : 1, b->ec.admission_reserve, b->length_scale, (long long)st->preemptions, completion,
+            quantile(r->latency, lat_n, 0.5), quantile(r->latency, lat_n, 0.9), quantile(r->latency, lat_n, 0.99));
 }
 
 /* Prints the row of one finished configuration, and appends it to --csv. */
 static zp_status report(const bench_config *b, const bench_workload *w, zp_engine *e, bench_result *r) {
     const zp_model_config *mc = zp_engine_model_config(e);
     zp_engine_get_stats(e, &r->st);
+    if (r->latency) qsort(r->latency, (size_t)r->finished, sizeof *r->latency, bench_cmp_double);
     size_t used = 0, tot = 0;
     if (zp_engine_device_memory(e, &used, &tot) == ZP_OK) r->mem_gib = (double)used / (1 << 30); /* CPU: none */
     printf("# zipage bench %s on %s (%s, %d layers, hidden %d, %.2f B parameters%s)\n", b->workload, b->model_name, mc->arch_name,
@@ -225,11 +240,13 @@ zp_status bench_run(bench_config *b) {
         }
         bench_result r = base;
         r.pool = b->n_pools ? b->pool_spec[i] : "";
+        if (!(r.latency = malloc(sizeof(double) * (size_t)w.n))) { s = zp_fail(ZP_ERR_OOM, "bench: no memory for latencies"); break; }
         if (!strcmp(b->workload, "fixed") && !b->no_warmup_run && b->max_seconds <= 0) s = warmup_run(b, e, &w, &r); /* a cut run is not steady */
         if (bench_stop_signal) break; /* during the warm-up: nothing timed to report */
         if (s == ZP_OK) s = run_workload(b, e, &w, &tl, &r);
         if (s == ZP_ERR_CAPACITY && r.unservable && b->n_pools) s = pool_unservable(e, r.pool, unservable, sizeof unservable);
         if (s == ZP_OK) s = report(b, &w, e, &r);
+        free(r.latency);
         if (bench_stop_signal) break;
     }
     const zp_status sc = bench_timeline_close(&tl);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "code_grade.h"
-#include "passkey.h"    /* passkey_grade */
+#include "sample_grade.h" /* each sample's verdict and the grader column */
 #include "config.h" /* zp_read_file, zp_read_json_object */
 #include "dataset.h"
 #include "metrics.h"
@@ -45,7 +45,7 @@ static const ds_item *item_by_id(const ds_dataset *ds, const char *id) {
 
 /* The grader column's value for a dataset. */
 static const char *grader_label(const graders *gs, const ds_dataset *ds) {
-    return ds->is_code ? code_grader_label(ds) : ds->context_tokens ? PASSKEY_GRADER : grader_name(gs->g.kind);
+    return sample_grader_label(ds, grader_name(gs->g.kind));
 }
 
 /* Grades sample o (a cJSON object with problem_id and output) in place. */
@@ -54,19 +54,9 @@ static zp_status grade_sample(graders *gs, const ds_dataset *ds, cJSON *o, const
     if (!cJSON_IsString(pid) || !cJSON_IsString(out)) return zp_fail(ZP_ERR_FORMAT, "%s: no string problem_id and output", where);
     const ds_item *it = item_by_id(ds, pid->valuestring);
     if (!it) return zp_fail(ZP_ERR_FORMAT, "%s: problem %s is not in dataset %s", where, pid->valuestring, ds->name);
-    char *extracted = NULL;
-    if (ds->is_code) {
-        code_result cr;
-        char err[ZP_DS_ERR];
-        if (code_grade(out->valuestring, it, &gs->co, &cr, err)) return zp_fail(ZP_ERR_INVALID, "%s", err);
-        *correct = cr.status == CODE_PASS;
-    } else if (ds->context_tokens) {
-        passkey_grade(out->valuestring, it->answer, correct, &extracted);
-    } else {
-        char err[GRADER_ERR];
-        if (grader_math(&gs->g, out->valuestring, it->answer, correct, &extracted, err))
-            return zp_fail(ZP_ERR_BACKEND, "%s", err);
-    }
+    char *extracted = NULL, err[ZP_DS_ERR];
+    const sample_grade_status st = sample_grade(ds, it, out->valuestring, &gs->g, &gs->co, correct, &extracted, err);
+    if (st != SAMPLE_GRADE_OK) return zp_fail(st == SAMPLE_GRADE_CODE_FAILED ? ZP_ERR_INVALID : ZP_ERR_BACKEND, "%s", err);
     const cJSON *was = cJSON_GetObjectItemCaseSensitive(o, "correct");
     *changed = !cJSON_IsBool(was) || cJSON_IsTrue(was) != (*correct != 0);
     if (!ds->is_code) {

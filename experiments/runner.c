@@ -11,7 +11,7 @@
 #include <xxhash.h>       /* model checksum */
 
 #include "chat.h"         /* zp_chat_detect */
-#include "code_grade.h"   /* code_grade */
+#include "code_grade.h"   /* code_opts, code_sandbox_available */
 #include "config.h"       /* zp_read_file */
 #include "dataset.h"      /* ds_open, ds_select */
 #include "grader.h"       /* the math graders */
@@ -22,7 +22,7 @@
 #include "item_prompt.h"  /* item_prompt: system, template, ids */
 #include "results_io.h"   /* rio_*: checked, durable file operations */
 #include "tokenizer.h"
-#include "passkey.h"      /* passkey_grade */
+#include "sample_grade.h" /* each sample's verdict and the grader column */
 #include "paths.h"        /* zp_path: the datasets and the grader's environment */
 
 /* runs.csv, one row per run: each column's name, printf format and value, in order. The
@@ -69,9 +69,7 @@
     X("admission_reserve", "%g", r->admission_reserve) /* columns added later come last: zipage grade appends them */
 
 /* What graded a run: the code grader's tests, RULER's string match for passkey, or the math grader. */
-static const char *run_grader_label(const ds_dataset *d, const exp_run *r) {
-    return d->is_code ? code_grader_label(d) : d->context_tokens ? PASSKEY_GRADER : r->grader;
-}
+static const char *run_grader_label(const ds_dataset *d, const exp_run *r) { return sample_grader_label(d, r->grader); }
 
 #define RUN_COLUMN_NAME(name, fmt, value) name,
 static const char *CSV_HEADER[] = {RUN_COLUMNS(RUN_COLUMN_NAME) NULL};
@@ -244,16 +242,10 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
         if ((s = zp_tokenizer_decode(c->tok, out->tokens, n_text, &text, &len)) != ZP_OK) break;
         int correct = 0;
         char *extracted = NULL;
-        if (c->ds.is_code) {
-            code_result cr;
-            char err[ZP_DS_ERR];
-            if (code_grade(text, it, &copts, &cr, err)) { free(text); s = zp_fail(ZP_ERR_INVALID, "%s", err); break; }
-            correct = cr.status == CODE_PASS;
-        } else if (c->ds.context_tokens) {
-            passkey_grade(text, it->answer, &correct, &extracted);
-        } else if (grader_math(&g, text, it->answer, &correct, &extracted, gerr) != 0) {
+        const sample_grade_status gs = sample_grade(&c->ds, it, text, &g, &copts, &correct, &extracted, gerr);
+        if (gs != SAMPLE_GRADE_OK) {
             free(text);
-            s = zp_fail(ZP_ERR_BACKEND, "%s", gerr);
+            s = zp_fail(gs == SAMPLE_GRADE_CODE_FAILED ? ZP_ERR_INVALID : ZP_ERR_BACKEND, "%s", gerr);
             break;
         }
         write_sample(samples, r, it, out, text, extracted, correct, run_grader_label(&c->ds, r));

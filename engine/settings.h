@@ -41,7 +41,8 @@ enum { ZP_SETTING_AXIS = 1 }; /* flags: an experiment may give a list of values 
     X(scheduler, ZP_SET_STR, scheduler, 0, NULL, 0, 0, 0, "hybrid (default with an evicting policy), strict, full")                \
     X(admission_reserve, ZP_SET_FLOAT, admission_reserve, 0, NULL, 0, 1, 0,                                        \
       "share of each request's most blocks that admission holds back (0, the default: a prompt's blocks, as vLLM and the Zipage " \
-      "reference admit; 1: every running request can reach its cap without preemption)")                                          \
+      "reference admit; 1: room for every running request to reach its cap: no preemption, but where a first compression " \
+      "replaces shared prefix blocks with fresh ones)")                                          \
     X(async, ZP_SET_BOOL, async_compress, 0, NULL, 0, 1, 0, "compress on a worker thread while others decode")                     \
     X(policy, ZP_SET_STR, policy, 0, "full", 0, 0, ZP_SETTING_AXIS, "eviction policy (default full)")                              \
     X(nmax, ZP_SET_INT, nmax, 8, NULL, 1, 1e6, ZP_SETTING_AXIS, "blocks kept per request after compression (default 8)")       \

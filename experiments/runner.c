@@ -65,11 +65,8 @@
     X("compressions", "%lld", (long long)st->compressions)                                                                  \
     X("compression_seconds", "%.3f", st->compress_seconds)                                                                  \
     X("device", "%s", r->device)                                                                                            \
-    X("grader", "%s", run_grader_label(&c->ds, r)) /* code: the tests run, in the sandbox */                               \
+    X("grader", "%s", sample_grader_label(&c->ds, r->grader)) /* code: the tests run, in the sandbox */                               \
     X("admission_reserve", "%g", r->admission_reserve) /* columns added later come last: zipage grade appends them */
-
-/* What graded a run: the code grader's tests, RULER's string match for passkey, or the math grader. */
-static const char *run_grader_label(const ds_dataset *d, const exp_run *r) { return sample_grader_label(d, r->grader); }
 
 #define RUN_COLUMN_NAME(name, fmt, value) name,
 static const char *CSV_HEADER[] = {RUN_COLUMNS(RUN_COLUMN_NAME) NULL};
@@ -248,7 +245,7 @@ static zp_status grade_all(run_ctx *c, const exp_run *r, zp_output *outs, const 
             s = zp_fail(gs == SAMPLE_GRADE_CODE_FAILED ? ZP_ERR_INVALID : ZP_ERR_BACKEND, "%s", gerr);
             break;
         }
-        write_sample(samples, r, it, out, text, extracted, correct, run_grader_label(&c->ds, r));
+        write_sample(samples, r, it, out, text, extracted, correct, sample_grader_label(&c->ds, r->grader));
         if (i == 0) show_sample(it->id, text, extracted, correct);
         n_correct[out->request_id] += correct;
         *truncated += out->finish == ZP_FINISH_LENGTH;

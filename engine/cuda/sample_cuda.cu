@@ -194,7 +194,7 @@ __global__ static void __launch_bounds__(SAMPLE_THREADS, 2) sample_kernel(const 
             const float p = expf((v - mx) / T);
             part += p;
             const unsigned key = __float_as_uint(p);
-            if (hi_shift < 32u && (key >> hi_shift) != prefix) return; /* outside the bin being refined */
+            if ((key >> hi_shift) != prefix) return; /* outside the bin being refined (level 0: none) */
             const int d = (int)(low - ((key >> shift) & low));        /* bin 0: the most probable */
             atomicAdd(&hcnt[d], 1);
             if (use_mass) atomicAdd(&hmass[d], p);

@@ -39,6 +39,13 @@
 #               the hybrid scheduler admitting a prompt's blocks (the reference's), holding back ADMIT
 #               shares of each request's cap (default "0.5 1": --admission-reserve), and the strict
 #               scheduler (STRICT=0 leaves it out); labels zipage-admit-0, zipage-admit-R, zipage-strict
+#   paper       the paper's measurement as a scaled replica: PAPER_REQ (default 960) reasoning requests
+#               to completion at the one KV memory POOL (e.g. 27GiB), each output length, the block (256)
+#               and the pool divided by SCALE (default 8: block 32, 27GiB -> 3.375GiB; the cap N_max x
+#               block follows the block), prompts, request count, scheduler limits and weights kept;
+#               Zipage (async) then full KV, POLICIES as in reasoning (at 27 GiB one policy per call:
+#               full KV needs about 410 s), a run cut at PAPER_RT seconds if given (default: none);
+#               labels zipage-xSCALE, full-xSCALE; completion_s is blank for a cut run
 #   kernels     device time of every kernel of one fixed-workload decode step (batch 256, gen 3,
 #               no graphs), by Nsight Compute (ncu, one kernel at a time), summed by
 #               bench/ncu_step.py; raw table in $OUT/ncu.csv
@@ -138,6 +145,18 @@ admission() {
   done
   [ "${STRICT:-1}" = 1 ] && { $B/zipage bench $common --scheduler strict --label zipage-strict || echo "admission: strict failed"; }
 }
+paper() { # the scaled replica to completion (bench/log/s19: 2.64x at 27 GiB / 8)
+  local F=${SCALE:-8} pool=${POOL%%,*} n=${PAPER_REQ:-960}
+  case $pool in *GiB) ;; *) echo "paper: give the KV memory as NGiB (got $pool)"; return 1;; esac
+  local sp; sp=$(python3 -c "print(f'{${pool%GiB} / $F:g}GiB')") || return 1
+  local bs=$((256 / F)); [ $((bs * F)) -eq 256 ] && [ $bs -ge 1 ] || { echo "paper: SCALE must divide 256 (got $F)"; return 1; }
+  local common="--preset $P --device cuda --workload reasoning --requests $n --max-tokens $MAXT --length-scale $F --block-size $bs"
+  common="$common --pools $sp $SCHED --cuda-graphs --csv $CSV --timeline $TL --timeline-interval 5"
+  [ -n "${PAPER_RT:-}" ] && common="$common --max-seconds $PAPER_RT"
+  case ",$POLICIES," in *,zipage,*) $B/zipage bench $common --policy zipage --nmax 8 --window 16 --scheduler hybrid --async \
+    --label zipage-x$F || echo "paper: zipage failed";; esac
+  case ",$POLICIES," in *,full,*) $B/zipage bench $common --label full-x$F || echo "paper: full KV failed";; esac
+}
 kernels() {
   ncu --clock-control none --cache-control none --csv --page raw --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size \
     $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen 3 --no-warmup-run --no-cuda-graphs --csv /tmp/ncu_bench.csv \
@@ -197,6 +216,7 @@ case $STEP in
   reasoning) reasoning ;;
   knobs) knobs ;;
   admission) admission ;;
+  paper) paper ;;
   kernels) kernels ;;
   redundancy) redundancy ;;
   sampler) sampler ;;
@@ -205,6 +225,6 @@ case $STEP in
   tpreasoning) tpreasoning ;;
   plot) plot ;;
   quick) fixed; batch1; graphs; reasoning; redundancy; plot ;;
-  *) echo "run_bench: unknown step $STEP (gate, fixed, fixedg, batch1, graphs, profile, reasoning, knobs, admission, kernels, redundancy, sampler, attention, tp, tpreasoning, plot, quick)"; exit 2 ;;
+  *) echo "run_bench: unknown step $STEP (gate, fixed, fixedg, batch1, graphs, profile, reasoning, knobs, admission, paper, kernels, redundancy, sampler, attention, tp, tpreasoning, plot, quick)"; exit 2 ;;
 esac
 echo "== rows so far"; cat $CSV 2>/dev/null

@@ -18,7 +18,7 @@ static double now_s(void) {
 }
 
 const char *zp_finish_name(zp_finish_reason r) {
-    static const char *n[ZP_FINISH_COUNT] = {"none", "eos", "stop", "length", "max_position"};
+    static const char *n[ZP_FINISH_COUNT] = {"none", "eos", "stop", "length", "max_position", "abort"};
     return (r >= 0 && r < ZP_FINISH_COUNT) ? n[r] : "?";
 }
 
@@ -286,6 +286,10 @@ void zp_engine_set_logits_hook(zp_engine *e, zp_logits_hook fn, void *ctx) {
     e->logits_hook = fn;
     e->logits_hook_ctx = ctx;
 }
+void zp_engine_set_token_hook(zp_engine *e, zp_token_hook fn, void *ctx) {
+    e->token_hook = fn;
+    e->token_hook_ctx = ctx;
+}
 int zp_engine_has_unfinished(const zp_engine *e) { return e->sched.waiting.n + e->sched.running.n > 0 || e->worker_running; }
 
 zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, const zp_sampling_params *sp,
@@ -502,6 +506,7 @@ static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n, con
         q->tokens[q->n_tokens++] = tok;
         e->stats.generated_tokens++;
         q->finish = check_finish(e, q, tok);
+        if (e->token_hook) e->token_hook(e->token_hook_ctx, q->request_id, q->sample_index, tok, q->finish);
         if (q->finish != ZP_FINISH_NONE) {
             sched_finish(&e->sched, q);
             seq_list_remove(&e->all, q);
@@ -644,6 +649,21 @@ zp_status zp_engine_step(zp_engine *e) {
         e->stats.saturated_tokens += e->stats.generated_tokens - g0;
     }
     return s;
+}
+
+zp_status zp_engine_finish_request(zp_engine *e, int64_t request_id, int sample_index, zp_finish_reason why) {
+    if (why != ZP_FINISH_ABORT && why != ZP_FINISH_STOP)
+        return zp_fail(ZP_ERR_INVALID, "engine finish_request: reason \"%s\" is not the caller's to give (abort or stop)", zp_finish_name(why));
+    if (e->abandoned) return zp_fail(ZP_ERR_INVALID, "engine finish_request: the engine was abandoned");
+    zp_seq *q = NULL;
+    for (int i = 0; i < e->all.n && !q; i++)
+        if (e->all.v[i]->request_id == request_id && e->all.v[i]->sample_index == sample_index) q = e->all.v[i];
+    if (!q) return zp_fail(ZP_ERR_INVALID, "engine finish_request: no unfinished request %lld, sample %d", (long long)request_id, sample_index);
+    if (q->compressing == ZP_COMPRESS_IN_FLIGHT) ZP_TRY(collect_worker(e, 1)); /* the next step would join it first anyway */
+    sched_drop(&e->sched, q);
+    q->finish = why;
+    seq_list_remove(&e->all, q);
+    return seq_list_push_back(&e->finished, q);
 }
 
 int zp_engine_poll(zp_engine *e, zp_output *out, int max) {

@@ -144,6 +144,20 @@ zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, c
  * the fidelity probe compares them across engines). NULL removes the hook. */
 typedef void (*zp_logits_hook)(void *ctx, int64_t request_id, int sample_index, int step, const float *logits, int vocab);
 void zp_engine_set_logits_hook(zp_engine *e, zp_logits_hook fn, void *ctx);
+/* Called on the engine thread with every token as it is sampled (streaming), in the step that
+ * samples it; finish is the request's reason after this token (ZP_FINISH_NONE while it runs). It
+ * must not call back into the engine: a caller that wants to end a request (a stop string seen
+ * in the text) calls zp_engine_finish_request after the step. NULL removes the hook. Unlike
+ * the logits hook, it leaves sampling on the device. */
+typedef void (*zp_token_hook)(void *ctx, int64_t request_id, int sample_index, int token, zp_finish_reason finish);
+void zp_engine_set_token_hook(zp_engine *e, zp_token_hook fn, void *ctx);
+/* Ends one unfinished request between steps, wherever it stands (waiting, running, a compression
+ * planned or in flight): a planned compression is cancelled, one in flight is waited for, then its
+ * blocks and query slot go back to the pool. Its output (the tokens sampled so far, finish `why`)
+ * is polled as any other. why: ZP_FINISH_ABORT (the client left) or ZP_FINISH_STOP (the caller
+ * matched a stop, e.g. a stop string across token boundaries). ZP_ERR_INVALID for another reason
+ * or when no unfinished request has this (request_id, sample_index). */
+zp_status zp_engine_finish_request(zp_engine *e, int64_t request_id, int sample_index, zp_finish_reason why);
 /* Mean over running requests of the tokens attention reads / logical tokens (1.0 without eviction):
  * physical tokens, less each layer's dead blocks (per-layer budgets), averaged over the layers. */
 double zp_engine_kv_share(const zp_engine *e);

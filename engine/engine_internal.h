@@ -53,6 +53,8 @@ struct zp_engine {
     zp_batch last_batch;      /* the batch of the last forward (tests) */
     zp_logits_hook logits_hook;
     void *logits_hook_ctx;
+    zp_token_hook token_hook;
+    void *token_hook_ctx;
     /* compression */
     int compressing_enabled;
     int prompt_compress;     /* a prompt-only policy (SnapKV): long prompts compressed once after their prefill */

@@ -27,9 +27,10 @@ typedef struct {
 
 zp_sampling_params zp_sampling_default(void);
 
-/* Why a request stopped: its EOS token, one of its stop ids, max_tokens, or the model's
- * context length. */
-typedef enum { ZP_FINISH_NONE, ZP_FINISH_EOS, ZP_FINISH_STOP, ZP_FINISH_LENGTH, ZP_FINISH_MAX_POS, ZP_FINISH_COUNT } zp_finish_reason;
+/* Why a request stopped: its EOS token, one of its stop ids (or a stop the caller matched,
+ * zp_engine_finish_request), max_tokens, the model's context length, or the caller ended it
+ * (a client that left). */
+typedef enum { ZP_FINISH_NONE, ZP_FINISH_EOS, ZP_FINISH_STOP, ZP_FINISH_LENGTH, ZP_FINISH_MAX_POS, ZP_FINISH_ABORT, ZP_FINISH_COUNT } zp_finish_reason;
 
 /* Philox4x32-10: out = philox(counter, key). */
 void zp_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);

@@ -148,6 +148,31 @@ void sched_finish(zp_scheduler *s, zp_seq *q) {
     q->status = ZP_SEQ_FINISHED;
 }
 
+/* A planned compression that will not run: the target's fresh blocks (those outside the table)
+ * go back; the reused ones stay in the table and are released with it. */
+static void cancel_compression(zp_scheduler *s, zp_seq *q) {
+    const int nt = target_blocks(s) + 1;
+    for (int k = 0; k < nt; k++) {
+        int in_table = 0;
+        for (int i = 0; i < q->n_blocks && !in_table; i++) in_table = q->blocks[i] == q->target[k];
+        if (!in_table) kv_pool_unref_block(s->pool, q->target[k]);
+    }
+    q->n_release = 0;
+    q->compressing = ZP_COMPRESS_NONE;
+}
+
+void sched_drop(zp_scheduler *s, zp_seq *q) {
+    if (q->compressing == ZP_COMPRESS_PLANNED) cancel_compression(s, q);
+    if (q->status == ZP_SEQ_WAITING) {
+        seq_list_remove(&s->waiting, q);
+        seq_release_blocks(s, q);
+        slot_return(s, q);
+        q->status = ZP_SEQ_FINISHED;
+    } else {
+        sched_finish(s, q);
+    }
+}
+
 /* ---------------------------------------------------------------- setup */
 
 zp_status sched_init(zp_scheduler *s, zp_kv_pool *pool, int max_num_seqs, int max_num_batched_tokens, int prefix_cache) {

@@ -120,6 +120,10 @@ zp_status sched_schedule(zp_scheduler *s, zp_sched_batch *out);
 void sched_mark_computed(zp_scheduler *s, zp_seq *seq);
 /* Removes a finished request from running and frees its blocks. */
 void sched_finish(zp_scheduler *s, zp_seq *seq);
+/* Ends a request the caller stops, waiting or running, not in a compression in flight: a planned
+ * compression is cancelled (its fresh target blocks return to the pool), then its blocks and
+ * query slot go back as in sched_finish. */
+void sched_drop(zp_scheduler *s, zp_seq *seq);
 int sched_blocks_for(const zp_scheduler *s, int n_tokens);
 
 zp_status seq_list_push_back(zp_seq_list *l, zp_seq *x);

@@ -12,10 +12,7 @@
 #include "test_util.h"
 
 static run_spec zipage_spec(const char *preset) {
-    run_spec rs = run_spec_default(preset);
-    rs.ec.policy = "zipage";
-    rs.ec.nmax = 2;
-    rs.ec.window = 4;
+    run_spec rs = run_spec_zipage(preset);
     rs.sp.max_tokens = 120;
     rs.check_invariants = 1;
     return rs;

@@ -173,10 +173,7 @@ static void test_reinit(void) {
  * the engine refuses further steps, and reinit then gives an engine whose outputs equal a
  * fresh one's. */
 static void test_abandon(void) {
-    run_spec rs = run_spec_default("tiny-qwen3");
-    rs.ec.policy = "zipage";
-    rs.ec.nmax = 2;
-    rs.ec.window = 4;
+    run_spec rs = run_spec_zipage("tiny-qwen3");
     rs.ec.async_compress = 1;
     rs.check_invariants = 1;
     zp_engine_config ec = rs.ec;

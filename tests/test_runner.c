@@ -24,6 +24,14 @@ run_spec run_spec_default(const char *preset) {
     return rs;
 }
 
+run_spec run_spec_zipage(const char *preset) {
+    run_spec rs = run_spec_default(preset);
+    rs.ec.policy = "zipage";
+    rs.ec.nmax = 2;
+    rs.ec.window = 4;
+    return rs;
+}
+
 static void make_prompt(const run_spec *rs, int r, int *ids, int *n, int vocab) {
     *n = rs->shared_prompt ? rs->prompt_len : rs->prompt_len + rs->prompt_step * r;
     if (rs->random_lengths) *n = 1 + (int)(zp_rng_uniform(rs->random_lengths, (uint64_t)r, 1, 0) * (float)rs->prompt_len) % rs->prompt_len;
@@ -49,6 +57,7 @@ void run_requests(const run_spec *rs, run_result *out) {
     }
     if (!e) return;
     if (rs->logits_hook) zp_engine_set_logits_hook(e, rs->logits_hook, rs->ctx);
+    zp_engine_set_token_hook(e, rs->token_hook, rs->ctx); /* NULL also clears a reused engine's */
     const int V = zp_engine_model_config(e)->vocab;
     int *ids = malloc(sizeof(int) * (size_t)(rs->prompt_len + rs->prompt_step * rs->n_req + 1));
     for (int k = 0; k < rs->n_req; k++) {

@@ -19,6 +19,8 @@ typedef struct {
     void *ctx;
     /* installed with zp_engine_set_logits_hook when set (a hook also moves sampling to the host) */
     zp_logits_hook logits_hook;
+    /* installed with zp_engine_set_token_hook when set (ctx as on_step's) */
+    zp_token_hook token_hook;
     /* when set: run on *engine (reinitialised to ec with zp_engine_reinit when not NULL, else
      * created) and leave it there for the next run instead of freeing it */
     zp_engine **engine;
@@ -34,6 +36,8 @@ typedef struct {
 } run_result;
 
 run_spec run_spec_default(const char *preset);
+/* The default with Zipage at N_max 2, window 4 (blocks of 16): compressions within a few dozen tokens. */
+run_spec run_spec_zipage(const char *preset);
 void run_requests(const run_spec *rs, run_result *out);
 void run_result_free(run_result *r);
 /* 1 when both runs produced the same tokens for every request and sample. */

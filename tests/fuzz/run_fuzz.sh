@@ -17,6 +17,7 @@ case $T in
   experiment) seed "$S"/experiments/*.json "$S"/tests/data/experiments/*.json ;;
   math) seed "$S"/tests/fuzz/seeds/math/* ;;
   results) seed "$S"/tests/fuzz/seeds/results/* ;;
+  serve) seed "$S"/tests/fuzz/seeds/serve/* ;;
 esac
 R="$S/tests/fuzz/regress/$T"
 if [ -d "$R" ] && ls "$R"/* >/dev/null 2>&1; then

@@ -1,0 +1,156 @@
+/* test_serve_request.c - the OpenAI request bodies of `zipage serve` (serve_request.c): the
+ * forms the official clients send (lm-evaluation-harness' local-completions payload, the openai
+ * package's chat call with stream_options) parse to the expected fields and defaults; every
+ * refusal is a 400 whose error object names the parameter; the error object's JSON shape. */
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "serve_request.h"
+#include "test_util.h"
+
+static srv_request parse_ok(srv_endpoint ep, const char *body) {
+    srv_request r;
+    srv_error err;
+    zp_status s = srv_request_parse(body, strlen(body), ep, &r, &err);
+    if (s != ZP_OK) fprintf(stderr, "refused: %s\n  body: %s\n", err.message, body);
+    CHECK(s == ZP_OK);
+    return r;
+}
+
+/* A refusal: 400, invalid_request_error, the parameter named, the message containing `needle`. */
+static void refused(srv_endpoint ep, const char *body, const char *param, const char *needle) {
+    srv_request r;
+    srv_error err;
+    zp_status s = srv_request_parse(body, strlen(body), ep, &r, &err);
+    const int ok = s == ZP_ERR_INVALID && err.http_status == 400 && !strcmp(err.type, "invalid_request_error") && !strcmp(err.param, param) &&
+                   strstr(err.message, needle) && r.n_prompts == 0 && r.model == NULL;
+    if (!ok) fprintf(stderr, "body %s: got status %d param \"%s\" message \"%s\"; wanted param \"%s\" and \"%s\"\n", body, err.http_status,
+                     err.param, err.message, param, needle);
+    CHECK(ok);
+    srv_request_free(&r);
+}
+
+static void test_completions(void) {
+    /* lm-evaluation-harness local-completions, generate_until */
+    srv_request r = parse_ok(SRV_COMPLETIONS, "{\"prompt\": \"Q: 2+2?\\nA:\", \"model\": \"qwen3\", \"max_tokens\": 256, \"temperature\": 0, "
+                                              "\"stop\": [\"\\n\\n\", \"Q:\"], \"seed\": 1234}");
+    CHECK(r.n_prompts == 1 && r.prompts[0].text && !strcmp(r.prompts[0].text, "Q: 2+2?\nA:") && !r.prompts[0].ids);
+    CHECK(!strcmp(r.model, "qwen3") && r.max_tokens == 256 && r.temperature == 0.0f && r.has_seed && r.seed == 1234);
+    CHECK(r.n_stop == 2 && !strcmp(r.stop[0], "\n\n") && !strcmp(r.stop[1], "Q:"));
+    CHECK(r.n == 1 && r.top_p == 1.0f && r.top_k == -1 && !r.stream && !r.logprobs && !r.ignore_eos);
+    srv_request_free(&r);
+    /* defaults */
+    r = parse_ok(SRV_COMPLETIONS, "{\"model\": \"m\", \"prompt\": \"x\"}");
+    CHECK(r.max_tokens == -1 && r.temperature == 1.0f && r.top_p == 1.0f && r.top_k == -1 && r.n == 1 && !r.has_seed && r.n_stop == 0);
+    srv_request_free(&r);
+    /* token ids; a list of texts; a list of id lists; sampling fields; a single stop string */
+    r = parse_ok(SRV_COMPLETIONS, "{\"model\": \"m\", \"prompt\": [1, 2, 151643], \"top_k\": 20, \"top_p\": 0.95, \"n\": 2, \"stop\": \"END\", "
+                                  "\"ignore_eos\": true, \"logprobs\": 0, \"stream\": true, \"stream_options\": {\"include_usage\": true}}");
+    CHECK(r.n_prompts == 1 && r.prompts[0].n_ids == 3 && r.prompts[0].ids[2] == 151643 && !r.prompts[0].text);
+    CHECK(r.top_k == 20 && r.top_p == 0.95f && r.n == 2 && r.n_stop == 1 && !strcmp(r.stop[0], "END"));
+    CHECK(r.ignore_eos && r.logprobs && r.stream && r.include_usage);
+    srv_request_free(&r);
+    r = parse_ok(SRV_COMPLETIONS, "{\"model\": \"m\", \"prompt\": [\"a\", \"b\", \"c\"], \"top_k\": 0}");
+    CHECK(r.n_prompts == 3 && !strcmp(r.prompts[2].text, "c") && r.top_k == -1);
+    srv_request_free(&r);
+    r = parse_ok(SRV_COMPLETIONS, "{\"model\": \"m\", \"prompt\": [[5, 6], [7]], \"echo\": false, \"user\": \"u1\", \"logit_bias\": {}, "
+                                  "\"frequency_penalty\": 0, \"best_of\": 1, \"suffix\": null, \"seed\": null, \"max_tokens\": null}");
+    CHECK(r.n_prompts == 2 && r.prompts[0].n_ids == 2 && r.prompts[1].n_ids == 1 && r.prompts[1].ids[0] == 7 && !r.has_seed && r.max_tokens == -1);
+    srv_request_free(&r);
+}
+
+static void test_chat(void) {
+    /* the openai package's chat call with streaming usage; Qwen3's thinking switch (vLLM's field) */
+    srv_request r = parse_ok(SRV_CHAT, "{\"model\": \"qwen3\", \"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, "
+                                       "{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"Hi \"}, {\"type\": \"text\", \"text\": \"there\"}]}], "
+                                       "\"max_completion_tokens\": 64, \"stream\": true, \"stream_options\": {\"include_usage\": true}, "
+                                       "\"logprobs\": true, \"top_logprobs\": 0, \"chat_template_kwargs\": {\"enable_thinking\": false}}");
+    CHECK(r.n_messages == 2 && !strcmp(r.messages[0].role, "system") && !strcmp(r.messages[1].content, "Hi there"));
+    CHECK(r.max_tokens == 64 && r.stream && r.include_usage && r.logprobs && r.enable_thinking == 0);
+    srv_request_free(&r);
+    r = parse_ok(SRV_CHAT, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\", \"name\": \"bob\"}], \"max_tokens\": 8}");
+    CHECK(r.n_messages == 1 && r.max_tokens == 8 && r.enable_thinking == -1);
+    srv_request_free(&r);
+}
+
+static void test_refusals(void) {
+    const srv_endpoint C = SRV_COMPLETIONS, H = SRV_CHAT;
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\"", "", "not valid JSON");
+    refused(C, "[1, 2]", "", "must be a JSON object");
+    refused(C, "{\"model\": \"m\"}", "prompt", "is required");
+    refused(C, "{\"prompt\": \"x\"}", "model", "is required");
+    refused(H, "{\"model\": \"m\", \"prompt\": \"x\"}", "prompt", "unrecognized request argument");
+    refused(C, "{\"model\": \"m\", \"messages\": []}", "messages", "unrecognized request argument");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"frobnicate\": 1}", "frobnicate", "unrecognized request argument");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"max_tokens\": \"16\"}", "max_tokens", "expected an integer, got a string");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"max_tokens\": 0}", "max_tokens", "out of range");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"max_tokens\": 1.5}", "max_tokens", "got a fraction");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"temperature\": -0.1}", "temperature", "out of range");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"temperature\": true}", "temperature", "expected a number, got a boolean");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"top_p\": 0}", "top_p", "greater than 0");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"top_p\": 1.5}", "top_p", "out of range");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"top_k\": -2}", "top_k", "out of range");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"n\": 0}", "n", "out of range");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"n\": 65}", "n", "out of range");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"stop\": [\"a\", 3]}", "stop", "expected a string, got a number");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"stop\": [\"\"]}", "stop", "must not be empty");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"stop\": {\"a\": 1}}", "stop", "expected a string or an array");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"stream\": \"yes\"}", "stream", "expected a boolean");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"stream_options\": {\"include_usage\": true}}", "stream_options", "only allowed with");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"stream\": true, \"stream_options\": {\"chunk\": 1}}", "stream_options", "unsupported field");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"logprobs\": 5}", "logprobs", "only 0 is supported");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"echo\": true}", "echo", "not supported");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"best_of\": 2}", "best_of", "not supported");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"presence_penalty\": 0.5}", "presence_penalty", "not supported");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"logit_bias\": {\"50256\": -100}}", "logit_bias", "not supported");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"seed\": 1, \"seed\": 2}", "seed", "given twice");
+    refused(C, "{\"model\": 7, \"prompt\": \"x\"}", "model", "expected a string, got a number");
+    refused(C, "{\"model\": \"m\", \"prompt\": []}", "prompt", "must not be empty");
+    refused(C, "{\"model\": \"m\", \"prompt\": [1, -2]}", "prompt", "out of range");
+    refused(C, "{\"model\": \"m\", \"prompt\": [1, \"a\"]}", "prompt", "expected an integer");
+    refused(C, "{\"model\": \"m\", \"prompt\": [[1], []]}", "prompt", "must not be empty");
+    refused(C, "{\"model\": \"m\", \"prompt\": [\"a\", {}]}", "prompt", "item 1");
+    refused(C, "{\"model\": \"m\", \"prompt\": {\"text\": \"x\"}}", "prompt", "expected a string, an array");
+    refused(H, "{\"model\": \"m\", \"messages\": []}", "messages", "between 1 and");
+    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"tool\", \"content\": \"x\"}]}", "messages", "role must be");
+    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\"}]}", "messages", "no content");
+    refused(H, "{\"model\": \"m\", \"messages\": [\"hi\"]}", "messages", "expected an object");
+    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", "messages", "only text parts");
+    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\", \"tool_calls\": []}]}", "messages", "unsupported field");
+    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logprobs\": 1}", "logprobs", "expected a boolean");
+    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"top_logprobs\": 3}", "top_logprobs", "not supported");
+    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"chat_template_kwargs\": {\"tools\": 1}}",
+            "chat_template_kwargs", "enable_thinking only");
+    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [{\"type\": \"function\"}]}", "tools", "not supported");
+    char many[4096] = "{";
+    for (int i = 0; i <= SRV_MAX_FIELDS; i++) snprintf(many + strlen(many), sizeof many - strlen(many), "\"f%d\": 1, ", i);
+    strcat(many, "\"model\": \"m\"}");
+    refused(C, many, "", "at most");
+}
+
+/* The error object: {"error": {"message", "type", "param" (null when none), "code": null}}. */
+static void test_error_json(void) {
+    srv_error err;
+    srv_error_set(&err, 400, "invalid_request_error", "top_p", "top_p: %s", "must be greater than 0");
+    char *s = srv_error_json(&err);
+    cJSON *j = cJSON_Parse(s), *e = cJSON_GetObjectItem(j, "error");
+    CHECK(e && !strcmp(cJSON_GetObjectItem(e, "message")->valuestring, "top_p: must be greater than 0"));
+    CHECK(!strcmp(cJSON_GetObjectItem(e, "type")->valuestring, "invalid_request_error") && !strcmp(cJSON_GetObjectItem(e, "param")->valuestring, "top_p"));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(e, "code")));
+    cJSON_Delete(j);
+    free(s);
+    srv_error_set(&err, 503, "server_error", NULL, "the waiting queue is full");
+    s = srv_error_json(&err);
+    j = cJSON_Parse(s);
+    CHECK(err.http_status == 503 && cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")));
+    cJSON_Delete(j);
+    free(s);
+}
+
+int main(void) {
+    test_completions();
+    test_chat();
+    test_refusals();
+    test_error_json();
+    return zp_test_finish("test_serve_request");
+}

@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
-DEB_PACKAGES := cmake gcc make libcjson-dev libopenblas-openmp-dev libxxhash-dev libpcre2-dev libutf8proc-dev bubblewrap libcsv-dev gnuplot-nox
+DEB_PACKAGES := cmake gcc make libmicrohttpd-dev libcjson-dev libopenblas-openmp-dev libxxhash-dev libpcre2-dev libutf8proc-dev bubblewrap libcsv-dev gnuplot-nox
 ZIPAGE := $(BUILD)/zipage
 
 .PHONY: all deps build build-quiet test test-slow test-sanitize fuzz fuzz-smoke fuzz-long generate devdeps models clean

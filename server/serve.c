@@ -1,0 +1,530 @@
+/* serve.c - see serve.h: the engine thread and its choices (srv_job), the HTTP handlers. */
+#include "serve.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve_request.h"
+#include "tokenizer.h"
+
+/* ---------------------------------------------------------------- choices and the engine thread */
+
+typedef struct srv_call srv_call;
+typedef struct {
+    int64_t id;                /* the engine's request id (sample index 0) */
+    int *prompt, n_prompt;
+    zp_sampling_params sp;
+    char *const *stop;         /* the call's stop strings */
+    int n_stop;
+    char *text;                /* decoded so far (cut at a stop string) */
+    size_t len, cap;
+    zp_detok_state dt;
+    int stop_hit, in_engine, done;
+    int n_tokens;
+    zp_finish_reason finish;
+    zp_status status;          /* not ZP_OK: the engine refused it (message in error) */
+    char error[256];
+    srv_call *call;
+} srv_job;
+
+struct srv_call {
+    int n_jobs, n_done;
+    pthread_cond_t cv;
+};
+
+typedef struct {
+    srv_config cfg;
+    char name[256];
+    int max_pos, vocab;
+    zp_engine *e;
+    zp_tokenizer *tok;
+    pthread_mutex_t mu;
+    pthread_mutex_t tok_mu;    /* encoding from the connection threads */
+    pthread_cond_t wake;
+    srv_job **waiting;         /* [cfg.max_waiting] not yet in the engine */
+    int n_waiting;
+    srv_job **live;            /* [live_cap] in the engine, at index id % live_cap */
+    int live_cap;
+    int64_t next_id, next_call;
+    int stopping;              /* the engine thread ends once nothing is left */
+    zp_status engine_status;
+} srv_server;
+
+static zp_status job_append(srv_job *j, const char *s, size_t n) {
+    if (j->len + n + 1 > j->cap) {
+        size_t cap = j->cap ? j->cap * 2 : 256;
+        while (cap < j->len + n + 1) cap *= 2;
+        char *t = realloc(j->text, cap);
+        if (!t) return zp_fail(ZP_ERR_OOM, "serve: no memory for a completion's text");
+        j->text = t;
+        j->cap = cap;
+    }
+    memcpy(j->text + j->len, s, n);
+    j->len += n;
+    j->text[j->len] = 0;
+    return ZP_OK;
+}
+
+/* The earliest stop string ending in the text added from `from` on: the text is cut there. */
+static void job_match_stop(srv_job *j, size_t from) {
+    for (int i = 0; i < j->n_stop; i++) {
+        const size_t k = strlen(j->stop[i]);
+        const size_t start = from >= k ? from - k + 1 : 0;
+        const char *hit = j->len >= k ? strstr(j->text + start, j->stop[i]) : NULL;
+        if (hit) {
+            j->len = (size_t)(hit - j->text);
+            j->text[j->len] = 0;
+            j->stop_hit = 1;
+        }
+    }
+}
+
+/* The engine's token hook (engine thread, mutex not held: jobs in the engine are the thread's). */
+static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_reason finish) {
+    srv_server *s = ctx;
+    (void)sample;
+    (void)finish;
+    srv_job *j = s->live[id % s->live_cap];
+    if (!j || j->id != id || j->stop_hit) return;
+    j->n_tokens++;
+    char buf[512];
+    const size_t n = zp_tokenizer_decode_stream(s->tok, token, &j->dt, buf, sizeof buf);
+    const size_t from = j->len;
+    if (n && job_append(j, buf, n) == ZP_OK && j->n_stop) job_match_stop(j, from);
+}
+
+static void job_done(srv_server *s, srv_job *j) {
+    j->done = 1;
+    j->call->n_done++;
+    if (j->in_engine) s->live[j->id % s->live_cap] = NULL;
+    j->in_engine = 0;
+    pthread_cond_broadcast(&j->call->cv);
+}
+
+/* Moves waiting choices into the engine (mutex held). */
+static void admit_waiting(srv_server *s) {
+    for (int i = 0; i < s->n_waiting; i++) {
+        srv_job *j = s->waiting[i];
+        if (s->live[j->id % s->live_cap]) { /* its slot is still taken: keep the rest for the next step */
+            memmove(s->waiting, s->waiting + i, sizeof *s->waiting * (size_t)(s->n_waiting - i));
+            s->n_waiting -= i;
+            return;
+        }
+        j->status = zp_engine_add_request(s->e, j->prompt, j->n_prompt, &j->sp, j->id, 0, (uint64_t)j->id);
+        if (j->status != ZP_OK) {
+            snprintf(j->error, sizeof j->error, "%s", zp_last_error());
+            job_done(s, j);
+            continue;
+        }
+        s->live[j->id % s->live_cap] = j;
+        j->in_engine = 1;
+    }
+    s->n_waiting = 0;
+}
+
+/* After a step: stop strings end their requests; finished outputs complete their choices. */
+static zp_status after_step(srv_server *s) {
+    for (int i = 0; i < s->live_cap; i++) {
+        srv_job *j = s->live[i];
+        if (j && j->stop_hit && j->finish == ZP_FINISH_NONE) {
+            zp_status st = zp_engine_finish_request(s->e, j->id, 0, ZP_FINISH_STOP);
+            if (st != ZP_OK && st != ZP_ERR_INVALID) return st; /* INVALID: it finished on its own in this step */
+            j->finish = ZP_FINISH_STOP;
+        }
+    }
+    zp_output o[64];
+    for (int n; (n = zp_engine_poll(s->e, o, 64)) > 0;) {
+        pthread_mutex_lock(&s->mu);
+        for (int i = 0; i < n; i++) {
+            srv_job *j = s->live[o[i].request_id % s->live_cap];
+            if (j && j->id == o[i].request_id) {
+                j->finish = j->stop_hit ? ZP_FINISH_STOP : o[i].finish;
+                j->n_tokens = o[i].n_tokens;
+                job_done(s, j);
+            }
+            zp_output_free(&o[i]);
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    return ZP_OK;
+}
+
+static void *engine_main(void *arg) {
+    srv_server *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        admit_waiting(s);
+        if (!zp_engine_has_unfinished(s->e)) {
+            if (s->stopping) break;
+            pthread_cond_wait(&s->wake, &s->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        zp_status st = zp_engine_step(s->e);
+        if (st == ZP_OK) st = after_step(s);
+        pthread_mutex_lock(&s->mu);
+        if (st != ZP_OK) { /* the engine cannot go on: every choice in it fails */
+            s->engine_status = st;
+            fprintf(stderr, "serve: engine step failed: %s\n", zp_last_error());
+            for (int i = 0; i < s->live_cap; i++)
+                if (s->live[i]) {
+                    s->live[i]->status = st;
+                    snprintf(s->live[i]->error, sizeof s->live[i]->error, "the engine failed: %s", zp_last_error());
+                    job_done(s, s->live[i]);
+                }
+            s->stopping = 1;
+            break;
+        }
+    }
+    for (int i = 0; i < s->n_waiting; i++) {
+        s->waiting[i]->status = ZP_ERR_INVALID;
+        snprintf(s->waiting[i]->error, sizeof s->waiting[i]->error, "the server is shutting down");
+        job_done(s, s->waiting[i]);
+    }
+    s->n_waiting = 0;
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- responses */
+
+typedef struct {
+    char *body;
+    size_t n, cap;
+    int too_big;
+} srv_conn;
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, char *json) {
+    if (!json) return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(json), json, MHD_RESPMEM_MUST_FREE);
+    if (!r) { free(json); return MHD_NO; }
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, const srv_error *err) {
+    return send_json(c, (unsigned)err->http_status, srv_error_json(err));
+}
+
+static enum MHD_Result refuse_with(struct MHD_Connection *c, int status, const char *type, const char *param, const char *msg) {
+    srv_error err;
+    srv_error_set(&err, status, type, param, "%s", msg);
+    return send_error(c, &err);
+}
+
+static const char *finish_reason(zp_finish_reason f) {
+    return f == ZP_FINISH_LENGTH || f == ZP_FINISH_MAX_POS ? "length" : f == ZP_FINISH_ABORT ? "abort" : "stop";
+}
+
+static enum MHD_Result serve_models(srv_server *s, struct MHD_Connection *c) {
+    cJSON *root = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(root, "data"), *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "object", "list");
+    cJSON_AddStringToObject(m, "id", s->name);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", 0);
+    cJSON_AddStringToObject(m, "owned_by", "zipage");
+    cJSON_AddNumberToObject(m, "max_model_len", s->max_pos);
+    cJSON_AddItemToArray(data, m);
+    char *j = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return send_json(c, MHD_HTTP_OK, j);
+}
+
+/* ---------------------------------------------------------------- /v1/completions */
+
+/* What this step of the server cannot honour yet: refused by name (serve.h). */
+static int unsupported_yet(const srv_request *r, srv_error *err) {
+    const char *p = r->stream ? "stream" : r->logprobs ? "logprobs" : r->has_seed && r->temperature > 0 ? "seed" : NULL;
+    if (!p) return 0;
+    srv_error_set(err, 400, "invalid_request_error", p, "%s: not supported by this server yet%s", p,
+                  !strcmp(p, "seed") ? " with sampling (temperature > 0); it is accepted with temperature 0, where it has no effect" : "");
+    return 1;
+}
+
+/* The choices of a parsed request: tokenized, checked against the model, queued (mutex held by
+ * none); fills err on a refusal. */
+static int build_jobs(srv_server *s, const srv_request *r, srv_job *jobs, int n_jobs, srv_error *err) {
+    const int max_tokens = r->max_tokens > 0 ? r->max_tokens : 16;
+    for (int p = 0; p < r->n_prompts; p++) {
+        int *ids = NULL, n = 0;
+        if (r->prompts[p].text) {
+            pthread_mutex_lock(&s->tok_mu);
+            zp_status st = zp_tokenizer_encode(s->tok, r->prompts[p].text, strlen(r->prompts[p].text), 1, &ids, &n);
+            pthread_mutex_unlock(&s->tok_mu);
+            if (st != ZP_OK) {
+                srv_error_set(err, 400, "invalid_request_error", "prompt", "prompt %d: %s", p, zp_last_error());
+                return 0;
+            }
+        } else {
+            ids = malloc(sizeof(int) * (size_t)r->prompts[p].n_ids);
+            if (!ids) { srv_error_set(err, 500, "server_error", NULL, "no memory"); return 0; }
+            memcpy(ids, r->prompts[p].ids, sizeof(int) * (size_t)r->prompts[p].n_ids);
+            n = r->prompts[p].n_ids;
+        }
+        for (int i = 0; i < n; i++)
+            if (ids[i] >= s->vocab) {
+                srv_error_set(err, 400, "invalid_request_error", "prompt", "prompt %d: token id %d at %d is outside the vocabulary (%d)", p, ids[i], i, s->vocab);
+                free(ids);
+                return 0;
+            }
+        if (n == 0 || n + max_tokens > s->max_pos) {
+            srv_error_set(err, 400, "invalid_request_error", n ? "max_tokens" : "prompt",
+                          "prompt %d: %d prompt tokens + max_tokens %d exceed the model's context of %d tokens", p, n, max_tokens, s->max_pos);
+            free(ids);
+            return 0;
+        }
+        for (int k = 0; k < r->n; k++) {
+            srv_job *j = &jobs[p * r->n + k];
+            j->prompt = k == 0 ? ids : jobs[p * r->n].prompt; /* the samples share their prompt (freed with sample 0) */
+            j->n_prompt = n;
+            j->sp = zp_sampling_default();
+            j->sp.max_tokens = max_tokens;
+            j->sp.temperature = r->temperature;
+            j->sp.top_p = r->top_p;
+            j->sp.top_k = r->top_k > 0 ? r->top_k : 0;
+            j->sp.ignore_eos = r->ignore_eos;
+            j->stop = r->stop;
+            j->n_stop = r->n_stop;
+        }
+    }
+    (void)n_jobs;
+    return 1;
+}
+
+static char *completion_json(srv_server *s, const srv_request *r, srv_job *jobs, int n_jobs, int64_t call_id) {
+    cJSON *root = cJSON_CreateObject(), *choices = cJSON_AddArrayToObject(root, "choices"), *usage;
+    char id[48];
+    snprintf(id, sizeof id, "cmpl-%lld", (long long)call_id);
+    cJSON_AddStringToObject(root, "id", id);
+    cJSON_AddStringToObject(root, "object", "text_completion");
+    cJSON_AddNumberToObject(root, "created", (double)time(NULL));
+    cJSON_AddStringToObject(root, "model", s->name);
+    long prompt_tokens = 0, completion_tokens = 0;
+    for (int i = 0; i < n_jobs; i++) {
+        cJSON *ch = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ch, "index", i);
+        cJSON_AddStringToObject(ch, "text", jobs[i].text ? jobs[i].text : "");
+        cJSON_AddNullToObject(ch, "logprobs");
+        cJSON_AddStringToObject(ch, "finish_reason", finish_reason(jobs[i].finish));
+        cJSON_AddItemToArray(choices, ch);
+        if (i % r->n == 0) prompt_tokens += jobs[i].n_prompt;
+        completion_tokens += jobs[i].n_tokens;
+    }
+    usage = cJSON_AddObjectToObject(root, "usage");
+    cJSON_AddNumberToObject(usage, "prompt_tokens", (double)prompt_tokens);
+    cJSON_AddNumberToObject(usage, "completion_tokens", (double)completion_tokens);
+    cJSON_AddNumberToObject(usage, "total_tokens", (double)(prompt_tokens + completion_tokens));
+    char *j = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return j;
+}
+
+static void free_jobs(srv_job *jobs, int n_jobs, int per_prompt) {
+    for (int i = 0; i < n_jobs; i++) {
+        if (i % per_prompt == 0) free(jobs[i].prompt);
+        free(jobs[i].text);
+    }
+    free(jobs);
+}
+
+static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c, const srv_conn *body) {
+    srv_request r;
+    srv_error err;
+    if (srv_request_parse(body->body ? body->body : "", body->n, SRV_COMPLETIONS, &r, &err) != ZP_OK) return send_error(c, &err);
+    enum MHD_Result ret;
+    if (strcmp(r.model, s->name)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "The model `%.200s` does not exist (this server serves `%.150s`)", r.model, s->name);
+        ret = refuse_with(c, 404, "NotFoundError", "model", msg);
+        srv_request_free(&r);
+        return ret;
+    }
+    if (unsupported_yet(&r, &err)) { srv_request_free(&r); return send_error(c, &err); }
+    const int n_jobs = r.n_prompts * r.n;
+    srv_job *jobs = calloc((size_t)n_jobs, sizeof *jobs);
+    srv_call call = {n_jobs, 0, PTHREAD_COND_INITIALIZER};
+    if (!jobs || !build_jobs(s, &r, jobs, n_jobs, &err)) {
+        if (!jobs) srv_error_set(&err, 500, "server_error", NULL, "no memory for %d choices", n_jobs);
+        if (jobs) free_jobs(jobs, n_jobs, r.n);
+        srv_request_free(&r);
+        return send_error(c, &err);
+    }
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping || s->n_waiting + n_jobs > s->cfg.max_waiting) {
+        pthread_mutex_unlock(&s->mu);
+        srv_error_set(&err, 503, "server_error", NULL, s->stopping ? "the server is shutting down" : "the waiting queue is full (%d choices); try again later",
+                      s->cfg.max_waiting);
+        free_jobs(jobs, n_jobs, r.n);
+        srv_request_free(&r);
+        return send_error(c, &err);
+    }
+    const int64_t call_id = s->next_call++;
+    for (int i = 0; i < n_jobs; i++) {
+        jobs[i].id = s->next_id++;
+        jobs[i].call = &call;
+        s->waiting[s->n_waiting++] = &jobs[i];
+    }
+    pthread_cond_signal(&s->wake);
+    while (call.n_done < call.n_jobs) pthread_cond_wait(&call.cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    pthread_cond_destroy(&call.cv);
+    int failed = -1;
+    for (int i = 0; i < n_jobs && failed < 0; i++)
+        if (jobs[i].status != ZP_OK) failed = i;
+    if (failed >= 0) {
+        srv_error_set(&err, jobs[failed].status == ZP_ERR_CAPACITY ? 400 : 500, jobs[failed].status == ZP_ERR_CAPACITY ? "invalid_request_error" : "server_error",
+                      NULL, "%s", jobs[failed].error);
+        ret = send_error(c, &err);
+    } else {
+        ret = send_json(c, MHD_HTTP_OK, completion_json(s, &r, jobs, n_jobs, call_id));
+    }
+    free_jobs(jobs, n_jobs, r.n);
+    srv_request_free(&r);
+    return ret;
+}
+
+/* ---------------------------------------------------------------- routing */
+
+static int authorized(const srv_server *s, struct MHD_Connection *c) {
+    if (!s->cfg.api_key) return 1;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    return h && !strncmp(h, "Bearer ", 7) && !strcmp(h + 7, s->cfg.api_key);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
+                                  const char *upload, size_t *upload_size, void **con_cls) {
+    srv_server *s = cls;
+    (void)version;
+    srv_conn *b = *con_cls;
+    if (!b) { /* the headers: a connection's state, then the body in pieces */
+        b = calloc(1, sizeof *b);
+        if (!b) return MHD_NO;
+        *con_cls = b;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (b->n + *upload_size > s->cfg.max_body) b->too_big = 1;
+        else {
+            if (b->n + *upload_size + 1 > b->cap) {
+                size_t cap = (b->n + *upload_size + 1) * 2;
+                char *t = realloc(b->body, cap);
+                if (!t) return MHD_NO;
+                b->body = t;
+                b->cap = cap;
+            }
+            memcpy(b->body + b->n, upload, *upload_size);
+            b->n += *upload_size;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (!strcmp(url, "/health")) return send_json(c, MHD_HTTP_OK, strdup("{}"));
+    if (!authorized(s, c)) return refuse_with(c, 401, "invalid_request_error", NULL, "a valid API key is required (Authorization: Bearer KEY)");
+    if (b->too_big) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the request body exceeds %zu bytes", s->cfg.max_body);
+        return refuse_with(c, 413, "invalid_request_error", NULL, msg);
+    }
+    const int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    if (!strcmp(url, "/v1/models") && get) return serve_models(s, c);
+    if (!strcmp(url, "/v1/completions") && post) return serve_completion(s, c, b);
+    if (!strcmp(url, "/v1/chat/completions") && post)
+        return refuse_with(c, 404, "NotFoundError", NULL, "/v1/chat/completions is not served yet by this server (issue 38)");
+    if (!strcmp(url, "/v1/models") || !strcmp(url, "/v1/completions"))
+        return refuse_with(c, 405, "invalid_request_error", NULL, "method not allowed on this path");
+    return refuse_with(c, 404, "NotFoundError", NULL, "no such path");
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why) {
+    (void)cls;
+    (void)c;
+    (void)why;
+    srv_conn *b = *con_cls;
+    if (b) free(b->body);
+    free(b);
+    *con_cls = NULL;
+}
+
+/* ---------------------------------------------------------------- the server's life */
+
+static zp_status server_open(srv_server *s, const srv_config *cfg) {
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    if (cfg->max_waiting < 1) return zp_fail(ZP_ERR_INVALID, "serve: max_waiting %d must be positive", cfg->max_waiting);
+    const char *slash = strrchr(cfg->ec.model_dir, '/');
+    const char *base = cfg->served_name ? cfg->served_name : slash && slash[1] ? slash + 1 : cfg->ec.model_dir;
+    snprintf(s->name, sizeof s->name, "%s", base);
+    ZP_TRY(zp_tokenizer_load(cfg->ec.model_dir, &s->tok));
+    ZP_TRY(zp_engine_init(&cfg->ec, &s->e));
+    s->max_pos = zp_engine_model_config(s->e)->max_pos;
+    s->vocab = zp_engine_model_config(s->e)->vocab;
+    s->live_cap = cfg->max_waiting * 2;
+    s->waiting = calloc((size_t)cfg->max_waiting, sizeof *s->waiting);
+    s->live = calloc((size_t)s->live_cap, sizeof *s->live);
+    if (!s->waiting || !s->live) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
+    zp_engine_set_token_hook(s->e, on_token, s);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->tok_mu, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    return ZP_OK;
+}
+
+static void server_close(srv_server *s) {
+    if (s->e) zp_engine_free(s->e);
+    if (s->tok) zp_tokenizer_free(s->tok);
+    free(s->waiting);
+    free(s->live);
+}
+
+zp_status srv_run(const srv_config *cfg) {
+    srv_server s;
+    zp_status st = server_open(&s, cfg);
+    if (st != ZP_OK) { server_close(&s); return st; }
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* every thread started from here leaves them to sigwait */
+    pthread_t engine;
+    if (pthread_create(&engine, NULL, engine_main, &s) != 0) { server_close(&s); return zp_fail(ZP_ERR_BACKEND, "serve: cannot start the engine thread"); }
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)cfg->port);
+    struct MHD_Daemon *d = NULL;
+    if (inet_pton(AF_INET, cfg->host, &addr.sin_addr) != 1) st = zp_fail(ZP_ERR_INVALID, "serve: --host \"%s\" is not an IPv4 address", cfg->host);
+    else {
+        d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, (uint16_t)cfg->port, NULL, NULL,
+                             on_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
+                             MHD_OPTION_END);
+        if (!d) st = zp_fail(ZP_ERR_IO, "serve: cannot listen on %s:%d (in use, or not allowed)", cfg->host, cfg->port);
+    }
+    if (st == ZP_OK) {
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+        printf("serving %s on http://%s:%u\n", s.name, cfg->host, info ? (unsigned)info->port : (unsigned)cfg->port);
+        fflush(stdout);
+        int sig;
+        sigwait(&sigs, &sig);
+        fprintf(stderr, "serve: %s: no new connections; finishing the requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        MHD_quiesce_daemon(d);
+    }
+    pthread_mutex_lock(&s.mu);
+    s.stopping = 1;
+    pthread_cond_signal(&s.wake);
+    pthread_mutex_unlock(&s.mu);
+    pthread_join(engine, NULL);
+    if (d) MHD_stop_daemon(d); /* the connection threads have their answers by now */
+    if (st == ZP_OK && s.engine_status != ZP_OK) st = zp_fail(s.engine_status, "serve: the engine failed");
+    server_close(&s);
+    return st;
+}

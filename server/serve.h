@@ -1,0 +1,35 @@
+/* serve.h - `zipage serve`: an OpenAI-compatible HTTP server (libmicrohttpd, one thread per
+ * connection) over one engine, whose thread steps continuously while requests join between
+ * steps (continuous batching, every policy of the engine).
+ *
+ * This step serves GET /health, GET /v1/models and POST /v1/completions without streaming
+ * (text or token-id prompts, n samples, stop strings matched on the decoded text across token
+ * boundaries and ended through zp_engine_finish_request, max_tokens, temperature, top_p, top_k,
+ * ignore_eos); streaming, chat, logprobs, a seed with sampling, /metrics and client disconnects
+ * are refused or not there yet (each with a 400 naming the parameter). Deliberately not here:
+ * parsing a body (serve_request.c) and the command line (tools/cmd_serve.c).
+ */
+#ifndef ZP_SERVE_H
+#define ZP_SERVE_H
+
+#include "engine.h"
+
+typedef struct {
+    zp_engine_config ec;       /* the engine (ec.model_dir: the model and its tokenizer) */
+    const char *host;          /* 127.0.0.1 */
+    int port;                  /* 0: an ephemeral port (printed) */
+    const char *api_key;       /* NULL: none */
+    const char *served_name;   /* NULL: the model folder's name */
+    int max_waiting;           /* choices waiting for the engine before a 503 */
+    size_t max_body;           /* bytes of a request body before a 413 */
+} srv_config;
+
+static inline srv_config srv_config_default(void) {
+    srv_config c = {zp_engine_config_default(), "127.0.0.1", 8000, NULL, NULL, 4096, 8u << 20};
+    return c;
+}
+/* Runs until SIGINT or SIGTERM: stops accepting, finishes the requests in flight, returns ZP_OK.
+ * Prints "serving MODEL on http://HOST:PORT" to stdout once it accepts connections. */
+zp_status srv_run(const srv_config *cfg);
+
+#endif

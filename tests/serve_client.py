@@ -1,0 +1,99 @@
+"""serve_client.py - drives `zipage serve` (tests/test_serve.sh) over HTTP with the standard
+library: health and models; greedy completions equal `zipage generate`'s tokens decoded (the
+oracle file, one line per prompt: ids<TAB>decoded text); a stop string across a token boundary;
+n = 2; 32 concurrent clients, each answer equal to the serial one; the API key; every refusal
+(400 naming the parameter, 401, 404, 405, 413, 503). Usage: serve_client.py PORT KEY ORACLE MODEL"""
+import json, sys, threading, urllib.error, urllib.request
+
+port, key, oracle, model = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+base = f"http://127.0.0.1:{port}"
+fails = []
+
+
+def call(path, body=None, key=key, raw=None, method=None):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(base + path, data=data, method=method or ("POST" if data is not None else "GET"))
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def check(cond, what):
+    if not cond:
+        fails.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def complete(prompt, **kw):
+    body = {"model": model, "prompt": prompt, "temperature": 0, "ignore_eos": True}
+    body.update(kw)
+    return call("/v1/completions", body)
+
+
+st, _ = call("/health", key=None)
+check(st == 200, "/health answers 200 without a key")
+st, m = call("/v1/models")
+check(st == 200 and m["data"][0]["id"] == model and m["data"][0]["max_model_len"] > 0, f"/v1/models lists {model}: {m}")
+
+rows = [line.rstrip("\n").split("\t", 1) for line in open(oracle)]
+serial = {}
+for ids, text in rows:
+    ids = [int(x) for x in ids.split(",")]
+    st, r = complete(ids, max_tokens=24)
+    ok = st == 200 and r["choices"][0]["text"] == text and r["usage"]["completion_tokens"] == 24 and r["choices"][0]["finish_reason"] == "length"
+    check(ok, f"greedy completion of {ids} equals zipage generate's tokens decoded: {st} {r} vs {text!r}")
+    serial[tuple(ids)] = r["choices"][0]["text"] if st == 200 else None
+
+# a stop string across a token boundary: the text is cut where it begins, the request ends early
+# (the first five characters that occur first after the text's third character, in the row that has them)
+ids, text, stop = next(([int(x) for x in r[0].split(",")], r[1], r[1][c:c + 5]) for r in rows for c in range(3, len(r[1]) - 5)
+                       if r[1].index(r[1][c:c + 5]) == c)
+print(f"stop string {stop!r} at character {text.index(stop)} of {text!r}")
+st, r = complete(ids, max_tokens=24, stop=[stop, "never appears"])
+check(st == 200 and r["choices"][0]["text"] == text[:text.index(stop)] and r["choices"][0]["finish_reason"] == "stop"
+      and r["usage"]["completion_tokens"] < 24, f"stop {stop!r}: {r}")
+
+st, r = complete([ids, ids], max_tokens=24, n=2)
+check(st == 200 and [c["index"] for c in r["choices"]] == [0, 1, 2, 3] and all(c["text"] == text for c in r["choices"])
+      and r["usage"]["prompt_tokens"] == 2 * len(ids) and r["usage"]["completion_tokens"] == 4 * 24, f"two prompts x n 2: {r}")
+
+# 32 concurrent clients: each gets the serial answer for its prompt
+answers = {}
+def client(i):
+    p = [int(x) for x in rows[i % len(rows)][0].split(",")]
+    answers[i] = (p, complete(p, max_tokens=24))
+threads = [threading.Thread(target=client, args=(i,)) for i in range(32)]
+for t in threads: t.start()
+for t in threads: t.join()
+check(all(st == 200 and r["choices"][0]["text"] == serial[tuple(p)] for p, (st, r) in answers.values()) and len(answers) == 32,
+      "32 concurrent clients get their serial answers")
+
+def refused(status, param, body=None, **kw):
+    st, r = call("/v1/completions", body, **kw) if "path" not in kw else call(kw.pop("path"), body, **kw)
+    e = r.get("error", {})
+    check(st == status and (param is None or e.get("param") == param) and e.get("message"), f"refusal {status} {param}: got {st} {r}")
+
+refused(400, None, raw=b'{"model": "x", "prompt": ')
+refused(400, "max_tokens", {"model": model, "prompt": "hi", "max_tokens": 1 << 20})
+refused(400, "temperature", {"model": model, "prompt": "hi", "temperature": "hot"})
+refused(400, "frobnicate", {"model": model, "prompt": "hi", "frobnicate": True})
+refused(400, "stream", {"model": model, "prompt": "hi", "stream": True})
+refused(400, "seed", {"model": model, "prompt": "hi", "seed": 3, "temperature": 0.7})
+refused(400, "prompt", {"model": model, "prompt": [1, 99999999]})
+refused(404, "model", {"model": "no-such-model", "prompt": "hi"})
+refused(401, None, {"model": model, "prompt": "hi"}, key="wrong")
+refused(401, None, {"model": model, "prompt": "hi"}, key=None)
+refused(413, None, raw=b'{"prompt": "' + b"a" * (9 << 20) + b'"}')
+refused(503, None, {"model": model, "prompt": "hi", "n": 64, "max_tokens": 1})
+refused(405, None, path="/v1/completions", method="GET")
+refused(404, None, path="/v1/nothing", method="GET")
+st, r = complete("hi", max_tokens=1, seed=3)  # a seed with greedy decoding has no effect and is accepted
+check(st == 200, f"seed with temperature 0 accepted: {st} {r}")
+
+print(f"serve_client: {len(fails)} failure(s)")
+sys.exit(1 if fails else 0)

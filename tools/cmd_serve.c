@@ -1,0 +1,56 @@
+/* cmd_serve.c - `zipage serve`: the flags of the OpenAI-compatible server (server/serve.h) and
+ * the engine's flags; the server itself is in server/. A build without libmicrohttpd refuses
+ * the command and says how to get it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h" /* cli_value, cli_int, cli_report */
+#include "cli_engine.h" /* engine flags shared with generate and bench */
+#include "serve.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: zipage serve --model DIR [flags]\n"
+               "  --model DIR               checkpoint folder with its tokenizer\n"
+               "  --host ADDR               IPv4 address to listen on (default 127.0.0.1)\n"
+               "  --port N                  TCP port (default 8000; 0: a free port, printed)\n"
+               "  --api-key KEY             require \"Authorization: Bearer KEY\" (except /health)\n"
+               "  --served-model-name NAME  the model's name in requests and /v1/models (default: the folder's name)\n"
+               "  --max-waiting N           choices waiting for the engine before a 503 (default 4096)\n"
+               "endpoints: GET /health, GET /v1/models, POST /v1/completions (no streaming yet)\n"
+               "engine flags (as zipage generate):\n");
+    cli_engine_usage(f);
+}
+
+static zp_status parse(int argc, char **argv, srv_config *c) {
+    *c = srv_config_default();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (!strcmp(a, "--help")) { usage(stdout); exit(0); }
+        if (!cli_engine_switch(a) && !(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
+        if (!strcmp(a, "--model")) c->ec.model_dir = v;
+        else if (!strcmp(a, "--host")) c->host = v;
+        else if (!strcmp(a, "--port")) ZP_TRY(cli_int(a, v, 0, 65535, &c->port));
+        else if (!strcmp(a, "--api-key")) c->api_key = v;
+        else if (!strcmp(a, "--served-model-name")) c->served_name = v;
+        else if (!strcmp(a, "--max-waiting")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &c->max_waiting));
+        else {
+            int matched;
+            ZP_TRY(cli_engine_flag(a, v, &c->ec, &matched));
+            if (!matched) { usage(stderr); return zp_fail(ZP_ERR_INVALID, "unknown flag %s", a); }
+        }
+    }
+    if (!c->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR is required (make one with `zipage mkmodel`)");
+    if (c->served_name && !c->served_name[0]) return zp_fail(ZP_ERR_INVALID, "--served-model-name must not be empty");
+    return ZP_OK;
+}
+
+int cmd_serve(int argc, char **argv) {
+    srv_config c;
+    zp_status s = parse(argc, argv, &c);
+#ifdef ZP_HAVE_MHD
+    if (s == ZP_OK) s = srv_run(&c);
+#else
+    if (s == ZP_OK) s = zp_fail(ZP_ERR_INVALID, "this build has no HTTP library: install libmicrohttpd-dev (`make deps`) and rebuild");
+#endif
+    return s == ZP_OK ? 0 : cli_report("serve", s);
+}

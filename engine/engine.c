@@ -265,6 +265,8 @@ size_t zp_engine_block_bytes(const zp_engine *e) {
     return zp_model_kv_block_bytes(&e->model_cfg, e->cfg.block_size, elem); /* the group's: every rank's heads */
 }
 int zp_engine_num_running(const zp_engine *e) { return e->sched.running.n; }
+int zp_engine_num_waiting(const zp_engine *e) { return e->sched.waiting.n; }
+int zp_engine_blocks_used(const zp_engine *e) { return e->pool.num_blocks - e->pool.n_free; }
 /* The tokens of a request's n_kv that its layers' attention reads, their mean over the layers
  * (a compressed request's layers leave their dead blocks out). */
 static double seq_attended(const zp_engine *e, const zp_seq *q, int n_kv) {

@@ -172,6 +172,9 @@ void zp_engine_get_stats(const zp_engine *e, zp_engine_stats *st);
  * untimed warm-up run; ZP_ERR_INVALID while requests are unfinished. */
 zp_status zp_engine_reset_stats(zp_engine *e);
 int zp_engine_num_running(const zp_engine *e);
+/* Requests waiting for admission (preempted ones included); KV blocks held now (of stats' num_blocks). */
+int zp_engine_num_waiting(const zp_engine *e);
+int zp_engine_blocks_used(const zp_engine *e);
 const char *zp_finish_name(zp_finish_reason r);
 
 #endif

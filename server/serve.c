@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ typedef struct {
     zp_detok_state dt;
     int stop_hit, in_engine, done;
     int n_tokens;
+    double t_arrival, t_last;  /* monotonic seconds: queued, the last token */
     zp_finish_reason finish;
     zp_status status;          /* not ZP_OK: the engine refused it (message in error) */
     char error[256];
@@ -39,6 +41,23 @@ struct srv_call {
     int n_jobs, n_done;
     pthread_cond_t cv;
 };
+
+/* Prometheus histograms of the time to first token and between tokens (vLLM's buckets). */
+static const double ttft_le[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560};
+static const double itl_le[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80};
+enum { N_TTFT = sizeof ttft_le / sizeof *ttft_le, N_ITL = sizeof itl_le / sizeof *itl_le };
+typedef struct {
+    int64_t n[32];             /* per bucket, then +Inf at the bucket count */
+    double sum;
+    int64_t count;
+} srv_hist;
+
+typedef struct {
+    zp_engine_stats st;
+    int running, waiting, blocks_used;
+    int64_t prompt_tokens, finished[ZP_FINISH_COUNT];
+    srv_hist ttft, itl;
+} srv_metrics;
 
 typedef struct {
     srv_config cfg;
@@ -56,7 +75,22 @@ typedef struct {
     int64_t next_id, next_call;
     int stopping;              /* the engine thread ends once nothing is left */
     zp_status engine_status;
+    srv_metrics m;             /* under mu: the engine's counters after its last step, the latencies */
 } srv_server;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void hist_add(srv_hist *h, const double *le, int nb, double x) {
+    int b = 0;
+    while (b < nb && x > le[b]) b++;
+    h->n[b]++;
+    h->sum += x;
+    h->count++;
+}
 
 static zp_status job_append(srv_job *j, const char *s, size_t n) {
     if (j->len + n + 1 > j->cap) {
@@ -94,6 +128,12 @@ static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_rea
     (void)finish;
     srv_job *j = s->live[id % s->live_cap];
     if (!j || j->id != id || j->stop_hit) return;
+    const double t = now_s();
+    pthread_mutex_lock(&s->mu);
+    if (j->n_tokens == 0) hist_add(&s->m.ttft, ttft_le, N_TTFT, t - j->t_arrival);
+    else hist_add(&s->m.itl, itl_le, N_ITL, t - j->t_last);
+    pthread_mutex_unlock(&s->mu);
+    j->t_last = t;
     j->n_tokens++;
     char buf[512];
     const size_t n = zp_tokenizer_decode_stream(s->tok, token, &j->dt, buf, sizeof buf);
@@ -102,6 +142,7 @@ static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_rea
 }
 
 static void job_done(srv_server *s, srv_job *j) {
+    if (j->status == ZP_OK && j->finish > ZP_FINISH_NONE && j->finish < ZP_FINISH_COUNT) s->m.finished[j->finish]++;
     j->done = 1;
     j->call->n_done++;
     if (j->in_engine) s->live[j->id % s->live_cap] = NULL;
@@ -126,6 +167,7 @@ static void admit_waiting(srv_server *s) {
         }
         s->live[j->id % s->live_cap] = j;
         j->in_engine = 1;
+        s->m.prompt_tokens += j->n_prompt;
     }
     s->n_waiting = 0;
 }
@@ -171,6 +213,10 @@ static void *engine_main(void *arg) {
         zp_status st = zp_engine_step(s->e);
         if (st == ZP_OK) st = after_step(s);
         pthread_mutex_lock(&s->mu);
+        zp_engine_get_stats(s->e, &s->m.st);
+        s->m.running = zp_engine_num_running(s->e);
+        s->m.waiting = zp_engine_num_waiting(s->e);
+        s->m.blocks_used = zp_engine_blocks_used(s->e);
         if (st != ZP_OK) { /* the engine cannot go on: every choice in it fails */
             s->engine_status = st;
             fprintf(stderr, "serve: engine step failed: %s\n", zp_last_error());
@@ -238,6 +284,78 @@ static enum MHD_Result serve_models(srv_server *s, struct MHD_Connection *c) {
     char *j = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return send_json(c, MHD_HTTP_OK, j);
+}
+
+/* ---------------------------------------------------------------- /metrics */
+
+typedef struct {
+    char *buf;
+    size_t n, cap;
+} text_buf;
+
+static void out(text_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out(text_buf *b, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = b->buf ? vsnprintf(b->buf + b->n, b->cap - b->n, fmt, ap) : -1;
+        va_end(ap);
+        if (k >= 0 && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        char *t = realloc(b->buf, cap);
+        if (!t) return; /* out of memory: the page stays short */
+        b->buf = t;
+        b->cap = cap;
+    }
+}
+
+static void metric(text_buf *b, const char *name, const char *type, const char *help, double v) {
+    out(b, "# HELP zipage_%s %s\n# TYPE zipage_%s %s\nzipage_%s %.17g\n", name, help, name, type, name, v);
+}
+
+static void histogram(text_buf *b, const char *name, const char *help, const srv_hist *h, const double *le, int nb) {
+    out(b, "# HELP zipage_%s %s\n# TYPE zipage_%s histogram\n", name, help, name);
+    int64_t cum = 0;
+    for (int i = 0; i < nb; i++) {
+        cum += h->n[i];
+        out(b, "zipage_%s_bucket{le=\"%g\"} %lld\n", name, le[i], (long long)cum);
+    }
+    out(b, "zipage_%s_bucket{le=\"+Inf\"} %lld\nzipage_%s_sum %.17g\nzipage_%s_count %lld\n", name, (long long)h->count, name, h->sum, name,
+        (long long)h->count);
+}
+
+static enum MHD_Result serve_metrics(srv_server *s, struct MHD_Connection *c) {
+    pthread_mutex_lock(&s->mu);
+    const srv_metrics m = s->m;
+    const int server_waiting = s->n_waiting;
+    pthread_mutex_unlock(&s->mu);
+    text_buf b = {0};
+    metric(&b, "requests_running", "gauge", "Requests in the engine's running list.", m.running);
+    metric(&b, "requests_waiting", "gauge", "Requests waiting for admission, in the engine (preempted included) and the server's queue.",
+           m.waiting + server_waiting);
+    metric(&b, "kv_blocks_used", "gauge", "KV blocks held by requests.", m.blocks_used);
+    metric(&b, "kv_blocks_total", "gauge", "KV blocks of the pool.", m.st.num_blocks);
+    metric(&b, "kv_block_size", "gauge", "Tokens per KV block.", m.st.block_size);
+    metric(&b, "compressions_total", "counter", "Compressions run (an evicting policy).", (double)m.st.compressions);
+    metric(&b, "tokens_evicted_total", "counter", "Tokens evicted by compressions (summed over KV heads' views as the engine counts them).",
+           (double)m.st.tokens_evicted);
+    metric(&b, "preemptions_total", "counter", "Requests preempted (recomputed later).", (double)m.st.preemptions);
+    metric(&b, "prompt_tokens_total", "counter", "Prompt tokens of the requests admitted.", (double)m.prompt_tokens);
+    metric(&b, "prefill_tokens_total", "counter", "Rows computed in prefill steps (recomputation included, prefix-cache hits excluded).",
+           (double)m.st.prefill_tokens);
+    metric(&b, "generation_tokens_total", "counter", "Tokens sampled.", (double)m.st.generated_tokens);
+    out(&b, "# HELP zipage_requests_finished_total Choices finished, by reason.\n# TYPE zipage_requests_finished_total counter\n");
+    for (int f = ZP_FINISH_EOS; f < ZP_FINISH_COUNT; f++)
+        out(&b, "zipage_requests_finished_total{finish_reason=\"%s\"} %lld\n", zp_finish_name((zp_finish_reason)f), (long long)m.finished[f]);
+    histogram(&b, "time_to_first_token_seconds", "From a choice's arrival to its first token.", &m.ttft, ttft_le, N_TTFT);
+    histogram(&b, "inter_token_latency_seconds", "Between consecutive tokens of a choice.", &m.itl, itl_le, N_ITL);
+    if (!b.buf) return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(b.n, b.buf, MHD_RESPMEM_MUST_FREE);
+    if (!r) { free(b.buf); return MHD_NO; }
+    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ok;
 }
 
 /* ---------------------------------------------------------------- /v1/completions */
@@ -372,6 +490,7 @@ static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c,
     for (int i = 0; i < n_jobs; i++) {
         jobs[i].id = s->next_id++;
         jobs[i].call = &call;
+        jobs[i].t_arrival = now_s();
         s->waiting[s->n_waiting++] = &jobs[i];
     }
     pthread_cond_signal(&s->wake);
@@ -429,6 +548,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (!strcmp(url, "/health")) return send_json(c, MHD_HTTP_OK, strdup("{}"));
+    if (!strcmp(url, "/metrics") && !strcmp(method, "GET")) return serve_metrics(s, c); /* as /health: no key (vLLM's too) */
     if (!authorized(s, c)) return refuse_with(c, 401, "invalid_request_error", NULL, "a valid API key is required (Authorization: Bearer KEY)");
     if (b->too_big) {
         char msg[128];
@@ -473,6 +593,7 @@ static zp_status server_open(srv_server *s, const srv_config *cfg) {
     s->live = calloc((size_t)s->live_cap, sizeof *s->live);
     if (!s->waiting || !s->live) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
     zp_engine_set_token_hook(s->e, on_token, s);
+    zp_engine_get_stats(s->e, &s->m.st); /* /metrics before the first step */
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->tok_mu, NULL);
     pthread_cond_init(&s->wake, NULL);

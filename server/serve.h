@@ -2,10 +2,11 @@
  * connection) over one engine, whose thread steps continuously while requests join between
  * steps (continuous batching, every policy of the engine).
  *
- * This step serves GET /health, GET /v1/models and POST /v1/completions without streaming
+ * This step serves GET /health, GET /metrics (Prometheus text), GET /v1/models and POST
+ * /v1/completions without streaming
  * (text or token-id prompts, n samples, stop strings matched on the decoded text across token
  * boundaries and ended through zp_engine_finish_request, max_tokens, temperature, top_p, top_k,
- * ignore_eos); streaming, chat, logprobs, a seed with sampling, /metrics and client disconnects
+ * ignore_eos); streaming, chat, logprobs, a seed with sampling and client disconnects
  * are refused or not there yet (each with a 400 naming the parameter). Deliberately not here:
  * parsing a body (serve_request.c) and the command line (tools/cmd_serve.c).
  */

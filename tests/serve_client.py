@@ -62,16 +62,39 @@ st, r = complete([ids, ids], max_tokens=24, n=2)
 check(st == 200 and [c["index"] for c in r["choices"]] == [0, 1, 2, 3] and all(c["text"] == text for c in r["choices"])
       and r["usage"]["prompt_tokens"] == 2 * len(ids) and r["usage"]["completion_tokens"] == 4 * 24, f"two prompts x n 2: {r}")
 
-# 32 concurrent clients: each gets the serial answer for its prompt
+# 32 concurrent clients, 64 tokens each (compressions under way): each gets the serial answer
+served = len(rows) + 1 + 4  # choices so far: the oracle's, the stop's, two prompts x 2
+for ids, _ in rows:
+    p = [int(x) for x in ids.split(",")]
+    st, r = complete(p, max_tokens=64)
+    serial[tuple(p)] = r["choices"][0]["text"] if st == 200 else None
+    served += 1
 answers = {}
 def client(i):
     p = [int(x) for x in rows[i % len(rows)][0].split(",")]
-    answers[i] = (p, complete(p, max_tokens=24))
+    answers[i] = (p, complete(p, max_tokens=64))
 threads = [threading.Thread(target=client, args=(i,)) for i in range(32)]
 for t in threads: t.start()
 for t in threads: t.join()
 check(all(st == 200 and r["choices"][0]["text"] == serial[tuple(p)] for p, (st, r) in answers.values()) and len(answers) == 32,
       "32 concurrent clients get their serial answers")
+served += 32
+
+# /metrics (Prometheus text, no key): nothing held once every answer is in; compressions ran
+with urllib.request.urlopen(base + "/metrics", timeout=30) as r:
+    text = r.read().decode()
+m = {}
+for line in text.splitlines():
+    if line and not line.startswith("#"):
+        k, v = line.rsplit(" ", 1)
+        m[k] = float(v)
+check(m.get("zipage_requests_running") == 0 and m.get("zipage_kv_blocks_used") == 0 and m.get("zipage_requests_waiting") == 0,
+      f"/metrics: nothing running or held at rest: {[(k, v) for k, v in m.items() if 'requests_' in k or 'blocks' in k]}")
+check(m.get("zipage_compressions_total", 0) > 0 and m.get("zipage_kv_blocks_total", 0) > 0, "/metrics: compressions and the pool")
+check(m.get("zipage_time_to_first_token_seconds_count") == served and m.get('zipage_time_to_first_token_seconds_bucket{le="+Inf"}') == served,
+      f"/metrics: one first token per choice served ({served}): {m.get('zipage_time_to_first_token_seconds_count')}")
+check(m.get('zipage_requests_finished_total{finish_reason="stop"}') == 1 and m.get('zipage_requests_finished_total{finish_reason="length"}') == served - 1,
+      "/metrics: finish reasons")
 
 def refused(status, param, body=None, **kw):
     st, r = call("/v1/completions", body, **kw) if "path" not in kw else call(kw.pop("path"), body, **kw)

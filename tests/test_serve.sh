@@ -3,10 +3,12 @@
 # Zipage at N_max 2, blocks of 16: compressions under way), driven by tests/serve_client.py; the
 # oracle is `zipage generate`'s greedy tokens for the same prompt ids, decoded by `zipage tokenize`.
 # Then SIGTERM while a long request is in flight: it is answered, and the server exits 0. Also the
-# command line's refusals. Skipped (77) in a build without libmicrohttpd.
-# Usage: test_serve.sh ZIPAGE TMPDIR
+# command line's refusals. Skipped (77) in a build without libmicrohttpd. With PYTHON (an
+# environment with the official openai package: test_serve_openai) the client is
+# tests/serve_openai.py instead, and the rest is left out.
+# Usage: test_serve.sh ZIPAGE TMPDIR [PYTHON]
 set -u
-Z=$1; T=$2/serve; rm -rf "$T"; mkdir -p "$T"
+Z=$1; OAI=${3:-}; T=$2/serve${OAI:+_openai}; rm -rf "$T"; mkdir -p "$T"
 fails=0
 "$Z" serve --help | grep -q "POST /v1/completions" || { echo "SKIP: zipage serve is not in this build"; exit 77; }
 "$Z" mkmodel --preset tiny-qwen3-vocab --out "$T/m" >/dev/null || exit 1
@@ -21,6 +23,11 @@ PID=$!
 for _ in $(seq 100); do grep -q "^serving" "$T/out" && break; sleep 0.1; done
 PORT=$(sed -n 's/^serving tiny on http:\/\/127.0.0.1:\([0-9]*\)$/\1/p' "$T/out")
 [ -n "$PORT" ] || { echo "FAIL: the server did not start"; cat "$T/out" "$T/err"; kill $PID; exit 1; }
+if [ -n "$OAI" ]; then
+  "$OAI" "$(dirname "$0")/serve_openai.py" "$PORT" sk-test "$T/oracle.tsv" tiny || fails=$((fails+1))
+  kill -TERM $PID; wait $PID || { echo "FAIL: the server's exit status"; fails=$((fails+1)); }
+  echo "test_serve_openai: $fails failure(s)"; [ $fails = 0 ]; exit
+fi
 python3 "$(dirname "$0")/serve_client.py" "$PORT" sk-test "$T/oracle.tsv" tiny || fails=$((fails+1))
 # SIGTERM with a request in flight: answered in full, then exit 0
 python3 - "$PORT" > "$T/long" 2>&1 <<'PY' &

@@ -39,7 +39,8 @@ typedef struct {
 
 struct srv_call {
     int n_jobs, n_done;
-    pthread_cond_t cv;
+    int aborted;               /* the client left (a stream's connection closed): the engine ends its choices */
+    pthread_cond_t cv;         /* a choice finished, or (streaming) has new text */
 };
 
 /* Prometheus histograms of the time to first token and between tokens (vLLM's buckets). */
@@ -129,16 +130,17 @@ static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_rea
     srv_job *j = s->live[id % s->live_cap];
     if (!j || j->id != id || j->stop_hit) return;
     const double t = now_s();
-    pthread_mutex_lock(&s->mu);
-    if (j->n_tokens == 0) hist_add(&s->m.ttft, ttft_le, N_TTFT, t - j->t_arrival);
-    else hist_add(&s->m.itl, itl_le, N_ITL, t - j->t_last);
-    pthread_mutex_unlock(&s->mu);
-    j->t_last = t;
-    j->n_tokens++;
     char buf[512];
     const size_t n = zp_tokenizer_decode_stream(s->tok, token, &j->dt, buf, sizeof buf);
+    pthread_mutex_lock(&s->mu); /* a stream's connection thread reads the text */
+    if (j->n_tokens == 0) hist_add(&s->m.ttft, ttft_le, N_TTFT, t - j->t_arrival);
+    else hist_add(&s->m.itl, itl_le, N_ITL, t - j->t_last);
+    j->t_last = t;
+    j->n_tokens++;
     const size_t from = j->len;
     if (n && job_append(j, buf, n) == ZP_OK && j->n_stop) job_match_stop(j, from);
+    if (n) pthread_cond_broadcast(&j->call->cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
 static void job_done(srv_server *s, srv_job *j) {
@@ -154,6 +156,11 @@ static void job_done(srv_server *s, srv_job *j) {
 static void admit_waiting(srv_server *s) {
     for (int i = 0; i < s->n_waiting; i++) {
         srv_job *j = s->waiting[i];
+        if (j->call->aborted) { /* its client left before it started */
+            j->finish = ZP_FINISH_ABORT;
+            job_done(s, j);
+            continue;
+        }
         if (s->live[j->id % s->live_cap]) { /* its slot is still taken: keep the rest for the next step */
             memmove(s->waiting, s->waiting + i, sizeof *s->waiting * (size_t)(s->n_waiting - i));
             s->n_waiting -= i;
@@ -174,21 +181,23 @@ static void admit_waiting(srv_server *s) {
 
 /* After a step: stop strings end their requests; finished outputs complete their choices. */
 static zp_status after_step(srv_server *s) {
+    pthread_mutex_lock(&s->mu);
     for (int i = 0; i < s->live_cap; i++) {
         srv_job *j = s->live[i];
-        if (j && j->stop_hit && j->finish == ZP_FINISH_NONE) {
-            zp_status st = zp_engine_finish_request(s->e, j->id, 0, ZP_FINISH_STOP);
-            if (st != ZP_OK && st != ZP_ERR_INVALID) return st; /* INVALID: it finished on its own in this step */
-            j->finish = ZP_FINISH_STOP;
-        }
+        if (!j || j->finish != ZP_FINISH_NONE || !(j->stop_hit || j->call->aborted)) continue;
+        const zp_finish_reason why = j->stop_hit ? ZP_FINISH_STOP : ZP_FINISH_ABORT;
+        zp_status st = zp_engine_finish_request(s->e, j->id, 0, why);
+        if (st != ZP_OK && st != ZP_ERR_INVALID) { pthread_mutex_unlock(&s->mu); return st; }
+        if (st == ZP_OK) j->finish = why; /* INVALID: it finished on its own in this step (its output says how) */
     }
+    pthread_mutex_unlock(&s->mu);
     zp_output o[64];
     for (int n; (n = zp_engine_poll(s->e, o, 64)) > 0;) {
         pthread_mutex_lock(&s->mu);
         for (int i = 0; i < n; i++) {
             srv_job *j = s->live[o[i].request_id % s->live_cap];
             if (j && j->id == o[i].request_id) {
-                j->finish = j->stop_hit ? ZP_FINISH_STOP : o[i].finish;
+                j->finish = j->stop_hit ? ZP_FINISH_STOP : j->finish == ZP_FINISH_ABORT ? ZP_FINISH_ABORT : o[i].finish;
                 j->n_tokens = o[i].n_tokens;
                 job_done(s, j);
             }
@@ -362,7 +371,7 @@ static enum MHD_Result serve_metrics(srv_server *s, struct MHD_Connection *c) {
 
 /* What this step of the server cannot honour yet: refused by name (serve.h). */
 static int unsupported_yet(const srv_request *r, srv_error *err) {
-    const char *p = r->stream ? "stream" : r->logprobs ? "logprobs" : r->has_seed && r->temperature > 0 ? "seed" : NULL;
+    const char *p = r->logprobs ? "logprobs" : r->has_seed && r->temperature > 0 ? "seed" : NULL;
     if (!p) return 0;
     srv_error_set(err, 400, "invalid_request_error", p, "%s: not supported by this server yet%s", p,
                   !strcmp(p, "seed") ? " with sampling (temperature > 0); it is accepted with temperature 0, where it has no effect" : "");
@@ -455,6 +464,204 @@ static void free_jobs(srv_job *jobs, int n_jobs, int per_prompt) {
     free(jobs);
 }
 
+/* Queues a call's choices (FIFO behind the others); 0 with err filled when the server is
+ * stopping or the queue is full. */
+static int enqueue(srv_server *s, srv_job *jobs, int n_jobs, srv_call *call, int64_t *call_id, srv_error *err) {
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping || s->n_waiting + n_jobs > s->cfg.max_waiting) {
+        pthread_mutex_unlock(&s->mu);
+        srv_error_set(err, 503, "server_error", NULL, s->stopping ? "the server is shutting down" : "the waiting queue is full (%d choices); try again later",
+                      s->cfg.max_waiting);
+        return 0;
+    }
+    *call_id = s->next_call++;
+    for (int i = 0; i < n_jobs; i++) {
+        jobs[i].id = s->next_id++;
+        jobs[i].call = call;
+        jobs[i].t_arrival = now_s();
+        s->waiting[s->n_waiting++] = &jobs[i];
+    }
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    return 1;
+}
+
+static void job_error(const srv_job *j, srv_error *err) {
+    const int capacity = j->status == ZP_ERR_CAPACITY;
+    srv_error_set(err, capacity ? 400 : 500, capacity ? "invalid_request_error" : "server_error", NULL, "%s", j->error);
+}
+
+/* ---------------------------------------------------------------- streaming (server-sent events) */
+
+typedef struct {
+    srv_server *s;
+    srv_request r;
+    srv_job *jobs;
+    int n_jobs;
+    srv_call call;
+    int64_t call_id;
+    size_t *sent;              /* [n_jobs] bytes of each choice's text sent */
+    char *final;               /* [n_jobs] its last chunk (finish_reason) sent */
+    size_t max_stop;           /* the longest stop string: that much text is held back while it runs */
+    int phase;                 /* 0 choices, 1 usage sent, 2 [DONE] sent */
+    char *pend;                /* an event not yet handed to libmicrohttpd */
+    size_t pend_n, pend_off;
+} srv_stream;
+
+/* "data: {chunk}\n\n" of choice i with text[0..n) (finish NULL while it runs), or the usage chunk
+ * (i < 0), as OpenAI streams a completion. */
+static char *stream_event(srv_stream *st, int i, const char *text, size_t n, const char *finish) {
+    cJSON *root = cJSON_CreateObject(), *choices = cJSON_AddArrayToObject(root, "choices");
+    char id[48];
+    snprintf(id, sizeof id, "cmpl-%lld", (long long)st->call_id);
+    cJSON_AddStringToObject(root, "id", id);
+    cJSON_AddStringToObject(root, "object", "text_completion");
+    cJSON_AddNumberToObject(root, "created", (double)time(NULL));
+    cJSON_AddStringToObject(root, "model", st->s->name);
+    if (i >= 0) {
+        char *t = malloc(n + 1);
+        if (t) { memcpy(t, text, n); t[n] = 0; }
+        cJSON *ch = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ch, "index", i);
+        cJSON_AddStringToObject(ch, "text", t ? t : "");
+        cJSON_AddNullToObject(ch, "logprobs");
+        if (finish) cJSON_AddStringToObject(ch, "finish_reason", finish);
+        else cJSON_AddNullToObject(ch, "finish_reason");
+        cJSON_AddItemToArray(choices, ch);
+        free(t);
+        if (st->r.include_usage) cJSON_AddNullToObject(root, "usage");
+    } else {
+        long prompt = 0, gen = 0;
+        for (int k = 0; k < st->n_jobs; k++) {
+            if (k % st->r.n == 0) prompt += st->jobs[k].n_prompt;
+            gen += st->jobs[k].n_tokens;
+        }
+        cJSON *u = cJSON_AddObjectToObject(root, "usage");
+        cJSON_AddNumberToObject(u, "prompt_tokens", (double)prompt);
+        cJSON_AddNumberToObject(u, "completion_tokens", (double)gen);
+        cJSON_AddNumberToObject(u, "total_tokens", (double)(prompt + gen));
+    }
+    char *j = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!j) return NULL;
+    char *ev = malloc(strlen(j) + 9);
+    if (ev) sprintf(ev, "data: %s\n\n", j);
+    free(j);
+    return ev;
+}
+
+/* Text of a running choice that may go out: a stop string may still begin in the last max_stop - 1
+ * bytes, which wait (cut back to a UTF-8 character boundary). */
+static size_t stream_ready(const srv_stream *st, const srv_job *j) {
+    if (j->done || j->stop_hit || st->max_stop <= 1) return j->len;
+    if (j->len < st->max_stop - 1) return 0;
+    size_t k = j->len - (st->max_stop - 1);
+    while (k > 0 && ((unsigned char)j->text[k] & 0xC0) == 0x80) k--;
+    return k;
+}
+
+/* The next event (mutex held), NULL when there is none yet. */
+static char *stream_next(srv_stream *st) {
+    int all_final = 1;
+    for (int i = 0; i < st->n_jobs; i++) {
+        srv_job *j = &st->jobs[i];
+        const size_t ready = stream_ready(st, j);
+        if (j->status == ZP_OK && ready > st->sent[i]) {
+            char *ev = stream_event(st, i, j->text + st->sent[i], ready - st->sent[i], NULL);
+            st->sent[i] = ready;
+            return ev;
+        }
+        if (j->done && !st->final[i]) {
+            st->final[i] = 1;
+            if (j->status != ZP_OK) {
+                srv_error err;
+                job_error(j, &err);
+                char *e = srv_error_json(&err), *ev = e ? malloc(strlen(e) + 9) : NULL;
+                if (ev) sprintf(ev, "data: %s\n\n", e);
+                free(e);
+                return ev;
+            }
+            return stream_event(st, i, "", 0, finish_reason(j->finish));
+        }
+        all_final &= st->final[i];
+    }
+    if (!all_final) return NULL;
+    if (st->phase == 0 && st->r.include_usage) { st->phase = 1; return stream_event(st, -1, NULL, 0, NULL); }
+    st->phase = 2;
+    return strdup("data: [DONE]\n\n");
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    srv_stream *st = cls;
+    (void)pos;
+    if (st->pend_off == st->pend_n) {
+        free(st->pend);
+        st->pend = NULL;
+        st->pend_n = st->pend_off = 0;
+        if (st->phase == 2) return MHD_CONTENT_READER_END_OF_STREAM;
+        pthread_mutex_lock(&st->s->mu);
+        while (!(st->pend = stream_next(st)) && st->phase != 2) pthread_cond_wait(&st->call.cv, &st->s->mu);
+        pthread_mutex_unlock(&st->s->mu);
+        if (!st->pend) return MHD_CONTENT_READER_END_WITH_ERROR; /* out of memory */
+        st->pend_n = strlen(st->pend);
+    }
+    const size_t k = st->pend_n - st->pend_off < max ? st->pend_n - st->pend_off : max;
+    memcpy(buf, st->pend + st->pend_off, k);
+    st->pend_off += k;
+    return (ssize_t)k;
+}
+
+/* The response is done or its client left: the engine ends what still runs, then all is freed. */
+static void stream_free(void *cls) {
+    srv_stream *st = cls;
+    pthread_mutex_lock(&st->s->mu);
+    if (st->call.n_done < st->call.n_jobs) {
+        st->call.aborted = 1;
+        pthread_cond_signal(&st->s->wake);
+        while (st->call.n_done < st->call.n_jobs) pthread_cond_wait(&st->call.cv, &st->s->mu);
+    }
+    pthread_mutex_unlock(&st->s->mu);
+    pthread_cond_destroy(&st->call.cv);
+    free_jobs(st->jobs, st->n_jobs, st->r.n);
+    srv_request_free(&st->r);
+    free(st->sent);
+    free(st->final);
+    free(st->pend);
+    free(st);
+}
+
+static enum MHD_Result start_stream(srv_server *s, struct MHD_Connection *c, srv_request *r, srv_job *jobs, int n_jobs) {
+    srv_error err;
+    srv_stream *st = calloc(1, sizeof *st);
+    size_t *sent = calloc((size_t)n_jobs, sizeof *sent);
+    char *final = calloc((size_t)n_jobs, 1);
+    if (!st || !sent || !final) {
+        free(st), free(sent), free(final);
+        free_jobs(jobs, n_jobs, r->n);
+        srv_request_free(r);
+        return refuse_with(c, 500, "server_error", NULL, "no memory for a stream");
+    }
+    *st = (srv_stream){.s = s, .r = *r, .jobs = jobs, .n_jobs = n_jobs, .sent = sent, .final = final};
+    pthread_cond_init(&st->call.cv, NULL);
+    st->call.n_jobs = n_jobs;
+    for (int i = 0; i < r->n_stop; i++)
+        if (strlen(r->stop[i]) > st->max_stop) st->max_stop = strlen(r->stop[i]);
+    memset(r, 0, sizeof *r); /* the stream owns the request now (and the choices' stop strings) */
+    for (int i = 0; i < n_jobs; i++) jobs[i].stop = st->r.stop;
+    if (!enqueue(s, jobs, n_jobs, &st->call, &st->call_id, &err)) {
+        st->call.n_done = n_jobs; /* nothing queued */
+        stream_free(st);
+        return send_error(c, &err);
+    }
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free);
+    if (!resp) { stream_free(st); return MHD_NO; }
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
 static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c, const srv_conn *body) {
     srv_request r;
     srv_error err;
@@ -470,30 +677,21 @@ static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c,
     if (unsupported_yet(&r, &err)) { srv_request_free(&r); return send_error(c, &err); }
     const int n_jobs = r.n_prompts * r.n;
     srv_job *jobs = calloc((size_t)n_jobs, sizeof *jobs);
-    srv_call call = {n_jobs, 0, PTHREAD_COND_INITIALIZER};
     if (!jobs || !build_jobs(s, &r, jobs, n_jobs, &err)) {
         if (!jobs) srv_error_set(&err, 500, "server_error", NULL, "no memory for %d choices", n_jobs);
         if (jobs) free_jobs(jobs, n_jobs, r.n);
         srv_request_free(&r);
         return send_error(c, &err);
     }
-    pthread_mutex_lock(&s->mu);
-    if (s->stopping || s->n_waiting + n_jobs > s->cfg.max_waiting) {
-        pthread_mutex_unlock(&s->mu);
-        srv_error_set(&err, 503, "server_error", NULL, s->stopping ? "the server is shutting down" : "the waiting queue is full (%d choices); try again later",
-                      s->cfg.max_waiting);
+    if (r.stream) return start_stream(s, c, &r, jobs, n_jobs);
+    srv_call call = {n_jobs, 0, 0, PTHREAD_COND_INITIALIZER};
+    int64_t call_id;
+    if (!enqueue(s, jobs, n_jobs, &call, &call_id, &err)) {
         free_jobs(jobs, n_jobs, r.n);
         srv_request_free(&r);
         return send_error(c, &err);
     }
-    const int64_t call_id = s->next_call++;
-    for (int i = 0; i < n_jobs; i++) {
-        jobs[i].id = s->next_id++;
-        jobs[i].call = &call;
-        jobs[i].t_arrival = now_s();
-        s->waiting[s->n_waiting++] = &jobs[i];
-    }
-    pthread_cond_signal(&s->wake);
+    pthread_mutex_lock(&s->mu);
     while (call.n_done < call.n_jobs) pthread_cond_wait(&call.cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
     pthread_cond_destroy(&call.cv);
@@ -501,8 +699,7 @@ static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c,
     for (int i = 0; i < n_jobs && failed < 0; i++)
         if (jobs[i].status != ZP_OK) failed = i;
     if (failed >= 0) {
-        srv_error_set(&err, jobs[failed].status == ZP_ERR_CAPACITY ? 400 : 500, jobs[failed].status == ZP_ERR_CAPACITY ? "invalid_request_error" : "server_error",
-                      NULL, "%s", jobs[failed].error);
+        job_error(&jobs[failed], &err);
         ret = send_error(c, &err);
     } else {
         ret = send_json(c, MHD_HTTP_OK, completion_json(s, &r, jobs, n_jobs, call_id));

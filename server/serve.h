@@ -3,11 +3,10 @@
  * steps (continuous batching, every policy of the engine).
  *
  * This step serves GET /health, GET /metrics (Prometheus text), GET /v1/models and POST
- * /v1/completions without streaming
- * (text or token-id prompts, n samples, stop strings matched on the decoded text across token
- * boundaries and ended through zp_engine_finish_request, max_tokens, temperature, top_p, top_k,
- * ignore_eos); streaming, chat, logprobs, a seed with sampling and client disconnects
- * are refused or not there yet (each with a 400 naming the parameter). Deliberately not here:
+ * /v1/completions (text or token-id prompts, n samples, stop strings matched on the decoded text
+ * across token boundaries and ended through zp_engine_finish_request, max_tokens, temperature,
+ * top_p, top_k, ignore_eos; streaming as server-sent events, where a client that leaves ends its
+ * requests); chat, logprobs and a seed with sampling are refused with a 400 naming the parameter. Deliberately not here:
  * parsing a body (serve_request.c) and the command line (tools/cmd_serve.c).
  */
 #ifndef ZP_SERVE_H

@@ -96,6 +96,60 @@ check(m.get("zipage_time_to_first_token_seconds_count") == served and m.get('zip
 check(m.get('zipage_requests_finished_total{finish_reason="stop"}') == 1 and m.get('zipage_requests_finished_total{finish_reason="length"}') == served - 1,
       "/metrics: finish reasons")
 
+# streaming (server-sent events): the deltas of each choice add up to its serial text; usage last, then [DONE]
+import http.client
+
+def stream(body, stop_after=None):
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=120)
+    c.request("POST", "/v1/completions", json.dumps(body), {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    r = c.getresponse()
+    events = []
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        line = line.decode().rstrip("\n")
+        if line.startswith("data: "):
+            events.append(line[6:])
+            if stop_after and len(events) >= stop_after:
+                c.sock.close()  # the client leaves mid-stream
+                return r.status, events
+    return r.status, events
+
+ids, text = [int(x) for x in rows[0][0].split(",")], rows[0][1]
+st, ev = stream({"model": model, "prompt": ids, "max_tokens": 24, "temperature": 0, "ignore_eos": True, "n": 2, "stream": True,
+                 "stream_options": {"include_usage": True}})
+chunks = [json.loads(e) for e in ev[:-1]]
+got = {0: "", 1: ""}
+fin = {}
+for ch in chunks[:-1]:
+    for c in ch["choices"]:
+        got[c["index"]] += c["text"]
+        if c["finish_reason"]:
+            fin[c["index"]] = c["finish_reason"]
+check(st == 200 and ev[-1] == "[DONE]" and got == {0: text, 1: text} and fin == {0: "length", 1: "length"}
+      and chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 48, f"stream n 2: {got} {fin} {chunks[-1]}")
+st, ev = stream({"model": model, "prompt": ids, "max_tokens": 24, "temperature": 0, "ignore_eos": True, "stream": True, "stop": [stop]})
+chunks = [json.loads(e) for e in ev[:-1]]
+check(st == 200 and "".join(c["choices"][0]["text"] for c in chunks) == text[:text.index(stop)] and chunks[-1]["choices"][0]["finish_reason"] == "stop"
+      and all("usage" not in c for c in chunks), f"stream with stop {stop!r}: {chunks}")
+served += 3
+
+# a client that leaves mid-stream: its request ends (finish reason abort) and frees its blocks
+st, ev = stream({"model": model, "prompt": ids, "max_tokens": 3000, "temperature": 0, "ignore_eos": True, "stream": True}, stop_after=3)
+served += 1
+import time
+for _ in range(200):
+    with urllib.request.urlopen(base + "/metrics", timeout=30) as r:
+        m = {l.rsplit(" ", 1)[0]: float(l.rsplit(" ", 1)[1]) for l in r.read().decode().splitlines() if l and not l.startswith("#")}
+    if m["zipage_requests_running"] == 0 and m.get('zipage_requests_finished_total{finish_reason="abort"}') == 1:
+        break
+    time.sleep(0.1)
+check(st == 200 and len(ev) == 3 and m["zipage_requests_running"] == 0 and m["zipage_kv_blocks_used"] == 0
+      and m.get('zipage_requests_finished_total{finish_reason="abort"}') == 1 and m["zipage_generation_tokens_total"] > 0
+      and m["zipage_time_to_first_token_seconds_count"] == served, f"a client that left: {[(k, v) for k, v in m.items() if 'requests' in k or 'blocks_used' in k]}")
+
+
 def refused(status, param, body=None, **kw):
     st, r = call("/v1/completions", body, **kw) if "path" not in kw else call(kw.pop("path"), body, **kw)
     e = r.get("error", {})
@@ -105,7 +159,6 @@ refused(400, None, raw=b'{"model": "x", "prompt": ')
 refused(400, "max_tokens", {"model": model, "prompt": "hi", "max_tokens": 1 << 20})
 refused(400, "temperature", {"model": model, "prompt": "hi", "temperature": "hot"})
 refused(400, "frobnicate", {"model": model, "prompt": "hi", "frobnicate": True})
-refused(400, "stream", {"model": model, "prompt": "hi", "stream": True})
 refused(400, "seed", {"model": model, "prompt": "hi", "seed": 3, "temperature": 0.7})
 refused(400, "prompt", {"model": model, "prompt": [1, 99999999]})
 refused(404, "model", {"model": "no-such-model", "prompt": "hi"})

@@ -1,6 +1,7 @@
 """serve_openai.py - `zipage serve` through the official openai client (pinned in
 tools/grading/requirements.txt): the model list, greedy completions equal to `zipage generate`'s
-tokens decoded (the oracle file of test_serve.sh), batched prompts with n = 2, a stop string, and
+tokens decoded (the oracle file of test_serve.sh), batched prompts with n = 2, a stop string, a
+streamed completion with usage, and
 the client's typed errors for a refusal (400 naming the parameter), a wrong key (401) and an
 unknown model (404). Usage: serve_openai.py PORT KEY ORACLE MODEL"""
 import sys
@@ -32,6 +33,12 @@ text = rows[0][1]
 stop = next(text[k:k + 5] for k in range(3, len(text) - 5) if text.index(text[k:k + 5]) == k)
 r = c.completions.create(model=model, prompt=ids, max_tokens=24, temperature=0, stop=stop, extra_body={"ignore_eos": True})
 check(r.choices[0].text == text[:text.index(stop)] and r.choices[0].finish_reason == "stop", f"stop {stop!r}: {r.choices[0]}")
+parts, usage = [], None
+for ch in c.completions.create(model=model, prompt=ids, max_tokens=24, temperature=0, stream=True, stream_options={"include_usage": True},
+                               extra_body={"ignore_eos": True}):
+    parts += [x.text for x in ch.choices]
+    usage = ch.usage or usage
+check("".join(parts) == text and usage and usage.completion_tokens == 24, f"streamed: {''.join(parts)!r}, {usage}")
 try:
     c.completions.create(model=model, prompt="hi", max_tokens=4, extra_body={"frobnicate": 1})
     check(False, "an unknown field was accepted")

@@ -16,7 +16,7 @@ static void usage(FILE *f) {
                "  --api-key KEY             require \"Authorization: Bearer KEY\" (except /health)\n"
                "  --served-model-name NAME  the model's name in requests and /v1/models (default: the folder's name)\n"
                "  --max-waiting N           choices waiting for the engine before a 503 (default 4096)\n"
-               "endpoints: GET /health, GET /metrics, GET /v1/models, POST /v1/completions (no streaming yet)\n"
+               "endpoints: GET /health, GET /metrics, GET /v1/models, POST /v1/completions (streaming too)\n"
                "engine flags (as zipage generate):\n");
     cli_engine_usage(f);
 }

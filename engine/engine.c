@@ -483,7 +483,7 @@ static zp_status sample_on_device(zp_engine *e, zp_seq *const *seqs, int n, int 
         const int step = q->n_tokens - q->n_prompt;
         if (step < q->sp.n_forced || q->sp.repetition_penalty != 1.0f) return ZP_OK;
         e->srows[i] = (zp_sample_row){q->sp.temperature, q->sp.top_p, q->sp.top_k, (uint32_t)q->sample_index, (uint32_t)step, q->seed,
-                                      (uint64_t)q->request_id};
+                                      q->sp.has_rng_key ? q->sp.rng_key : (uint64_t)q->request_id};
     }
     *used = 1;
     return e->be->sample(e->be, e->model->logits, n, e->model->cfg.vocab, e->srows, e->sids);
@@ -501,7 +501,7 @@ static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n, con
         float *row = e->logits + (size_t)i * V;
         if (ids && ids[i] < 0) ZP_TRY(e->be->to_host(e->be, row, e->model->logits, ZP_ACT_F32, (size_t)i * V, (size_t)V));
         if (e->logits_hook) e->logits_hook(e->logits_hook_ctx, q->request_id, q->sample_index, step, row, V);
-        float u = zp_rng_uniform(q->seed, (uint64_t)q->request_id, (uint32_t)q->sample_index, (uint32_t)step);
+        float u = zp_rng_uniform(q->seed, q->sp.has_rng_key ? q->sp.rng_key : (uint64_t)q->request_id, (uint32_t)q->sample_index, (uint32_t)step);
         int tok = step < q->sp.n_forced ? q->sp.forced[step]
                   : ids && ids[i] >= 0 ? ids[i]
                                        : zp_sample_token(row, V, &q->sp, q->tokens, q->n_tokens, u, e->scratch);

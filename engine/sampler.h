@@ -23,6 +23,8 @@ typedef struct {
     int stop_ids[ZP_MAX_STOP]; /* extra stop tokens */
     const int *forced;        /* teacher forcing: generated token k is forced[k] for k < n_forced */
     int n_forced;             /* (the array must outlive the request) */
+    int has_rng_key;          /* 1: rng_key keys the draws in place of the request id (a server's seeded */
+    uint64_t rng_key;         /* request draws the same tokens whatever id the server gave it) */
 } zp_sampling_params;
 
 zp_sampling_params zp_sampling_default(void);

@@ -20,7 +20,9 @@
 
 typedef struct srv_call srv_call;
 typedef struct {
-    int64_t id;                /* the engine's request id (sample index 0) */
+    int64_t id;                /* the engine's request id */
+    int sample;                /* the engine's sample index: which of the prompt's n */
+    uint64_t seed;             /* the request's seed, else the id */
     int *prompt, n_prompt;
     zp_sampling_params sp;
     char *const *stop;         /* the call's stop strings */
@@ -166,7 +168,7 @@ static void admit_waiting(srv_server *s) {
             s->n_waiting -= i;
             return;
         }
-        j->status = zp_engine_add_request(s->e, j->prompt, j->n_prompt, &j->sp, j->id, 0, (uint64_t)j->id);
+        j->status = zp_engine_add_request(s->e, j->prompt, j->n_prompt, &j->sp, j->id, j->sample, j->sp.has_rng_key ? j->seed : (uint64_t)j->id);
         if (j->status != ZP_OK) {
             snprintf(j->error, sizeof j->error, "%s", zp_last_error());
             job_done(s, j);
@@ -179,6 +181,15 @@ static void admit_waiting(srv_server *s) {
     s->n_waiting = 0;
 }
 
+/* The engine's counters for /metrics (mutex held), taken before any choice of the step is
+ * answered, so that a client that has its answer never reads an older page. */
+static void snapshot(srv_server *s) {
+    zp_engine_get_stats(s->e, &s->m.st);
+    s->m.running = zp_engine_num_running(s->e);
+    s->m.waiting = zp_engine_num_waiting(s->e);
+    s->m.blocks_used = zp_engine_blocks_used(s->e);
+}
+
 /* After a step: stop strings end their requests; finished outputs complete their choices. */
 static zp_status after_step(srv_server *s) {
     pthread_mutex_lock(&s->mu);
@@ -186,10 +197,11 @@ static zp_status after_step(srv_server *s) {
         srv_job *j = s->live[i];
         if (!j || j->finish != ZP_FINISH_NONE || !(j->stop_hit || j->call->aborted)) continue;
         const zp_finish_reason why = j->stop_hit ? ZP_FINISH_STOP : ZP_FINISH_ABORT;
-        zp_status st = zp_engine_finish_request(s->e, j->id, 0, why);
+        zp_status st = zp_engine_finish_request(s->e, j->id, j->sample, why);
         if (st != ZP_OK && st != ZP_ERR_INVALID) { pthread_mutex_unlock(&s->mu); return st; }
         if (st == ZP_OK) j->finish = why; /* INVALID: it finished on its own in this step (its output says how) */
     }
+    snapshot(s);
     pthread_mutex_unlock(&s->mu);
     zp_output o[64];
     for (int n; (n = zp_engine_poll(s->e, o, 64)) > 0;) {
@@ -222,10 +234,6 @@ static void *engine_main(void *arg) {
         zp_status st = zp_engine_step(s->e);
         if (st == ZP_OK) st = after_step(s);
         pthread_mutex_lock(&s->mu);
-        zp_engine_get_stats(s->e, &s->m.st);
-        s->m.running = zp_engine_num_running(s->e);
-        s->m.waiting = zp_engine_num_waiting(s->e);
-        s->m.blocks_used = zp_engine_blocks_used(s->e);
         if (st != ZP_OK) { /* the engine cannot go on: every choice in it fails */
             s->engine_status = st;
             fprintf(stderr, "serve: engine step failed: %s\n", zp_last_error());
@@ -371,10 +379,8 @@ static enum MHD_Result serve_metrics(srv_server *s, struct MHD_Connection *c) {
 
 /* What this step of the server cannot honour yet: refused by name (serve.h). */
 static int unsupported_yet(const srv_request *r, srv_error *err) {
-    const char *p = r->logprobs ? "logprobs" : r->has_seed && r->temperature > 0 ? "seed" : NULL;
-    if (!p) return 0;
-    srv_error_set(err, 400, "invalid_request_error", p, "%s: not supported by this server yet%s", p,
-                  !strcmp(p, "seed") ? " with sampling (temperature > 0); it is accepted with temperature 0, where it has no effect" : "");
+    if (!r->logprobs) return 0;
+    srv_error_set(err, 400, "invalid_request_error", "logprobs", "logprobs: not supported by this server yet");
     return 1;
 }
 
@@ -420,6 +426,12 @@ static int build_jobs(srv_server *s, const srv_request *r, srv_job *jobs, int n_
             j->sp.top_p = r->top_p;
             j->sp.top_k = r->top_k > 0 ? r->top_k : 0;
             j->sp.ignore_eos = r->ignore_eos;
+            j->sample = k;
+            if (r->has_seed) { /* draws keyed by (seed, prompt index, sample): a repeated request repeats */
+                j->sp.has_rng_key = 1;
+                j->sp.rng_key = (uint64_t)p;
+                j->seed = (uint64_t)r->seed;
+            }
             j->stop = r->stop;
             j->n_stop = r->n_stop;
         }
@@ -790,7 +802,7 @@ static zp_status server_open(srv_server *s, const srv_config *cfg) {
     s->live = calloc((size_t)s->live_cap, sizeof *s->live);
     if (!s->waiting || !s->live) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
     zp_engine_set_token_hook(s->e, on_token, s);
-    zp_engine_get_stats(s->e, &s->m.st); /* /metrics before the first step */
+    snapshot(s); /* /metrics before the first step */
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->tok_mu, NULL);
     pthread_cond_init(&s->wake, NULL);

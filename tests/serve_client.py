@@ -1,6 +1,6 @@
 """serve_client.py - drives `zipage serve` (tests/test_serve.sh) over HTTP with the standard
 library: health and models; greedy completions equal `zipage generate`'s tokens decoded (the
-oracle file, one line per prompt: ids<TAB>decoded text); a stop string across a token boundary;
+oracle file: JSON, see test_serve.sh); a stop string across a token boundary;
 n = 2; 32 concurrent clients, each answer equal to the serial one; the API key; every refusal
 (400 naming the parameter, 401, 404, 405, 413, 503). Usage: serve_client.py PORT KEY ORACLE MODEL"""
 import json, sys, threading, urllib.error, urllib.request
@@ -40,7 +40,7 @@ check(st == 200, "/health answers 200 without a key")
 st, m = call("/v1/models")
 check(st == 200 and m["data"][0]["id"] == model and m["data"][0]["max_model_len"] > 0, f"/v1/models lists {model}: {m}")
 
-rows = [line.rstrip("\n").split("\t", 1) for line in open(oracle)]
+rows = json.load(open(oracle))["greedy"]  # [ids "a,b,c", greedy text]
 serial = {}
 for ids, text in rows:
     ids = [int(x) for x in ids.split(",")]
@@ -159,7 +159,6 @@ refused(400, None, raw=b'{"model": "x", "prompt": ')
 refused(400, "max_tokens", {"model": model, "prompt": "hi", "max_tokens": 1 << 20})
 refused(400, "temperature", {"model": model, "prompt": "hi", "temperature": "hot"})
 refused(400, "frobnicate", {"model": model, "prompt": "hi", "frobnicate": True})
-refused(400, "seed", {"model": model, "prompt": "hi", "seed": 3, "temperature": 0.7})
 refused(400, "prompt", {"model": model, "prompt": [1, 99999999]})
 refused(404, "model", {"model": "no-such-model", "prompt": "hi"})
 refused(401, None, {"model": model, "prompt": "hi"}, key="wrong")
@@ -168,8 +167,11 @@ refused(413, None, raw=b'{"prompt": "' + b"a" * (9 << 20) + b'"}')
 refused(503, None, {"model": model, "prompt": "hi", "n": 64, "max_tokens": 1})
 refused(405, None, path="/v1/completions", method="GET")
 refused(404, None, path="/v1/nothing", method="GET")
-st, r = complete("hi", max_tokens=1, seed=3)  # a seed with greedy decoding has no effect and is accepted
-check(st == 200, f"seed with temperature 0 accepted: {st} {r}")
+# a seed with sampling: the choices draw zipage generate's samples (same seed, request 0, samples 0 and 1), again on a rerun
+want = json.load(open(oracle))["sampled"]
+for _ in range(2):
+    st, r = complete([1, 2, 3], max_tokens=24, temperature=0.8, top_p=0.95, seed=7, n=2)
+    check(st == 200 and [c["text"] for c in r["choices"]] == want and want[0] != want[1], f"seeded sampling: {r} vs {want}")
 
 print(f"serve_client: {len(fails)} failure(s)")
 sys.exit(1 if fails else 0)

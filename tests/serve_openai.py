@@ -4,6 +4,7 @@ tokens decoded (the oracle file of test_serve.sh), batched prompts with n = 2, a
 streamed completion with usage, and
 the client's typed errors for a refusal (400 naming the parameter), a wrong key (401) and an
 unknown model (404). Usage: serve_openai.py PORT KEY ORACLE MODEL"""
+import json
 import sys
 
 import openai
@@ -20,7 +21,7 @@ def check(cond, what):
 
 
 check([m.id for m in c.models.list().data] == [model], "models.list names the served model")
-rows = [line.rstrip("\n").split("\t", 1) for line in open(oracle)]
+rows = json.load(open(oracle))["greedy"]  # [ids "a,b,c", greedy text]
 for ids, text in rows:
     ids = [int(x) for x in ids.split(",")]
     r = c.completions.create(model=model, prompt=ids, max_tokens=24, temperature=0, extra_body={"ignore_eos": True})

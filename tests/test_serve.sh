@@ -13,22 +13,33 @@ fails=0
 "$Z" serve --help | grep -q "POST /v1/completions" || { echo "SKIP: zipage serve is not in this build"; exit 77; }
 "$Z" mkmodel --preset tiny-qwen3-vocab --out "$T/m" >/dev/null || exit 1
 ENGINE="--policy zipage --nmax 2 --window 4 --block-size 16"
-for ids in 1,2,3 5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21 300,301; do
-  "$Z" generate --model "$T/m" --prompt-ids $ids --greedy --ignore-eos --max-tokens 24 $ENGINE --out "$T/g.json" >/dev/null || exit 1
-  python3 -c "import json; print(','.join(map(str, json.load(open('$T/g.json'))['samples'][0]['tokens'])))" > "$T/ids"
-  printf '%s\t%s\n' "$ids" "$("$Z" tokenize --model "$T/m" --decode "$T/ids")" >> "$T/oracle.tsv"
-done
+# the oracle (JSON): generate's greedy tokens for three prompts, and two seeded samples of the first
+# (request 0: what a seeded request's two choices must draw), decoded by zipage tokenize
+python3 - "$Z" "$T" $ENGINE > "$T/oracle.json" <<'PY' || exit 1
+import json, subprocess, sys
+z, t, engine = sys.argv[1], sys.argv[2], sys.argv[3:]
+def gen(ids, *flags):
+    subprocess.run([z, "generate", "--model", f"{t}/m", "--prompt-ids", ids, "--ignore-eos", "--max-tokens", "24", *engine, *flags,
+                    "--out", f"{t}/g.json"], check=True, stdout=subprocess.DEVNULL)
+    out = []
+    for s in json.load(open(f"{t}/g.json"))["samples"]:
+        open(f"{t}/ids", "w").write(",".join(map(str, s["tokens"])))
+        out.append(subprocess.run([z, "tokenize", "--model", f"{t}/m", "--decode", f"{t}/ids"], check=True, capture_output=True).stdout.decode())
+    return out
+greedy = [[ids, gen(ids, "--greedy")[0]] for ids in ("1,2,3", "5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21", "300,301")]
+print(json.dumps({"greedy": greedy, "sampled": gen("1,2,3", "--temperature", "0.8", "--top-p", "0.95", "--seed", "7", "--n", "2")}))
+PY
 "$Z" serve --model "$T/m" --port 0 --api-key sk-test --served-model-name tiny --max-waiting 48 $ENGINE > "$T/out" 2> "$T/err" &
 PID=$!
 for _ in $(seq 100); do grep -q "^serving" "$T/out" && break; sleep 0.1; done
 PORT=$(sed -n 's/^serving tiny on http:\/\/127.0.0.1:\([0-9]*\)$/\1/p' "$T/out")
 [ -n "$PORT" ] || { echo "FAIL: the server did not start"; cat "$T/out" "$T/err"; kill $PID; exit 1; }
 if [ -n "$OAI" ]; then
-  "$OAI" "$(dirname "$0")/serve_openai.py" "$PORT" sk-test "$T/oracle.tsv" tiny || fails=$((fails+1))
+  "$OAI" "$(dirname "$0")/serve_openai.py" "$PORT" sk-test "$T/oracle.json" tiny || fails=$((fails+1))
   kill -TERM $PID; wait $PID || { echo "FAIL: the server's exit status"; fails=$((fails+1)); }
   echo "test_serve_openai: $fails failure(s)"; [ $fails = 0 ]; exit
 fi
-python3 "$(dirname "$0")/serve_client.py" "$PORT" sk-test "$T/oracle.tsv" tiny || fails=$((fails+1))
+python3 "$(dirname "$0")/serve_client.py" "$PORT" sk-test "$T/oracle.json" tiny || fails=$((fails+1))
 # SIGTERM with a request in flight: answered in full, then exit 0
 python3 - "$PORT" > "$T/long" 2>&1 <<'PY' &
 import http.client, json, sys

@@ -1,5 +1,6 @@
-/* serve.c - see serve.h: the engine thread and its choices (srv_job), the HTTP handlers. */
-#include "serve.h"
+/* serve.c - the HTTP side of `zipage serve` (serve.h): libmicrohttpd's handlers, the answers of each
+ * endpoint (whole and streamed), /metrics, and srv_run. The engine thread is in serve_engine.c. */
+#include "serve_internal.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -12,250 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "serve_request.h"
-#include "tokenizer.h"
-
-/* ---------------------------------------------------------------- choices and the engine thread */
-
-typedef struct srv_call srv_call;
-typedef struct {
-    int64_t id;                /* the engine's request id */
-    int sample;                /* the engine's sample index: which of the prompt's n */
-    uint64_t seed;             /* the request's seed, else the id */
-    int *prompt, n_prompt;
-    zp_sampling_params sp;
-    char *const *stop;         /* the call's stop strings */
-    int n_stop;
-    char *text;                /* decoded so far (cut at a stop string) */
-    size_t len, cap;
-    zp_detok_state dt;
-    int stop_hit, in_engine, done;
-    int n_tokens;
-    double t_arrival, t_last;  /* monotonic seconds: queued, the last token */
-    zp_finish_reason finish;
-    zp_status status;          /* not ZP_OK: the engine refused it (message in error) */
-    char error[256];
-    srv_call *call;
-} srv_job;
-
-struct srv_call {
-    int n_jobs, n_done;
-    int aborted;               /* the client left (a stream's connection closed): the engine ends its choices */
-    pthread_cond_t cv;         /* a choice finished, or (streaming) has new text */
-};
-
-/* Prometheus histograms of the time to first token and between tokens (vLLM's buckets). */
-static const double ttft_le[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560};
-static const double itl_le[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80};
-enum { N_TTFT = sizeof ttft_le / sizeof *ttft_le, N_ITL = sizeof itl_le / sizeof *itl_le };
-typedef struct {
-    int64_t n[32];             /* per bucket, then +Inf at the bucket count */
-    double sum;
-    int64_t count;
-} srv_hist;
-
-typedef struct {
-    zp_engine_stats st;
-    int running, waiting, blocks_used;
-    int64_t prompt_tokens, finished[ZP_FINISH_COUNT];
-    srv_hist ttft, itl;
-} srv_metrics;
-
-typedef struct {
-    srv_config cfg;
-    char name[256];
-    int max_pos, vocab;
-    zp_engine *e;
-    zp_tokenizer *tok;
-    pthread_mutex_t mu;
-    pthread_mutex_t tok_mu;    /* encoding from the connection threads */
-    pthread_cond_t wake;
-    srv_job **waiting;         /* [cfg.max_waiting] not yet in the engine */
-    int n_waiting;
-    srv_job **live;            /* [live_cap] in the engine, at index id % live_cap */
-    int live_cap;
-    int64_t next_id, next_call;
-    int stopping;              /* the engine thread ends once nothing is left */
-    zp_status engine_status;
-    srv_metrics m;             /* under mu: the engine's counters after its last step, the latencies */
-} srv_server;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void hist_add(srv_hist *h, const double *le, int nb, double x) {
-    int b = 0;
-    while (b < nb && x > le[b]) b++;
-    h->n[b]++;
-    h->sum += x;
-    h->count++;
-}
-
-static zp_status job_append(srv_job *j, const char *s, size_t n) {
-    if (j->len + n + 1 > j->cap) {
-        size_t cap = j->cap ? j->cap * 2 : 256;
-        while (cap < j->len + n + 1) cap *= 2;
-        char *t = realloc(j->text, cap);
-        if (!t) return zp_fail(ZP_ERR_OOM, "serve: no memory for a completion's text");
-        j->text = t;
-        j->cap = cap;
-    }
-    memcpy(j->text + j->len, s, n);
-    j->len += n;
-    j->text[j->len] = 0;
-    return ZP_OK;
-}
-
-/* The earliest stop string ending in the text added from `from` on: the text is cut there. */
-static void job_match_stop(srv_job *j, size_t from) {
-    for (int i = 0; i < j->n_stop; i++) {
-        const size_t k = strlen(j->stop[i]);
-        const size_t start = from >= k ? from - k + 1 : 0;
-        const char *hit = j->len >= k ? strstr(j->text + start, j->stop[i]) : NULL;
-        if (hit) {
-            j->len = (size_t)(hit - j->text);
-            j->text[j->len] = 0;
-            j->stop_hit = 1;
-        }
-    }
-}
-
-/* The engine's token hook (engine thread, mutex not held: jobs in the engine are the thread's). */
-static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_reason finish) {
-    srv_server *s = ctx;
-    (void)sample;
-    (void)finish;
-    srv_job *j = s->live[id % s->live_cap];
-    if (!j || j->id != id || j->stop_hit) return;
-    const double t = now_s();
-    char buf[512];
-    const size_t n = zp_tokenizer_decode_stream(s->tok, token, &j->dt, buf, sizeof buf);
-    pthread_mutex_lock(&s->mu); /* a stream's connection thread reads the text */
-    if (j->n_tokens == 0) hist_add(&s->m.ttft, ttft_le, N_TTFT, t - j->t_arrival);
-    else hist_add(&s->m.itl, itl_le, N_ITL, t - j->t_last);
-    j->t_last = t;
-    j->n_tokens++;
-    const size_t from = j->len;
-    if (n && job_append(j, buf, n) == ZP_OK && j->n_stop) job_match_stop(j, from);
-    if (n) pthread_cond_broadcast(&j->call->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void job_done(srv_server *s, srv_job *j) {
-    if (j->status == ZP_OK && j->finish > ZP_FINISH_NONE && j->finish < ZP_FINISH_COUNT) s->m.finished[j->finish]++;
-    j->done = 1;
-    j->call->n_done++;
-    if (j->in_engine) s->live[j->id % s->live_cap] = NULL;
-    j->in_engine = 0;
-    pthread_cond_broadcast(&j->call->cv);
-}
-
-/* Moves waiting choices into the engine (mutex held). */
-static void admit_waiting(srv_server *s) {
-    for (int i = 0; i < s->n_waiting; i++) {
-        srv_job *j = s->waiting[i];
-        if (j->call->aborted) { /* its client left before it started */
-            j->finish = ZP_FINISH_ABORT;
-            job_done(s, j);
-            continue;
-        }
-        if (s->live[j->id % s->live_cap]) { /* its slot is still taken: keep the rest for the next step */
-            memmove(s->waiting, s->waiting + i, sizeof *s->waiting * (size_t)(s->n_waiting - i));
-            s->n_waiting -= i;
-            return;
-        }
-        j->status = zp_engine_add_request(s->e, j->prompt, j->n_prompt, &j->sp, j->id, j->sample, j->sp.has_rng_key ? j->seed : (uint64_t)j->id);
-        if (j->status != ZP_OK) {
-            snprintf(j->error, sizeof j->error, "%s", zp_last_error());
-            job_done(s, j);
-            continue;
-        }
-        s->live[j->id % s->live_cap] = j;
-        j->in_engine = 1;
-        s->m.prompt_tokens += j->n_prompt;
-    }
-    s->n_waiting = 0;
-}
-
-/* The engine's counters for /metrics (mutex held), taken before any choice of the step is
- * answered, so that a client that has its answer never reads an older page. */
-static void snapshot(srv_server *s) {
-    zp_engine_get_stats(s->e, &s->m.st);
-    s->m.running = zp_engine_num_running(s->e);
-    s->m.waiting = zp_engine_num_waiting(s->e);
-    s->m.blocks_used = zp_engine_blocks_used(s->e);
-}
-
-/* After a step: stop strings end their requests; finished outputs complete their choices. */
-static zp_status after_step(srv_server *s) {
-    pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < s->live_cap; i++) {
-        srv_job *j = s->live[i];
-        if (!j || j->finish != ZP_FINISH_NONE || !(j->stop_hit || j->call->aborted)) continue;
-        const zp_finish_reason why = j->stop_hit ? ZP_FINISH_STOP : ZP_FINISH_ABORT;
-        zp_status st = zp_engine_finish_request(s->e, j->id, j->sample, why);
-        if (st != ZP_OK && st != ZP_ERR_INVALID) { pthread_mutex_unlock(&s->mu); return st; }
-        if (st == ZP_OK) j->finish = why; /* INVALID: it finished on its own in this step (its output says how) */
-    }
-    snapshot(s);
-    pthread_mutex_unlock(&s->mu);
-    zp_output o[64];
-    for (int n; (n = zp_engine_poll(s->e, o, 64)) > 0;) {
-        pthread_mutex_lock(&s->mu);
-        for (int i = 0; i < n; i++) {
-            srv_job *j = s->live[o[i].request_id % s->live_cap];
-            if (j && j->id == o[i].request_id) {
-                j->finish = j->stop_hit ? ZP_FINISH_STOP : j->finish == ZP_FINISH_ABORT ? ZP_FINISH_ABORT : o[i].finish;
-                j->n_tokens = o[i].n_tokens;
-                job_done(s, j);
-            }
-            zp_output_free(&o[i]);
-        }
-        pthread_mutex_unlock(&s->mu);
-    }
-    return ZP_OK;
-}
-
-static void *engine_main(void *arg) {
-    srv_server *s = arg;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        admit_waiting(s);
-        if (!zp_engine_has_unfinished(s->e)) {
-            if (s->stopping) break;
-            pthread_cond_wait(&s->wake, &s->mu);
-            continue;
-        }
-        pthread_mutex_unlock(&s->mu);
-        zp_status st = zp_engine_step(s->e);
-        if (st == ZP_OK) st = after_step(s);
-        pthread_mutex_lock(&s->mu);
-        if (st != ZP_OK) { /* the engine cannot go on: every choice in it fails */
-            s->engine_status = st;
-            fprintf(stderr, "serve: engine step failed: %s\n", zp_last_error());
-            for (int i = 0; i < s->live_cap; i++)
-                if (s->live[i]) {
-                    s->live[i]->status = st;
-                    snprintf(s->live[i]->error, sizeof s->live[i]->error, "the engine failed: %s", zp_last_error());
-                    job_done(s, s->live[i]);
-                }
-            s->stopping = 1;
-            break;
-        }
-    }
-    for (int i = 0; i < s->n_waiting; i++) {
-        s->waiting[i]->status = ZP_ERR_INVALID;
-        snprintf(s->waiting[i]->error, sizeof s->waiting[i]->error, "the server is shutting down");
-        job_done(s, s->waiting[i]);
-    }
-    s->n_waiting = 0;
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
-}
 
 /* ---------------------------------------------------------------- responses */
 
@@ -440,67 +197,57 @@ static int build_jobs(srv_server *s, const srv_request *r, srv_job *jobs, int n_
     return 1;
 }
 
-static char *completion_json(srv_server *s, const srv_request *r, srv_job *jobs, int n_jobs, int64_t call_id) {
-    cJSON *root = cJSON_CreateObject(), *choices = cJSON_AddArrayToObject(root, "choices"), *usage;
+/* The fields every answer opens with: id, object, created, model (chat: chat.completion[.chunk]). */
+static cJSON *answer_head(const srv_server *s, int chat, int chunk, int64_t call_id) {
+    cJSON *root = cJSON_CreateObject();
     char id[48];
-    snprintf(id, sizeof id, "cmpl-%lld", (long long)call_id);
+    snprintf(id, sizeof id, "%s-%lld", chat ? "chatcmpl" : "cmpl", (long long)call_id);
     cJSON_AddStringToObject(root, "id", id);
-    cJSON_AddStringToObject(root, "object", "text_completion");
+    cJSON_AddStringToObject(root, "object", chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion");
     cJSON_AddNumberToObject(root, "created", (double)time(NULL));
     cJSON_AddStringToObject(root, "model", s->name);
-    long prompt_tokens = 0, completion_tokens = 0;
-    for (int i = 0; i < n_jobs; i++) {
-        cJSON *ch = cJSON_CreateObject();
-        cJSON_AddNumberToObject(ch, "index", i);
-        cJSON_AddStringToObject(ch, "text", jobs[i].text ? jobs[i].text : "");
-        cJSON_AddNullToObject(ch, "logprobs");
-        cJSON_AddStringToObject(ch, "finish_reason", finish_reason(jobs[i].finish));
-        cJSON_AddItemToArray(choices, ch);
-        if (i % r->n == 0) prompt_tokens += jobs[i].n_prompt;
-        completion_tokens += jobs[i].n_tokens;
+    return root;
+}
+
+/* usage: the prompts once each (not per choice), the tokens of every choice. */
+static void add_usage(cJSON *root, const srv_job *jobs, int n_jobs, int per_prompt) {
+    long prompt = 0, gen = 0;
+    for (int k = 0; k < n_jobs; k++) {
+        if (k % per_prompt == 0) prompt += jobs[k].n_prompt;
+        gen += jobs[k].n_tokens;
     }
-    usage = cJSON_AddObjectToObject(root, "usage");
-    cJSON_AddNumberToObject(usage, "prompt_tokens", (double)prompt_tokens);
-    cJSON_AddNumberToObject(usage, "completion_tokens", (double)completion_tokens);
-    cJSON_AddNumberToObject(usage, "total_tokens", (double)(prompt_tokens + completion_tokens));
+    cJSON *u = cJSON_AddObjectToObject(root, "usage");
+    cJSON_AddNumberToObject(u, "prompt_tokens", (double)prompt);
+    cJSON_AddNumberToObject(u, "completion_tokens", (double)gen);
+    cJSON_AddNumberToObject(u, "total_tokens", (double)(prompt + gen));
+}
+
+/* One choice: completions' "text", chat's "message" (whole) or "delta" (streamed; the role in a
+ * choice's first delta). finish NULL: still running. */
+static cJSON *choice_json(int chat, int stream, int first, int i, const char *text, const char *finish) {
+    cJSON *ch = cJSON_CreateObject();
+    cJSON_AddNumberToObject(ch, "index", i);
+    if (!chat) cJSON_AddStringToObject(ch, "text", text);
+    else {
+        cJSON *m = cJSON_AddObjectToObject(ch, stream ? "delta" : "message");
+        if (!stream || first) cJSON_AddStringToObject(m, "role", "assistant");
+        cJSON_AddStringToObject(m, "content", text);
+    }
+    cJSON_AddNullToObject(ch, "logprobs");
+    if (finish) cJSON_AddStringToObject(ch, "finish_reason", finish);
+    else cJSON_AddNullToObject(ch, "finish_reason");
+    return ch;
+}
+
+static char *completion_json(srv_server *s, const srv_request *r, srv_job *jobs, int n_jobs, int64_t call_id) {
+    const int chat = r->endpoint == SRV_CHAT;
+    cJSON *root = answer_head(s, chat, 0, call_id), *choices = cJSON_AddArrayToObject(root, "choices");
+    for (int i = 0; i < n_jobs; i++)
+        cJSON_AddItemToArray(choices, choice_json(chat, 0, 1, i, jobs[i].text ? jobs[i].text : "", finish_reason(jobs[i].finish)));
+    add_usage(root, jobs, n_jobs, r->n);
     char *j = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return j;
-}
-
-static void free_jobs(srv_job *jobs, int n_jobs, int per_prompt) {
-    for (int i = 0; i < n_jobs; i++) {
-        if (i % per_prompt == 0) free(jobs[i].prompt);
-        free(jobs[i].text);
-    }
-    free(jobs);
-}
-
-/* Queues a call's choices (FIFO behind the others); 0 with err filled when the server is
- * stopping or the queue is full. */
-static int enqueue(srv_server *s, srv_job *jobs, int n_jobs, srv_call *call, int64_t *call_id, srv_error *err) {
-    pthread_mutex_lock(&s->mu);
-    if (s->stopping || s->n_waiting + n_jobs > s->cfg.max_waiting) {
-        pthread_mutex_unlock(&s->mu);
-        srv_error_set(err, 503, "server_error", NULL, s->stopping ? "the server is shutting down" : "the waiting queue is full (%d choices); try again later",
-                      s->cfg.max_waiting);
-        return 0;
-    }
-    *call_id = s->next_call++;
-    for (int i = 0; i < n_jobs; i++) {
-        jobs[i].id = s->next_id++;
-        jobs[i].call = call;
-        jobs[i].t_arrival = now_s();
-        s->waiting[s->n_waiting++] = &jobs[i];
-    }
-    pthread_cond_signal(&s->wake);
-    pthread_mutex_unlock(&s->mu);
-    return 1;
-}
-
-static void job_error(const srv_job *j, srv_error *err) {
-    const int capacity = j->status == ZP_ERR_CAPACITY;
-    srv_error_set(err, capacity ? 400 : 500, capacity ? "invalid_request_error" : "server_error", NULL, "%s", j->error);
 }
 
 /* ---------------------------------------------------------------- streaming (server-sent events) */
@@ -514,6 +261,7 @@ typedef struct {
     int64_t call_id;
     size_t *sent;              /* [n_jobs] bytes of each choice's text sent */
     char *final;               /* [n_jobs] its last chunk (finish_reason) sent */
+    char *started;             /* [n_jobs] its first chunk sent (chat: the role goes in it) */
     size_t max_stop;           /* the longest stop string: that much text is held back while it runs */
     int phase;                 /* 0 choices, 1 usage sent, 2 [DONE] sent */
     char *pend;                /* an event not yet handed to libmicrohttpd */
@@ -521,37 +269,19 @@ typedef struct {
 } srv_stream;
 
 /* "data: {chunk}\n\n" of choice i with text[0..n) (finish NULL while it runs), or the usage chunk
- * (i < 0), as OpenAI streams a completion. */
+ * (i < 0), as OpenAI streams a completion or a chat completion. */
 static char *stream_event(srv_stream *st, int i, const char *text, size_t n, const char *finish) {
-    cJSON *root = cJSON_CreateObject(), *choices = cJSON_AddArrayToObject(root, "choices");
-    char id[48];
-    snprintf(id, sizeof id, "cmpl-%lld", (long long)st->call_id);
-    cJSON_AddStringToObject(root, "id", id);
-    cJSON_AddStringToObject(root, "object", "text_completion");
-    cJSON_AddNumberToObject(root, "created", (double)time(NULL));
-    cJSON_AddStringToObject(root, "model", st->s->name);
+    const int chat = st->r.endpoint == SRV_CHAT;
+    cJSON *root = answer_head(st->s, chat, 1, st->call_id), *choices = cJSON_AddArrayToObject(root, "choices");
     if (i >= 0) {
         char *t = malloc(n + 1);
         if (t) { memcpy(t, text, n); t[n] = 0; }
-        cJSON *ch = cJSON_CreateObject();
-        cJSON_AddNumberToObject(ch, "index", i);
-        cJSON_AddStringToObject(ch, "text", t ? t : "");
-        cJSON_AddNullToObject(ch, "logprobs");
-        if (finish) cJSON_AddStringToObject(ch, "finish_reason", finish);
-        else cJSON_AddNullToObject(ch, "finish_reason");
-        cJSON_AddItemToArray(choices, ch);
+        cJSON_AddItemToArray(choices, choice_json(chat, 1, !st->started[i], i, t ? t : "", finish));
+        st->started[i] = 1;
         free(t);
         if (st->r.include_usage) cJSON_AddNullToObject(root, "usage");
     } else {
-        long prompt = 0, gen = 0;
-        for (int k = 0; k < st->n_jobs; k++) {
-            if (k % st->r.n == 0) prompt += st->jobs[k].n_prompt;
-            gen += st->jobs[k].n_tokens;
-        }
-        cJSON *u = cJSON_AddObjectToObject(root, "usage");
-        cJSON_AddNumberToObject(u, "prompt_tokens", (double)prompt);
-        cJSON_AddNumberToObject(u, "completion_tokens", (double)gen);
-        cJSON_AddNumberToObject(u, "total_tokens", (double)(prompt + gen));
+        add_usage(root, st->jobs, st->n_jobs, st->r.n);
     }
     char *j = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
@@ -587,7 +317,7 @@ static char *stream_next(srv_stream *st) {
             st->final[i] = 1;
             if (j->status != ZP_OK) {
                 srv_error err;
-                job_error(j, &err);
+                srv_job_error(j, &err);
                 char *e = srv_error_json(&err), *ev = e ? malloc(strlen(e) + 9) : NULL;
                 if (ev) sprintf(ev, "data: %s\n\n", e);
                 free(e);
@@ -634,10 +364,11 @@ static void stream_free(void *cls) {
     }
     pthread_mutex_unlock(&st->s->mu);
     pthread_cond_destroy(&st->call.cv);
-    free_jobs(st->jobs, st->n_jobs, st->r.n);
+    srv_free_jobs(st->jobs, st->n_jobs, st->r.n);
     srv_request_free(&st->r);
     free(st->sent);
     free(st->final);
+    free(st->started);
     free(st->pend);
     free(st);
 }
@@ -646,21 +377,21 @@ static enum MHD_Result start_stream(srv_server *s, struct MHD_Connection *c, srv
     srv_error err;
     srv_stream *st = calloc(1, sizeof *st);
     size_t *sent = calloc((size_t)n_jobs, sizeof *sent);
-    char *final = calloc((size_t)n_jobs, 1);
-    if (!st || !sent || !final) {
-        free(st), free(sent), free(final);
-        free_jobs(jobs, n_jobs, r->n);
+    char *final = calloc((size_t)n_jobs, 1), *started = calloc((size_t)n_jobs, 1);
+    if (!st || !sent || !final || !started) {
+        free(st), free(sent), free(final), free(started);
+        srv_free_jobs(jobs, n_jobs, r->n);
         srv_request_free(r);
         return refuse_with(c, 500, "server_error", NULL, "no memory for a stream");
     }
-    *st = (srv_stream){.s = s, .r = *r, .jobs = jobs, .n_jobs = n_jobs, .sent = sent, .final = final};
+    *st = (srv_stream){.s = s, .r = *r, .jobs = jobs, .n_jobs = n_jobs, .sent = sent, .final = final, .started = started};
     pthread_cond_init(&st->call.cv, NULL);
     st->call.n_jobs = n_jobs;
     for (int i = 0; i < r->n_stop; i++)
         if (strlen(r->stop[i]) > st->max_stop) st->max_stop = strlen(r->stop[i]);
     memset(r, 0, sizeof *r); /* the stream owns the request now (and the choices' stop strings) */
     for (int i = 0; i < n_jobs; i++) jobs[i].stop = st->r.stop;
-    if (!enqueue(s, jobs, n_jobs, &st->call, &st->call_id, &err)) {
+    if (!srv_enqueue(s, jobs, n_jobs, &st->call, &st->call_id, &err)) {
         st->call.n_done = n_jobs; /* nothing queued */
         stream_free(st);
         return send_error(c, &err);
@@ -674,10 +405,41 @@ static enum MHD_Result start_stream(srv_server *s, struct MHD_Connection *c, srv
     return ok;
 }
 
-static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c, const srv_conn *body) {
+/* A chat request's prompt: one user message, optionally after one system (or developer) message,
+ * rendered by the model family's template (chat.h; multi-turn is not rendered there yet) and
+ * tokenized into r->prompts[0]. max_tokens defaults to the rest of the context. */
+static int chat_prompt(srv_server *s, srv_request *r, srv_error *err) {
+    const int sys = r->n_messages == 2 && (!strcmp(r->messages[0].role, "system") || !strcmp(r->messages[0].role, "developer"));
+    if (!s->has_chat) {
+        srv_error_set(err, 400, "invalid_request_error", NULL, "this model's chat template is not one the server renders (Qwen3, R1, Llama-3, SmolLM2)");
+        return 0;
+    }
+    if (r->n_messages > 2 || strcmp(r->messages[r->n_messages - 1].role, "user") || (r->n_messages == 2 && !sys)) {
+        srv_error_set(err, 400, "invalid_request_error", "messages",
+                      "messages: one user message, optionally after one system message, is rendered (multi-turn is not yet)");
+        return 0;
+    }
+    zp_chat_opts co = {s->family, r->enable_thinking != 0, sys ? r->messages[0].content : NULL};
+    int *ids = NULL, n = 0;
+    pthread_mutex_lock(&s->tok_mu);
+    zp_status st = zp_chat_encode(s->tok, &co, r->messages[r->n_messages - 1].content, &ids, &n);
+    pthread_mutex_unlock(&s->tok_mu);
+    r->prompts = calloc(1, sizeof *r->prompts);
+    if (st != ZP_OK || !r->prompts) {
+        srv_error_set(err, 400, "invalid_request_error", "messages", "messages: %s", st != ZP_OK ? zp_last_error() : "no memory");
+        free(ids);
+        return 0;
+    }
+    r->prompts[0] = (srv_prompt){NULL, ids, n};
+    r->n_prompts = 1;
+    if (r->max_tokens < 0) r->max_tokens = s->max_pos - n > 0 ? s->max_pos - n : 1;
+    return 1;
+}
+
+static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c, const srv_conn *body, srv_endpoint ep) {
     srv_request r;
     srv_error err;
-    if (srv_request_parse(body->body ? body->body : "", body->n, SRV_COMPLETIONS, &r, &err) != ZP_OK) return send_error(c, &err);
+    if (srv_request_parse(body->body ? body->body : "", body->n, ep, &r, &err) != ZP_OK) return send_error(c, &err);
     enum MHD_Result ret;
     if (strcmp(r.model, s->name)) {
         char msg[512];
@@ -686,20 +448,20 @@ static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c,
         srv_request_free(&r);
         return ret;
     }
-    if (unsupported_yet(&r, &err)) { srv_request_free(&r); return send_error(c, &err); }
+    if (unsupported_yet(&r, &err) || (ep == SRV_CHAT && !chat_prompt(s, &r, &err))) { srv_request_free(&r); return send_error(c, &err); }
     const int n_jobs = r.n_prompts * r.n;
     srv_job *jobs = calloc((size_t)n_jobs, sizeof *jobs);
     if (!jobs || !build_jobs(s, &r, jobs, n_jobs, &err)) {
         if (!jobs) srv_error_set(&err, 500, "server_error", NULL, "no memory for %d choices", n_jobs);
-        if (jobs) free_jobs(jobs, n_jobs, r.n);
+        if (jobs) srv_free_jobs(jobs, n_jobs, r.n);
         srv_request_free(&r);
         return send_error(c, &err);
     }
     if (r.stream) return start_stream(s, c, &r, jobs, n_jobs);
     srv_call call = {n_jobs, 0, 0, PTHREAD_COND_INITIALIZER};
     int64_t call_id;
-    if (!enqueue(s, jobs, n_jobs, &call, &call_id, &err)) {
-        free_jobs(jobs, n_jobs, r.n);
+    if (!srv_enqueue(s, jobs, n_jobs, &call, &call_id, &err)) {
+        srv_free_jobs(jobs, n_jobs, r.n);
         srv_request_free(&r);
         return send_error(c, &err);
     }
@@ -711,12 +473,12 @@ static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c,
     for (int i = 0; i < n_jobs && failed < 0; i++)
         if (jobs[i].status != ZP_OK) failed = i;
     if (failed >= 0) {
-        job_error(&jobs[failed], &err);
+        srv_job_error(&jobs[failed], &err);
         ret = send_error(c, &err);
     } else {
         ret = send_json(c, MHD_HTTP_OK, completion_json(s, &r, jobs, n_jobs, call_id));
     }
-    free_jobs(jobs, n_jobs, r.n);
+    srv_free_jobs(jobs, n_jobs, r.n);
     srv_request_free(&r);
     return ret;
 }
@@ -766,10 +528,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     const int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
     if (!strcmp(url, "/v1/models") && get) return serve_models(s, c);
-    if (!strcmp(url, "/v1/completions") && post) return serve_completion(s, c, b);
-    if (!strcmp(url, "/v1/chat/completions") && post)
-        return refuse_with(c, 404, "NotFoundError", NULL, "/v1/chat/completions is not served yet by this server (issue 38)");
-    if (!strcmp(url, "/v1/models") || !strcmp(url, "/v1/completions"))
+    if (!strcmp(url, "/v1/completions") && post) return serve_completion(s, c, b, SRV_COMPLETIONS);
+    if (!strcmp(url, "/v1/chat/completions") && post) return serve_completion(s, c, b, SRV_CHAT);
+    if (!strcmp(url, "/v1/models") || !strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions"))
         return refuse_with(c, 405, "invalid_request_error", NULL, "method not allowed on this path");
     return refuse_with(c, 404, "NotFoundError", NULL, "no such path");
 }
@@ -784,49 +545,17 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
 }
 
-/* ---------------------------------------------------------------- the server's life */
-
-static zp_status server_open(srv_server *s, const srv_config *cfg) {
-    memset(s, 0, sizeof *s);
-    s->cfg = *cfg;
-    if (cfg->max_waiting < 1) return zp_fail(ZP_ERR_INVALID, "serve: max_waiting %d must be positive", cfg->max_waiting);
-    const char *slash = strrchr(cfg->ec.model_dir, '/');
-    const char *base = cfg->served_name ? cfg->served_name : slash && slash[1] ? slash + 1 : cfg->ec.model_dir;
-    snprintf(s->name, sizeof s->name, "%s", base);
-    ZP_TRY(zp_tokenizer_load(cfg->ec.model_dir, &s->tok));
-    ZP_TRY(zp_engine_init(&cfg->ec, &s->e));
-    s->max_pos = zp_engine_model_config(s->e)->max_pos;
-    s->vocab = zp_engine_model_config(s->e)->vocab;
-    s->live_cap = cfg->max_waiting * 2;
-    s->waiting = calloc((size_t)cfg->max_waiting, sizeof *s->waiting);
-    s->live = calloc((size_t)s->live_cap, sizeof *s->live);
-    if (!s->waiting || !s->live) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
-    zp_engine_set_token_hook(s->e, on_token, s);
-    snapshot(s); /* /metrics before the first step */
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_mutex_init(&s->tok_mu, NULL);
-    pthread_cond_init(&s->wake, NULL);
-    return ZP_OK;
-}
-
-static void server_close(srv_server *s) {
-    if (s->e) zp_engine_free(s->e);
-    if (s->tok) zp_tokenizer_free(s->tok);
-    free(s->waiting);
-    free(s->live);
-}
-
 zp_status srv_run(const srv_config *cfg) {
     srv_server s;
-    zp_status st = server_open(&s, cfg);
-    if (st != ZP_OK) { server_close(&s); return st; }
+    zp_status st = srv_server_open(&s, cfg);
+    if (st != ZP_OK) { srv_server_close(&s); return st; }
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* every thread started from here leaves them to sigwait */
     pthread_t engine;
-    if (pthread_create(&engine, NULL, engine_main, &s) != 0) { server_close(&s); return zp_fail(ZP_ERR_BACKEND, "serve: cannot start the engine thread"); }
+    if (pthread_create(&engine, NULL, srv_engine_main, &s) != 0) { srv_server_close(&s); return zp_fail(ZP_ERR_BACKEND, "serve: cannot start the engine thread"); }
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
@@ -855,6 +584,6 @@ zp_status srv_run(const srv_config *cfg) {
     pthread_join(engine, NULL);
     if (d) MHD_stop_daemon(d); /* the connection threads have their answers by now */
     if (st == ZP_OK && s.engine_status != ZP_OK) st = zp_fail(s.engine_status, "serve: the engine failed");
-    server_close(&s);
+    srv_server_close(&s);
     return st;
 }

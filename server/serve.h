@@ -6,8 +6,9 @@
  * /v1/completions (text or token-id prompts, n samples, stop strings matched on the decoded text
  * across token boundaries and ended through zp_engine_finish_request, max_tokens, temperature,
  * top_p, top_k, ignore_eos; streaming as server-sent events, where a client that leaves ends its
- * requests; a seed keys the draws, so a seeded request repeats); chat and logprobs are refused
- * with a 400 naming the parameter. Deliberately not here:
+ * requests; a seed keys the draws, so a seeded request repeats), and POST /v1/chat/completions for
+ * one user turn (optionally after a system message) through chat.h's templates; multi-turn chat
+ * and logprobs are refused with a 400 naming the parameter. Deliberately not here:
  * parsing a body (serve_request.c) and the command line (tools/cmd_serve.c).
  */
 #ifndef ZP_SERVE_H

@@ -150,6 +150,26 @@ check(st == 200 and len(ev) == 3 and m["zipage_requests_running"] == 0 and m["zi
       and m["zipage_time_to_first_token_seconds_count"] == served, f"a client that left: {[(k, v) for k, v in m.items() if 'requests' in k or 'blocks_used' in k]}")
 
 
+# chat: the template's rendering of one turn, as zipage generate --prompt renders it; streamed too
+orc = json.load(open(oracle))
+chat = {"model": model, "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"}],
+        "max_tokens": 24, "temperature": 0, "ignore_eos": True}
+st, r = call("/v1/chat/completions", chat)
+check(st == 200 and r["object"] == "chat.completion" and r["choices"][0]["message"] == {"role": "assistant", "content": orc["chat"]}
+      and r["usage"]["completion_tokens"] == 24, f"chat: {r} vs {orc['chat']!r}")
+st, r = call("/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": "What is 2+2?"}], "max_tokens": 24,
+                                       "temperature": 0, "ignore_eos": True, "chat_template_kwargs": {"enable_thinking": False}})
+check(st == 200 and r["choices"][0]["message"]["content"] == orc["chat_nothink"], f"chat, thinking off: {r}")
+c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=120)
+c.request("POST", "/v1/chat/completions", json.dumps({**chat, "stream": True}), {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+ev = [l[6:] for l in c.getresponse().read().decode().split("\n") if l.startswith("data: ")]
+chunks = [json.loads(e) for e in ev[:-1]]
+check(ev[-1] == "[DONE]" and all(ch["object"] == "chat.completion.chunk" for ch in chunks) and chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+      and "".join(ch["choices"][0]["delta"]["content"] for ch in chunks) == orc["chat"] and chunks[-1]["choices"][0]["finish_reason"] == "length",
+      f"chat streamed: {chunks[:2]}")
+served += 3
+
+
 def refused(status, param, body=None, **kw):
     st, r = call("/v1/completions", body, **kw) if "path" not in kw else call(kw.pop("path"), body, **kw)
     e = r.get("error", {})
@@ -166,6 +186,9 @@ refused(401, None, {"model": model, "prompt": "hi"}, key=None)
 refused(413, None, raw=b'{"prompt": "' + b"a" * (9 << 20) + b'"}')
 refused(503, None, {"model": model, "prompt": "hi", "n": 64, "max_tokens": 1})
 refused(405, None, path="/v1/completions", method="GET")
+refused(400, "messages", {"model": model, "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                                                       {"role": "user", "content": "c"}]}, path="/v1/chat/completions")
+refused(400, "logprobs", {"model": model, "messages": [{"role": "user", "content": "a"}], "logprobs": True}, path="/v1/chat/completions")
 refused(404, None, path="/v1/nothing", method="GET")
 # a seed with sampling: the choices draw zipage generate's samples (same seed, request 0, samples 0 and 1), again on a rerun
 want = json.load(open(oracle))["sampled"]

@@ -1,7 +1,7 @@
 """serve_openai.py - `zipage serve` through the official openai client (pinned in
 tools/grading/requirements.txt): the model list, greedy completions equal to `zipage generate`'s
 tokens decoded (the oracle file of test_serve.sh), batched prompts with n = 2, a stop string, a
-streamed completion with usage, and
+streamed completion with usage, a chat turn (whole and streamed), and
 the client's typed errors for a refusal (400 naming the parameter), a wrong key (401) and an
 unknown model (404). Usage: serve_openai.py PORT KEY ORACLE MODEL"""
 import json
@@ -40,6 +40,13 @@ for ch in c.completions.create(model=model, prompt=ids, max_tokens=24, temperatu
     parts += [x.text for x in ch.choices]
     usage = ch.usage or usage
 check("".join(parts) == text and usage and usage.completion_tokens == 24, f"streamed: {''.join(parts)!r}, {usage}")
+want = json.load(open(oracle))["chat"]
+msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"}]
+r = c.chat.completions.create(model=model, messages=msgs, max_tokens=24, temperature=0, extra_body={"ignore_eos": True})
+check(r.choices[0].message.content == want and r.choices[0].message.role == "assistant", f"chat: {r.choices[0].message}")
+got = "".join(ch.choices[0].delta.content or "" for ch in c.chat.completions.create(model=model, messages=msgs, max_tokens=24, temperature=0,
+                                                                                     stream=True, extra_body={"ignore_eos": True}) if ch.choices)
+check(got == want, f"chat streamed: {got!r} vs {want!r}")
 try:
     c.completions.create(model=model, prompt="hi", max_tokens=4, extra_body={"frobnicate": 1})
     check(False, "an unknown field was accepted")

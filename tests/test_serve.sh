@@ -13,21 +13,24 @@ fails=0
 "$Z" serve --help | grep -q "POST /v1/completions" || { echo "SKIP: zipage serve is not in this build"; exit 77; }
 "$Z" mkmodel --preset tiny-qwen3-vocab --out "$T/m" >/dev/null || exit 1
 ENGINE="--policy zipage --nmax 2 --window 4 --block-size 16"
-# the oracle (JSON): generate's greedy tokens for three prompts, and two seeded samples of the first
-# (request 0: what a seeded request's two choices must draw), decoded by zipage tokenize
+# the oracle (JSON): generate's greedy tokens for three prompts, two seeded samples of the first
+# (request 0: what a seeded request's two choices must draw), and a chat turn rendered by the
+# model's template (with a system message; Qwen3's thinking off), decoded by zipage tokenize
 python3 - "$Z" "$T" $ENGINE > "$T/oracle.json" <<'PY' || exit 1
 import json, subprocess, sys
 z, t, engine = sys.argv[1], sys.argv[2], sys.argv[3:]
-def gen(ids, *flags):
-    subprocess.run([z, "generate", "--model", f"{t}/m", "--prompt-ids", ids, "--ignore-eos", "--max-tokens", "24", *engine, *flags,
+def gen(*flags):
+    subprocess.run([z, "generate", "--model", f"{t}/m", "--ignore-eos", "--max-tokens", "24", *engine, *flags,
                     "--out", f"{t}/g.json"], check=True, stdout=subprocess.DEVNULL)
     out = []
     for s in json.load(open(f"{t}/g.json"))["samples"]:
         open(f"{t}/ids", "w").write(",".join(map(str, s["tokens"])))
         out.append(subprocess.run([z, "tokenize", "--model", f"{t}/m", "--decode", f"{t}/ids"], check=True, capture_output=True).stdout.decode())
     return out
-greedy = [[ids, gen(ids, "--greedy")[0]] for ids in ("1,2,3", "5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21", "300,301")]
-print(json.dumps({"greedy": greedy, "sampled": gen("1,2,3", "--temperature", "0.8", "--top-p", "0.95", "--seed", "7", "--n", "2")}))
+greedy = [[ids, gen("--prompt-ids", ids, "--greedy")[0]] for ids in ("1,2,3", "5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21", "300,301")]
+print(json.dumps({"greedy": greedy, "sampled": gen("--prompt-ids", "1,2,3", "--temperature", "0.8", "--top-p", "0.95", "--seed", "7", "--n", "2"),
+                  "chat": gen("--prompt", "What is 2+2?", "--system", "Be brief.", "--greedy")[0],
+                  "chat_nothink": gen("--prompt", "What is 2+2?", "--no-thinking", "--greedy")[0]}))
 PY
 "$Z" serve --model "$T/m" --port 0 --api-key sk-test --served-model-name tiny --max-waiting 48 $ENGINE > "$T/out" 2> "$T/err" &
 PID=$!

@@ -13,10 +13,11 @@ static void usage(FILE *f) {
                "  --model DIR               checkpoint folder with its tokenizer\n"
                "  --host ADDR               IPv4 address to listen on (default 127.0.0.1)\n"
                "  --port N                  TCP port (default 8000; 0: a free port, printed)\n"
-               "  --api-key KEY             require \"Authorization: Bearer KEY\" (except /health)\n"
+               "  --api-key KEY             require \"Authorization: Bearer KEY\" (except /health, /metrics)\n"
                "  --served-model-name NAME  the model's name in requests and /v1/models (default: the folder's name)\n"
                "  --max-waiting N           choices waiting for the engine before a 503 (default 4096)\n"
-               "endpoints: GET /health, GET /metrics, GET /v1/models, POST /v1/completions (streaming too)\n"
+               "endpoints: GET /health, GET /metrics, GET /v1/models, POST /v1/completions,\n"
+               "           POST /v1/chat/completions (one turn); both stream\n"
                "engine flags (as zipage generate):\n");
     cli_engine_usage(f);
 }

@@ -37,7 +37,7 @@ static const struct {
     {"table", cmd_table, "Markdown table (or plot data) of an experiment's runs.csv"},
     {"fidelity", cmd_fidelity, "teacher-forced KL and top-1 agreement of each policy against full KV"},
     {"grade", cmd_grade, "grade finished outputs again (a results folder in place, or foreign JSONL) with either grader"},
-    {"serve", cmd_serve, "an OpenAI-compatible HTTP server on the engine (any policy): /v1/completions, /v1/models, /metrics, /health"},
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server on the engine (any policy): /v1/completions, /v1/chat/completions, /metrics"},
     {"merge", cmd_merge, "merge shard runs.csv files into one, by run id"},
     {"prompts", cmd_prompts, "render a dataset through the model's chat template and tokenize it (JSON lines)"},
     {"tokenize", cmd_tokenize, "text to token ids (or --decode ids to text) with a model's tokenizer"},

@@ -1,0 +1,252 @@
+/* serve_engine.c - the engine side of `zipage serve` (serve_internal.h): the engine thread that
+ * steps continuously, the choices' text as tokens arrive (stop strings cut it and end the request),
+ * requests whose client left ended through zp_engine_finish_request, the /metrics counters, the
+ * queue, and the server's state. Deliberately not here: HTTP (serve.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve_internal.h"
+
+double srv_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void hist_add(srv_hist *h, const double *le, int nb, double x) {
+    int b = 0;
+    while (b < nb && x > le[b]) b++;
+    h->n[b]++;
+    h->sum += x;
+    h->count++;
+}
+
+static zp_status job_append(srv_job *j, const char *s, size_t n) {
+    if (j->len + n + 1 > j->cap) {
+        size_t cap = j->cap ? j->cap * 2 : 256;
+        while (cap < j->len + n + 1) cap *= 2;
+        char *t = realloc(j->text, cap);
+        if (!t) return zp_fail(ZP_ERR_OOM, "serve: no memory for a completion's text");
+        j->text = t;
+        j->cap = cap;
+    }
+    memcpy(j->text + j->len, s, n);
+    j->len += n;
+    j->text[j->len] = 0;
+    return ZP_OK;
+}
+
+/* The earliest stop string ending in the text added from `from` on: the text is cut there. */
+static void job_match_stop(srv_job *j, size_t from) {
+    for (int i = 0; i < j->n_stop; i++) {
+        const size_t k = strlen(j->stop[i]);
+        const size_t start = from >= k ? from - k + 1 : 0;
+        const char *hit = j->len >= k ? strstr(j->text + start, j->stop[i]) : NULL;
+        if (hit) {
+            j->len = (size_t)(hit - j->text);
+            j->text[j->len] = 0;
+            j->stop_hit = 1;
+        }
+    }
+}
+
+/* The engine's token hook (engine thread, mutex not held: jobs in the engine are the thread's). */
+static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_reason finish) {
+    srv_server *s = ctx;
+    (void)sample;
+    (void)finish;
+    srv_job *j = s->live[id % s->live_cap];
+    if (!j || j->id != id || j->stop_hit) return;
+    const double t = srv_now();
+    char buf[512];
+    const size_t n = zp_tokenizer_decode_stream(s->tok, token, &j->dt, buf, sizeof buf);
+    pthread_mutex_lock(&s->mu); /* a stream's connection thread reads the text */
+    if (j->n_tokens == 0) hist_add(&s->m.ttft, ttft_le, N_TTFT, t - j->t_arrival);
+    else hist_add(&s->m.itl, itl_le, N_ITL, t - j->t_last);
+    j->t_last = t;
+    j->n_tokens++;
+    const size_t from = j->len;
+    if (n && job_append(j, buf, n) == ZP_OK && j->n_stop) job_match_stop(j, from);
+    if (n) pthread_cond_broadcast(&j->call->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void job_done(srv_server *s, srv_job *j) {
+    if (j->status == ZP_OK && j->finish > ZP_FINISH_NONE && j->finish < ZP_FINISH_COUNT) s->m.finished[j->finish]++;
+    j->done = 1;
+    j->call->n_done++;
+    if (j->in_engine) s->live[j->id % s->live_cap] = NULL;
+    j->in_engine = 0;
+    pthread_cond_broadcast(&j->call->cv);
+}
+
+/* Moves waiting choices into the engine (mutex held). */
+static void admit_waiting(srv_server *s) {
+    for (int i = 0; i < s->n_waiting; i++) {
+        srv_job *j = s->waiting[i];
+        if (j->call->aborted) { /* its client left before it started */
+            j->finish = ZP_FINISH_ABORT;
+            job_done(s, j);
+            continue;
+        }
+        if (s->live[j->id % s->live_cap]) { /* its slot is still taken: keep the rest for the next step */
+            memmove(s->waiting, s->waiting + i, sizeof *s->waiting * (size_t)(s->n_waiting - i));
+            s->n_waiting -= i;
+            return;
+        }
+        j->status = zp_engine_add_request(s->e, j->prompt, j->n_prompt, &j->sp, j->id, j->sample, j->sp.has_rng_key ? j->seed : (uint64_t)j->id);
+        if (j->status != ZP_OK) {
+            snprintf(j->error, sizeof j->error, "%s", zp_last_error());
+            job_done(s, j);
+            continue;
+        }
+        s->live[j->id % s->live_cap] = j;
+        j->in_engine = 1;
+        s->m.prompt_tokens += j->n_prompt;
+    }
+    s->n_waiting = 0;
+}
+
+/* The engine's counters for /metrics (mutex held), taken before any choice of the step is
+ * answered, so that a client that has its answer never reads an older page. */
+static void snapshot(srv_server *s) {
+    zp_engine_get_stats(s->e, &s->m.st);
+    s->m.running = zp_engine_num_running(s->e);
+    s->m.waiting = zp_engine_num_waiting(s->e);
+    s->m.blocks_used = zp_engine_blocks_used(s->e);
+}
+
+/* After a step: stop strings end their requests; finished outputs complete their choices. */
+static zp_status after_step(srv_server *s) {
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->live_cap; i++) {
+        srv_job *j = s->live[i];
+        if (!j || j->finish != ZP_FINISH_NONE || !(j->stop_hit || j->call->aborted)) continue;
+        const zp_finish_reason why = j->stop_hit ? ZP_FINISH_STOP : ZP_FINISH_ABORT;
+        zp_status st = zp_engine_finish_request(s->e, j->id, j->sample, why);
+        if (st != ZP_OK && st != ZP_ERR_INVALID) { pthread_mutex_unlock(&s->mu); return st; }
+        if (st == ZP_OK) j->finish = why; /* INVALID: it finished on its own in this step (its output says how) */
+    }
+    snapshot(s);
+    pthread_mutex_unlock(&s->mu);
+    zp_output o[64];
+    for (int n; (n = zp_engine_poll(s->e, o, 64)) > 0;) {
+        pthread_mutex_lock(&s->mu);
+        for (int i = 0; i < n; i++) {
+            srv_job *j = s->live[o[i].request_id % s->live_cap];
+            if (j && j->id == o[i].request_id) {
+                j->finish = j->stop_hit ? ZP_FINISH_STOP : j->finish == ZP_FINISH_ABORT ? ZP_FINISH_ABORT : o[i].finish;
+                j->n_tokens = o[i].n_tokens;
+                job_done(s, j);
+            }
+            zp_output_free(&o[i]);
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    return ZP_OK;
+}
+
+void *srv_engine_main(void *arg) {
+    srv_server *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        admit_waiting(s);
+        if (!zp_engine_has_unfinished(s->e)) {
+            if (s->stopping) break;
+            pthread_cond_wait(&s->wake, &s->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        zp_status st = zp_engine_step(s->e);
+        if (st == ZP_OK) st = after_step(s);
+        pthread_mutex_lock(&s->mu);
+        if (st != ZP_OK) { /* the engine cannot go on: every choice in it fails */
+            s->engine_status = st;
+            fprintf(stderr, "serve: engine step failed: %s\n", zp_last_error());
+            for (int i = 0; i < s->live_cap; i++)
+                if (s->live[i]) {
+                    s->live[i]->status = st;
+                    snprintf(s->live[i]->error, sizeof s->live[i]->error, "the engine failed: %s", zp_last_error());
+                    job_done(s, s->live[i]);
+                }
+            s->stopping = 1;
+            break;
+        }
+    }
+    for (int i = 0; i < s->n_waiting; i++) {
+        s->waiting[i]->status = ZP_ERR_INVALID;
+        snprintf(s->waiting[i]->error, sizeof s->waiting[i]->error, "the server is shutting down");
+        job_done(s, s->waiting[i]);
+    }
+    s->n_waiting = 0;
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+void srv_free_jobs(srv_job *jobs, int n_jobs, int per_prompt) {
+    for (int i = 0; i < n_jobs; i++) {
+        if (i % per_prompt == 0) free(jobs[i].prompt);
+        free(jobs[i].text);
+    }
+    free(jobs);
+}
+
+int srv_enqueue(srv_server *s, srv_job *jobs, int n_jobs, srv_call *call, int64_t *call_id, srv_error *err) {
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping || s->n_waiting + n_jobs > s->cfg.max_waiting) {
+        pthread_mutex_unlock(&s->mu);
+        srv_error_set(err, 503, "server_error", NULL, s->stopping ? "the server is shutting down" : "the waiting queue is full (%d choices); try again later",
+                      s->cfg.max_waiting);
+        return 0;
+    }
+    *call_id = s->next_call++;
+    for (int i = 0; i < n_jobs; i++) {
+        jobs[i].id = s->next_id++;
+        jobs[i].call = call;
+        jobs[i].t_arrival = srv_now();
+        s->waiting[s->n_waiting++] = &jobs[i];
+    }
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    return 1;
+}
+
+void srv_job_error(const srv_job *j, srv_error *err) {
+    const int capacity = j->status == ZP_ERR_CAPACITY;
+    srv_error_set(err, capacity ? 400 : 500, capacity ? "invalid_request_error" : "server_error", NULL, "%s", j->error);
+}
+
+/* ---------------------------------------------------------------- the server's life */
+
+zp_status srv_server_open(srv_server *s, const srv_config *cfg) {
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    if (cfg->max_waiting < 1) return zp_fail(ZP_ERR_INVALID, "serve: max_waiting %d must be positive", cfg->max_waiting);
+    const char *slash = strrchr(cfg->ec.model_dir, '/');
+    const char *base = cfg->served_name ? cfg->served_name : slash && slash[1] ? slash + 1 : cfg->ec.model_dir;
+    snprintf(s->name, sizeof s->name, "%s", base);
+    ZP_TRY(zp_tokenizer_load(cfg->ec.model_dir, &s->tok));
+    s->has_chat = zp_chat_detect(cfg->ec.model_dir, &s->family) == ZP_OK; /* else /v1/chat/completions refuses */
+    ZP_TRY(zp_engine_init(&cfg->ec, &s->e));
+    s->max_pos = zp_engine_model_config(s->e)->max_pos;
+    s->vocab = zp_engine_model_config(s->e)->vocab;
+    s->live_cap = cfg->max_waiting * 2;
+    s->waiting = calloc((size_t)cfg->max_waiting, sizeof *s->waiting);
+    s->live = calloc((size_t)s->live_cap, sizeof *s->live);
+    if (!s->waiting || !s->live) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
+    zp_engine_set_token_hook(s->e, on_token, s);
+    snapshot(s); /* /metrics before the first step */
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->tok_mu, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    return ZP_OK;
+}
+
+void srv_server_close(srv_server *s) {
+    if (s->e) zp_engine_free(s->e);
+    if (s->tok) zp_tokenizer_free(s->tok);
+    free(s->waiting);
+    free(s->live);
+}

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- responses */
 
@@ -582,7 +583,13 @@ zp_status srv_run(const srv_config *cfg) {
     pthread_cond_signal(&s.wake);
     pthread_mutex_unlock(&s.mu);
     pthread_join(engine, NULL);
-    if (d) MHD_stop_daemon(d); /* the connection threads have their answers by now */
+    /* A connection accepted before the signal whose request had not reached the queue gets its
+     * answer (503: shutting down) rather than a closed socket: up to 2 s for the connections to end. */
+    for (double t0 = srv_now(); d && srv_now() - t0 < 2.0; usleep(20000)) {
+        const union MHD_DaemonInfo *ci = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (!ci || ci->num_connections == 0) break;
+    }
+    if (d) MHD_stop_daemon(d);
     if (st == ZP_OK && s.engine_status != ZP_OK) st = zp_fail(s.engine_status, "serve: the engine failed");
     srv_server_close(&s);
     return st;

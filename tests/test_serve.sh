@@ -54,8 +54,10 @@ r = json.load(c.getresponse())
 print(r["usage"]["completion_tokens"], r["choices"][0]["finish_reason"])
 PY
 CLIENT=$!
-for _ in $(seq 300); do grep -q "^sent" "$T/long" && break; sleep 0.1; done
-sleep 0.5 # connected and sent: the server's polling thread has accepted it by now
+for _ in $(seq 300); do # until the request runs in the engine (/metrics), so that it is in flight at the signal
+  python3 -c "import sys, urllib.request; sys.exit('\nzipage_requests_running 1\n' not in urllib.request.urlopen('http://127.0.0.1:$PORT/metrics').read().decode())" \
+    2>/dev/null && break; sleep 0.1
+done
 kill -TERM $PID
 wait $CLIENT
 wait $PID; rc=$?

@@ -66,10 +66,10 @@ int main(int argc, char **argv) {
     double t[9], bw = 0;
     float probe;
     for (int i = -1; i < 9; i++) {
-        const double t0 = bench_now();
+        const double t0 = zp_now();
         zp_status s = prefill ? be->attn_prefill(be, &d, o, q, k, v, 0) : be->attn_decode(be, &d, o, q, k, v, 0);
         if (s != ZP_OK || be->to_host(be, &probe, o, ZP_ACT_OPERAND, 0, 1) != ZP_OK) die("attention");
-        if (i >= 0) t[i] = bench_now() - t0;
+        if (i >= 0) t[i] = zp_now() - t0;
     }
     qsort(t, 9, sizeof *t, bench_cmp_double);
     if (be->copy_bandwidth(be, &bw) != ZP_OK) die("copy bandwidth");

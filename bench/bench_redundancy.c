@@ -19,20 +19,18 @@
 
 enum { L = 8, HQ = 32, HKV = 8, D = 128, BS = 256, NMAX = 8, W = 16 };
 
-
-
 /* Median seconds of one compress call of all requests with plan p (compaction is in place
  * into the same blocks, so every call sees the same kind of data). */
 static double time_plan(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *p, zp_compress_req *reqs, int nr, void *k, void *v,
                         void *q, void *sc) {
     double t[7];
     for (int i = -1; i < 7; i++) {
-        double t0 = bench_now();
+        double t0 = zp_now();
         if (be->compress(be, d, p, NMAX * BS, 0, L, reqs, nr, k, v, q, sc) != ZP_OK || be->compress_wait(be) != ZP_OK) {
             fprintf(stderr, "bench_redundancy: %s\n", zp_last_error());
             exit(1);
         }
-        if (i >= 0) t[i] = bench_now() - t0;
+        if (i >= 0) t[i] = zp_now() - t0;
     }
     qsort(t, 7, sizeof *t, bench_cmp_double);
     return t[3];

@@ -73,7 +73,7 @@ static zp_status run_workload(const bench_config *b, zp_engine *e, const bench_w
         s = zp_engine_add_request(e, w->prompt[r], w->prompt_len[r], &sp, r, 0, (uint64_t)b->seed);
     }
     res->unservable = s == ZP_ERR_CAPACITY;
-    const double t0 = bench_now();
+    const double t0 = zp_now();
     double tw = b->warmup_seconds > 0 ? -1.0 : t0; /* when the steady window began (-1: not yet) */
     int64_t gw = 0;
     zp_engine_stats st;
@@ -83,7 +83,7 @@ static zp_status run_workload(const bench_config *b, zp_engine *e, const bench_w
     res->finished = 0;
     while (s == ZP_OK && zp_engine_has_unfinished(e) && !cut) {
         s = zp_engine_step(e);
-        const double now = bench_now();
+        const double now = zp_now();
         if (s == ZP_OK) res->finished += drain_finished(e, res, now - t0);
         if (tw < 0 && now - t0 >= b->warmup_seconds) {
             zp_engine_get_stats(e, &st);
@@ -96,7 +96,7 @@ static zp_status run_workload(const bench_config *b, zp_engine *e, const bench_w
         }
         cut = (b->max_seconds > 0 && now - t0 >= b->max_seconds) || bench_stop_signal;
     }
-    res->wall = bench_now() - t0;
+    res->wall = zp_now() - t0;
     zp_engine_get_stats(e, &st);
     res->tps_steady = tw >= 0 && res->wall > tw - t0 ? (double)(st.generated_tokens - gw) / (res->wall - (tw - t0)) : 0.0;
     if (s == ZP_OK && zp_engine_has_unfinished(e)) zp_engine_abandon(e); /* cut: the unfinished ones are dropped */
@@ -205,9 +205,9 @@ static zp_status pool_unservable(zp_engine *e, const char *pool, char *msg, size
  * that cannot serve the workload fails here as in the timed run (r->unservable). */
 static zp_status warmup_run(const bench_config *b, zp_engine *e, const bench_workload *w, bench_result *r) {
     bench_timeline off = {0}; /* no rows */
-    const double t0 = bench_now();
+    const double t0 = zp_now();
     ZP_TRY(run_workload(b, e, w, &off, r));
-    printf("# warm-up run: %.3f s untimed (--no-warmup-run times the first run)\n", bench_now() - t0);
+    printf("# warm-up run: %.3f s untimed (--no-warmup-run times the first run)\n", zp_now() - t0);
     return zp_engine_reset_stats(e);
 }
 

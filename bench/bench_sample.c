@@ -56,9 +56,9 @@ int main(int argc, char **argv) {
         if (be->sample(be, d, R, V, rows, ids) != ZP_OK) die("sample"); /* warm-up */
         for (int it = 0; it < 9; it++) {
             for (int r = 0; r < R; r++) rows[r].step = (uint32_t)(it + 2);
-            const double t0 = bench_now();
+            const double t0 = zp_now();
             if (be->sample(be, d, R, V, rows, ids) != ZP_OK) die("sample");
-            t[it] = bench_now() - t0;
+            t[it] = zp_now() - t0;
         }
         for (int r = 0; r < R; r++) host += ids[r] < 0;
         qsort(t, 9, sizeof t[0], bench_cmp_double);

@@ -6,12 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "clock.h"
 
 zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, const zp_kv_geometry *geo) {
     memset(c, 0, sizeof *c);
@@ -136,7 +131,7 @@ zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_se
         const int l = first_layer_of_view(c, mc->n_layers, v);
         if (l >= 0) layer_requests(c, seqs, n, l, use_hist, tabs ? tabs + (size_t)v * n * max_blocks : NULL, max_blocks, reqs + (size_t)v * n);
     }
-    const double t0 = now_s();
+    const double t0 = zp_now();
     const int group = device_layer_group(mc, seqs, n);
     for (int l0 = 0, l1; l0 < mc->n_layers && st == ZP_OK; l0 = l1) {
         for (l1 = l0 + 1; l1 < mc->n_layers && l1 - l0 < group && view_of(c, l1) == view_of(c, l0); l1++) {}
@@ -147,7 +142,7 @@ zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_se
     free(reqs);
     free(tabs);
     if (st != ZP_OK) return st;
-    c->stats.score_seconds += now_s() - t0;
+    c->stats.score_seconds += zp_now() - t0;
     for (int i = 0; i < n; i++) count_compression(c, mc, seqs[i]->n_kv, seqs[i]->compressed);
     return ZP_OK;
 }

@@ -9,13 +9,7 @@
 #include <time.h>
 
 #include "settings.h" /* the defaults' schema */
-
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "clock.h"
 
 const char *zp_finish_name(zp_finish_reason r) {
     static const char *n[ZP_FINISH_COUNT] = {"none", "eos", "stop", "length", "max_position", "abort"};
@@ -615,7 +609,7 @@ static zp_status engine_step(zp_engine *e) {
     e->last_batch = b;
     double ops0[ZP_OP_COUNT];
     const int prof_decode = !b.is_prefill && e->be->op_seconds && e->be->op_seconds(e->be, ops0) == ZP_OK;
-    double t0 = now_s();
+    double t0 = zp_now();
     const int device_sampling = e->be->sample && !e->cfg.host_only && !e->logits_hook;
     ZP_TRY(engine_tp_forward(e, &b, device_sampling ? NULL : e->logits));
     int used = 0;
@@ -623,7 +617,7 @@ static zp_status engine_step(zp_engine *e) {
         ZP_TRY(sample_on_device(e, e->batch.seqs, n_run, &used));
         if (!used) ZP_TRY(e->be->to_host(e->be, e->logits, e->model->logits, ZP_ACT_F32, 0, (size_t)n_run * e->model->cfg.vocab));
     }
-    double t1 = now_s(); /* device work is asynchronous: the forward's time includes the sampling kernel */
+    double t1 = zp_now(); /* device work is asynchronous: the forward's time includes the sampling kernel */
     if (b.is_prefill) { e->stats.prefill_seconds += t1 - t0; e->stats.prefill_steps++; e->stats.prefill_tokens += b.n_tokens; }
     else {
         e->stats.decode_seconds += t1 - t0;
@@ -635,7 +629,7 @@ static zp_status engine_step(zp_engine *e) {
             for (int k = 0; k < ZP_OP_COUNT; k++) e->stats.decode_op_seconds[k] += ops1[k] - ops0[k];
     }
     zp_status s = sample_and_append(e, e->batch.seqs, n_run, used ? e->sids : NULL);
-    e->stats.sample_seconds += now_s() - t1;
+    e->stats.sample_seconds += zp_now() - t1;
     if (s == ZP_OK && e->prompt_compress && b.is_prefill) s = compress_prompts(e, e->batch.seqs, n_run);
     return s;
 }
@@ -644,10 +638,10 @@ zp_status zp_engine_step(zp_engine *e) {
     if (e->abandoned) return zp_fail(ZP_ERR_INVALID, "engine: stepped after zp_engine_abandon");
     const int saturated = e->sched.waiting.n > 0;
     const int64_t g0 = e->stats.generated_tokens;
-    const double t0 = saturated ? now_s() : 0;
+    const double t0 = saturated ? zp_now() : 0;
     zp_status s = engine_step(e);
     if (saturated) {
-        e->stats.saturated_seconds += now_s() - t0;
+        e->stats.saturated_seconds += zp_now() - t0;
         e->stats.saturated_tokens += e->stats.generated_tokens - g0;
     }
     return s;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h> /* isatty */
+#include "clock.h"
 
 double fidelity_kl(const float *ref, const float *cmp, int V) {
     double mr = -INFINITY, mc = -INFINITY, zr = 0, zc = 0, kl = 0;
@@ -47,14 +48,8 @@ typedef struct {
     int tty;
 } progress;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void progress_show(progress *p, int step, int steps) {
-    const double t = now_s();
+    const double t = zp_now();
     if (t - p->last < (p->tty ? 0.5 : 5.0)) return;
     fprintf(stderr, "%s  %s: step %d/%d, %.1f steps/s%s", p->tty ? "\r" : "", p->what, step, steps, step / (t - p->t0), p->tty ? "   " : "\n");
     p->last = t;
@@ -75,7 +70,7 @@ static zp_status run_one(const zp_engine_config *cfg, const fidelity_ref *ref, c
     sp.n_forced = forced ? ref->gen : 0;
     zp_status s = c.logits ? zp_engine_add_request(e, ref->prompt, ref->n_prompt, &sp, 0, 0, 0) : zp_fail(ZP_ERR_OOM, "fidelity: no memory");
     if (s == ZP_OK) zp_engine_set_logits_hook(e, hook, &c);
-    progress pr = {forced ? "teacher-forcing the compressed cache" : "full-KV reference", now_s(), now_s(), isatty(2)};
+    progress pr = {forced ? "teacher-forcing the compressed cache" : "full-KV reference", zp_now(), zp_now(), isatty(2)};
     for (int step = 0; s == ZP_OK && zp_engine_has_unfinished(e); step++) {
         progress_show(&pr, c.step + 1, ref->gen);
         s = zp_engine_step(e);

@@ -24,6 +24,7 @@
 #include "tokenizer.h"
 #include "sample_grade.h" /* each sample's verdict and the grader column */
 #include "paths.h"        /* zp_path: the datasets and the grader's environment */
+#include "clock.h"
 
 /* runs.csv, one row per run: each column's name, printf format and value, in order. The
  * header and the rows are both made from this one table (write_row names the values). */
@@ -71,12 +72,6 @@
 #define RUN_COLUMN_NAME(name, fmt, value) name,
 static const char *CSV_HEADER[] = {RUN_COLUMNS(RUN_COLUMN_NAME) NULL};
 #define RUN_N_COLUMNS (sizeof CSV_HEADER / sizeof *CSV_HEADER - 1)
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static uint64_t model_checksum(const char *dir) {
     char path[8400], *txt;
@@ -158,13 +153,13 @@ static zp_status add_requests(run_ctx *c, const exp_run *r, const char *model_di
 }
 
 static zp_status generate(run_ctx *c, zp_output *outs, double *wall) {
-    double t0 = now_s(), last = t0;
+    double t0 = zp_now(), last = t0;
     int done = 0;
     zp_engine_stats st;
     while (zp_engine_has_unfinished(c->e)) {
         ZP_TRY(zp_engine_step(c->e));
         done += zp_engine_poll(c->e, outs + done, c->total - done);
-        double t = now_s();
+        double t = zp_now();
         if (t - last >= (c->tty ? 0.5 : 5.0)) { /* one live line on a terminal, periodic lines otherwise */
             zp_engine_get_stats(c->e, &st);
             const int64_t prefilled = st.prefill_tokens + st.prefix_hit_tokens;
@@ -179,7 +174,7 @@ static zp_status generate(run_ctx *c, zp_output *outs, double *wall) {
     }
     if (c->tty && last > t0) fputc('\n', stderr);
     done += zp_engine_poll(c->e, outs + done, c->total - done);
-    *wall = now_s() - t0;
+    *wall = zp_now() - t0;
     if (done != c->total) return zp_fail(ZP_ERR_BACKEND, "run: %d of %d requests finished", done, c->total);
     return ZP_OK;
 }

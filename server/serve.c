@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 
 /* ---------------------------------------------------------------- responses */
 
@@ -585,7 +586,7 @@ zp_status srv_run(const srv_config *cfg) {
     pthread_join(engine, NULL);
     /* A connection accepted before the signal whose request had not reached the queue gets its
      * answer (503: shutting down) rather than a closed socket: up to 2 s for the connections to end. */
-    for (double t0 = srv_now(); d && srv_now() - t0 < 2.0; usleep(20000)) {
+    for (double t0 = zp_now(); d && zp_now() - t0 < 2.0; usleep(20000)) {
         const union MHD_DaemonInfo *ci = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
         if (!ci || ci->num_connections == 0) break;
     }

@@ -8,12 +8,7 @@
 #include <time.h>
 
 #include "serve_internal.h"
-
-double srv_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "clock.h"
 
 static void hist_add(srv_hist *h, const double *le, int nb, double x) {
     int b = 0;
@@ -59,7 +54,7 @@ static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_rea
     (void)finish;
     srv_job *j = s->live[id % s->live_cap];
     if (!j || j->id != id || j->stop_hit) return;
-    const double t = srv_now();
+    const double t = zp_now();
     char buf[512];
     const size_t n = zp_tokenizer_decode_stream(s->tok, token, &j->dt, buf, sizeof buf);
     pthread_mutex_lock(&s->mu); /* a stream's connection thread reads the text */
@@ -77,7 +72,12 @@ static void job_done(srv_server *s, srv_job *j) {
     if (j->status == ZP_OK && j->finish > ZP_FINISH_NONE && j->finish < ZP_FINISH_COUNT) s->m.finished[j->finish]++;
     j->done = 1;
     j->call->n_done++;
-    if (j->in_engine) s->live[j->id % s->live_cap] = NULL;
+    if (j->in_engine) { /* out of the look-up table and the active list (the last one takes its place) */
+        s->live[j->id % s->live_cap] = NULL;
+        srv_job *last = s->active[--s->n_active];
+        s->active[j->active_ix] = last;
+        last->active_ix = j->active_ix;
+    }
     j->in_engine = 0;
     pthread_cond_broadcast(&j->call->cv);
 }
@@ -103,6 +103,8 @@ static void admit_waiting(srv_server *s) {
             continue;
         }
         s->live[j->id % s->live_cap] = j;
+        j->active_ix = s->n_active;
+        s->active[s->n_active++] = j;
         j->in_engine = 1;
         s->m.prompt_tokens += j->n_prompt;
     }
@@ -121,9 +123,9 @@ static void snapshot(srv_server *s) {
 /* After a step: stop strings end their requests; finished outputs complete their choices. */
 static zp_status after_step(srv_server *s) {
     pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < s->live_cap; i++) {
-        srv_job *j = s->live[i];
-        if (!j || j->finish != ZP_FINISH_NONE || !(j->stop_hit || j->call->aborted)) continue;
+    for (int i = 0; i < s->n_active; i++) {
+        srv_job *j = s->active[i];
+        if (j->finish != ZP_FINISH_NONE || !(j->stop_hit || j->call->aborted)) continue;
         const zp_finish_reason why = j->stop_hit ? ZP_FINISH_STOP : ZP_FINISH_ABORT;
         zp_status st = zp_engine_finish_request(s->e, j->id, j->sample, why);
         if (st != ZP_OK && st != ZP_ERR_INVALID) { pthread_mutex_unlock(&s->mu); return st; }
@@ -165,12 +167,12 @@ void *srv_engine_main(void *arg) {
         if (st != ZP_OK) { /* the engine cannot go on: every choice in it fails */
             s->engine_status = st;
             fprintf(stderr, "serve: engine step failed: %s\n", zp_last_error());
-            for (int i = 0; i < s->live_cap; i++)
-                if (s->live[i]) {
-                    s->live[i]->status = st;
-                    snprintf(s->live[i]->error, sizeof s->live[i]->error, "the engine failed: %s", zp_last_error());
-                    job_done(s, s->live[i]);
-                }
+            while (s->n_active > 0) { /* job_done takes each out of the list */
+                srv_job *j = s->active[s->n_active - 1];
+                j->status = st;
+                snprintf(j->error, sizeof j->error, "the engine failed: %s", zp_last_error());
+                job_done(s, j);
+            }
             s->stopping = 1;
             break;
         }
@@ -205,7 +207,7 @@ int srv_enqueue(srv_server *s, srv_job *jobs, int n_jobs, srv_call *call, int64_
     for (int i = 0; i < n_jobs; i++) {
         jobs[i].id = s->next_id++;
         jobs[i].call = call;
-        jobs[i].t_arrival = srv_now();
+        jobs[i].t_arrival = zp_now();
         s->waiting[s->n_waiting++] = &jobs[i];
     }
     pthread_cond_signal(&s->wake);
@@ -235,7 +237,8 @@ zp_status srv_server_open(srv_server *s, const srv_config *cfg) {
     s->live_cap = cfg->max_waiting * 2;
     s->waiting = calloc((size_t)cfg->max_waiting, sizeof *s->waiting);
     s->live = calloc((size_t)s->live_cap, sizeof *s->live);
-    if (!s->waiting || !s->live) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
+    s->active = calloc((size_t)s->live_cap, sizeof *s->active);
+    if (!s->waiting || !s->live || !s->active) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
     zp_engine_set_token_hook(s->e, on_token, s);
     snapshot(s); /* /metrics before the first step */
     pthread_mutex_init(&s->mu, NULL);
@@ -249,4 +252,5 @@ void srv_server_close(srv_server *s) {
     if (s->tok) zp_tokenizer_free(s->tok);
     free(s->waiting);
     free(s->live);
+    free(s->active);
 }

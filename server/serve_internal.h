@@ -26,6 +26,7 @@ typedef struct {
     size_t len, cap;
     zp_detok_state dt;
     int stop_hit, in_engine, done;
+    int active_ix;             /* its index in the server's active list while in_engine */
     int n_tokens;
     double t_arrival, t_last;  /* monotonic seconds: queued, the last token */
     zp_finish_reason finish;
@@ -70,16 +71,16 @@ typedef struct {
     pthread_cond_t wake;
     srv_job **waiting;         /* [cfg.max_waiting] not yet in the engine */
     int n_waiting;
-    srv_job **live;            /* [live_cap] in the engine, at index id % live_cap */
+    srv_job **live;            /* [live_cap] in the engine, at index id % live_cap (the token hook's look-up) */
     int live_cap;
+    srv_job **active;          /* [live_cap] the same choices, dense (what a step's end walks) */
+    int n_active;
     int64_t next_id, next_call;
     int stopping;              /* the engine thread ends once nothing is left */
     zp_status engine_status;
     srv_metrics m;             /* under mu: the engine's counters after its last step, the latencies */
 } srv_server;
 
-/* Monotonic seconds. */
-double srv_now(void);
 /* The server's engine, tokenizer, queue and counters from cfg (srv_server_close frees them). */
 zp_status srv_server_open(srv_server *s, const srv_config *cfg);
 void srv_server_close(srv_server *s);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "clock.h"
 
 const char *cli_value(int argc, char **argv, int *i) {
     if (*i + 1 >= argc) {
@@ -79,11 +80,5 @@ zp_status cli_ids(const char *flag, const char *v, int **ids, int *n) {
 int cli_report(const char *cmd, zp_status s) {
     fprintf(stderr, "zipage %s: error: %s\n", cmd, zp_last_error());
     return s == ZP_ERR_INVALID ? 2 : 1;
-}
-
-double cli_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 

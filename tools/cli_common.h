@@ -20,6 +20,5 @@ zp_status cli_ids(const char *flag, const char *v, int **ids, int *n);
 zp_status cli_list(const char *flag, const char *v);
 /* Prints "zipage <cmd>: error: <last error>" and returns exit code 1 (2 for usage errors). */
 int cli_report(const char *cmd, zp_status s);
-double cli_now(void);
 
 #endif

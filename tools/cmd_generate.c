@@ -5,10 +5,11 @@
 #include <string.h>
 
 #include "chat.h"       /* zp_chat_detect, zp_chat_render */
-#include "cli_common.h" /* flag parsing, cli_report, cli_now */
+#include "cli_common.h" /* flag parsing, cli_report */
 #include "cli_engine.h" /* engine flags shared with bench */
 #include "engine.h"     /* zp_engine_* */
 #include "tokenizer.h"  /* text prompts and decoded outputs */
+#include "clock.h"
 
 typedef struct {
     zp_engine_config ec;
@@ -106,9 +107,9 @@ static zp_status run_generate(const gen_args *g) {
     zp_status s = ZP_OK;
     for (int k = 0; s == ZP_OK && k < g->n_samples; k++)
         s = zp_engine_add_request(e, g->prompt, g->n_prompt, &g->sp, 0, k, (uint64_t)g->seed);
-    double t0 = cli_now();
+    double t0 = zp_now();
     while (s == ZP_OK && zp_engine_has_unfinished(e)) s = zp_engine_step(e);
-    double dt = cli_now() - t0;
+    double dt = zp_now() - t0;
     zp_output *outs = calloc((size_t)g->n_samples, sizeof *outs);
     int n = (s == ZP_OK && outs) ? zp_engine_poll(e, outs, g->n_samples) : 0;
     FILE *jf = (s == ZP_OK && g->out_json) ? fopen(g->out_json, "w") : NULL;

@@ -115,7 +115,10 @@ devdeps:
 	mkdir -p .devdeps && cd .devdeps && apt-get download libcjson1 libcjson-dev libxxhash0 libxxhash-dev \
 	  libopenblas0-openmp libopenblas-openmp-dev libgfortran5 \
 	  libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 libutf8proc-dev libutf8proc2 \
-	  libcsv-dev libcsv3
+	  libcsv-dev libcsv3 libmicrohttpd12 libmicrohttpd-dev
+	# GnuTLS and its libraries, which libmicrohttpd12 links: unpacked there only if the image lacks them
+	mkdir -p .devdeps/fallback && cd .devdeps/fallback && apt-get download libgnutls30 libhogweed6 libnettle8 libp11-kit0 \
+	  libtasn1-6 libunistring2 libidn2-0 libgmp10 libffi8
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

@@ -9,6 +9,7 @@
 
 #include "serve_internal.h"
 #include "clock.h"
+#include "mkmodel.h" /* zp_preset_dir */
 
 static void hist_add(srv_hist *h, const double *le, int nb, double x) {
     int b = 0;
@@ -18,20 +19,22 @@ static void hist_add(srv_hist *h, const double *le, int nb, double x) {
     h->count++;
 }
 
-static zp_status job_append(srv_job *j, const char *s, size_t n) {
-    if (j->len + n + 1 > j->cap) {
-        size_t cap = j->cap ? j->cap * 2 : 256;
-        while (cap < j->len + n + 1) cap *= 2;
-        char *t = realloc(j->text, cap);
+/* Appends n bytes to a growable buffer (text or stage). */
+static zp_status buf_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap * 2 : 256;
+        while (c < *len + n + 1) c *= 2;
+        char *t = realloc(*buf, c);
         if (!t) return zp_fail(ZP_ERR_OOM, "serve: no memory for a completion's text");
-        j->text = t;
-        j->cap = cap;
+        *buf = t;
+        *cap = c;
     }
-    memcpy(j->text + j->len, s, n);
-    j->len += n;
-    j->text[j->len] = 0;
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = 0;
     return ZP_OK;
 }
+static zp_status job_append(srv_job *j, const char *s, size_t n) { return buf_append(&j->text, &j->len, &j->cap, s, n); }
 
 /* The earliest stop string ending in the text added from `from` on: the text is cut there. */
 static void job_match_stop(srv_job *j, size_t from) {
@@ -47,25 +50,41 @@ static void job_match_stop(srv_job *j, size_t from) {
     }
 }
 
-/* The engine's token hook (engine thread, mutex not held: jobs in the engine are the thread's). */
+/* The engine's token hook (engine thread, mutex not held): the token's text is staged in the
+ * choice, which only this thread touches until the step ends; after_step then moves every staged
+ * text under one lock, instead of a lock and a wake-up per token while the connection threads
+ * contend for the mutex. */
 static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_reason finish) {
     srv_server *s = ctx;
     (void)sample;
     (void)finish;
     srv_job *j = s->live[id % s->live_cap];
     if (!j || j->id != id || j->stop_hit) return;
-    const double t = zp_now();
-    char buf[512];
+    char buf[8192]; /* 3 x the longest token's bytes + 3 (checked at open) */
     const size_t n = zp_tokenizer_decode_stream(s->tok, token, &j->dt, buf, sizeof buf);
-    pthread_mutex_lock(&s->mu); /* a stream's connection thread reads the text */
-    if (j->n_tokens == 0) hist_add(&s->m.ttft, ttft_le, N_TTFT, t - j->t_arrival);
-    else hist_add(&s->m.itl, itl_le, N_ITL, t - j->t_last);
-    j->t_last = t;
-    j->n_tokens++;
-    const size_t from = j->len;
-    if (n && job_append(j, buf, n) == ZP_OK && j->n_stop) job_match_stop(j, from);
-    if (n) pthread_cond_broadcast(&j->call->cv);
-    pthread_mutex_unlock(&s->mu);
+    if (!j->stage_tokens) s->touched[s->n_touched++] = j;
+    j->stage_tokens++;
+    j->t_stage = zp_now();
+    if (n && buf_append(&j->stage, &j->stage_len, &j->stage_cap, buf, n) != ZP_OK) j->stage_len = 0; /* out of memory: the text is lost, not the request */
+}
+
+/* The step's staged tokens into the choices' text, latencies and stop strings (mutex held). */
+static void flush_staged(srv_server *s) {
+    for (int i = 0; i < s->n_touched; i++) {
+        srv_job *j = s->touched[i];
+        for (int k = 0; k < j->stage_tokens; k++) {
+            if (j->n_tokens == 0) hist_add(&s->m.ttft, ttft_le, N_TTFT, j->t_stage - j->t_arrival);
+            else hist_add(&s->m.itl, itl_le, N_ITL, j->t_stage - j->t_last);
+            j->t_last = j->t_stage;
+            j->n_tokens++;
+        }
+        const size_t from = j->len;
+        if (j->stage_len && !j->stop_hit && job_append(j, j->stage, j->stage_len) == ZP_OK && j->n_stop) job_match_stop(j, from);
+        if (j->stage_len) pthread_cond_broadcast(&j->call->cv);
+        j->stage_len = 0;
+        j->stage_tokens = 0;
+    }
+    s->n_touched = 0;
 }
 
 static void job_done(srv_server *s, srv_job *j) {
@@ -123,6 +142,7 @@ static void snapshot(srv_server *s) {
 /* After a step: stop strings end their requests; finished outputs complete their choices. */
 static zp_status after_step(srv_server *s) {
     pthread_mutex_lock(&s->mu);
+    flush_staged(s);
     for (int i = 0; i < s->n_active; i++) {
         srv_job *j = s->active[i];
         if (j->finish != ZP_FINISH_NONE || !(j->stop_hit || j->call->aborted)) continue;
@@ -139,6 +159,9 @@ static zp_status after_step(srv_server *s) {
         for (int i = 0; i < n; i++) {
             srv_job *j = s->live[o[i].request_id % s->live_cap];
             if (j && j->id == o[i].request_id) {
+                char tail[3]; /* a character its last token left cut: U+FFFD, as a whole decode ends */
+                const size_t k = j->stop_hit ? 0 : zp_tokenizer_decode_flush(&j->dt, tail, sizeof tail);
+                if (k && job_append(j, tail, k) == ZP_OK && j->n_stop) job_match_stop(j, j->len - k);
                 j->finish = j->stop_hit ? ZP_FINISH_STOP : j->finish == ZP_FINISH_ABORT ? ZP_FINISH_ABORT : o[i].finish;
                 j->n_tokens = o[i].n_tokens;
                 job_done(s, j);
@@ -167,6 +190,8 @@ void *srv_engine_main(void *arg) {
         if (st != ZP_OK) { /* the engine cannot go on: every choice in it fails */
             s->engine_status = st;
             fprintf(stderr, "serve: engine step failed: %s\n", zp_last_error());
+            for (int i = 0; i < s->n_touched; i++) s->touched[i]->stage_len = 0, s->touched[i]->stage_tokens = 0;
+            s->n_touched = 0;
             while (s->n_active > 0) { /* job_done takes each out of the list */
                 srv_job *j = s->active[s->n_active - 1];
                 j->status = st;
@@ -191,6 +216,7 @@ void srv_free_jobs(srv_job *jobs, int n_jobs, int per_prompt) {
     for (int i = 0; i < n_jobs; i++) {
         if (i % per_prompt == 0) free(jobs[i].prompt);
         free(jobs[i].text);
+        free(jobs[i].stage);
     }
     free(jobs);
 }
@@ -229,8 +255,14 @@ zp_status srv_server_open(srv_server *s, const srv_config *cfg) {
     const char *slash = strrchr(cfg->ec.model_dir, '/');
     const char *base = cfg->served_name ? cfg->served_name : slash && slash[1] ? slash + 1 : cfg->ec.model_dir;
     snprintf(s->name, sizeof s->name, "%s", base);
-    ZP_TRY(zp_tokenizer_load(cfg->ec.model_dir, &s->tok));
-    s->has_chat = zp_chat_detect(cfg->ec.model_dir, &s->family) == ZP_OK; /* else /v1/chat/completions refuses */
+    char dir[4096]; /* the tokenizer's folder: the checkpoint's, or the preset's (random weights) */
+    if (cfg->ec.random_weights) ZP_TRY(zp_preset_dir(cfg->ec.model_dir, dir, sizeof dir));
+    else snprintf(dir, sizeof dir, "%s", cfg->ec.model_dir);
+    ZP_TRY(zp_tokenizer_load(dir, &s->tok));
+    if (3 * zp_tokenizer_max_token_bytes(s->tok) + 3 > 8192) /* on_token's buffer */
+        return zp_fail(ZP_ERR_INVALID, "serve: the tokenizer of %s has a token of %d bytes; at most 2,729 are served", dir,
+                       zp_tokenizer_max_token_bytes(s->tok));
+    s->has_chat = zp_chat_detect(dir, &s->family) == ZP_OK; /* else /v1/chat/completions refuses */
     ZP_TRY(zp_engine_init(&cfg->ec, &s->e));
     s->max_pos = zp_engine_model_config(s->e)->max_pos;
     s->vocab = zp_engine_model_config(s->e)->vocab;
@@ -238,7 +270,8 @@ zp_status srv_server_open(srv_server *s, const srv_config *cfg) {
     s->waiting = calloc((size_t)cfg->max_waiting, sizeof *s->waiting);
     s->live = calloc((size_t)s->live_cap, sizeof *s->live);
     s->active = calloc((size_t)s->live_cap, sizeof *s->active);
-    if (!s->waiting || !s->live || !s->active) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
+    s->touched = calloc((size_t)s->live_cap, sizeof *s->touched);
+    if (!s->waiting || !s->live || !s->active || !s->touched) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
     zp_engine_set_token_hook(s->e, on_token, s);
     snapshot(s); /* /metrics before the first step */
     pthread_mutex_init(&s->mu, NULL);
@@ -253,4 +286,5 @@ void srv_server_close(srv_server *s) {
     free(s->waiting);
     free(s->live);
     free(s->active);
+    free(s->touched);
 }

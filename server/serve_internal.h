@@ -25,6 +25,10 @@ typedef struct {
     char *text;                /* decoded so far (cut at a stop string) */
     size_t len, cap;
     zp_detok_state dt;
+    char *stage;               /* the engine thread's: text of the step's tokens, moved to text after the step */
+    size_t stage_len, stage_cap;
+    int stage_tokens;          /* tokens sampled in this step */
+    double t_stage;            /* when the last of them was sampled */
     int stop_hit, in_engine, done;
     int active_ix;             /* its index in the server's active list while in_engine */
     int n_tokens;
@@ -75,6 +79,8 @@ typedef struct {
     int live_cap;
     srv_job **active;          /* [live_cap] the same choices, dense (what a step's end walks) */
     int n_active;
+    srv_job **touched;         /* [live_cap] the engine thread's: choices that sampled in this step */
+    int n_touched;
     int64_t next_id, next_call;
     int stopping;              /* the engine thread ends once nothing is left */
     zp_status engine_status;

@@ -66,7 +66,7 @@ wait $PID; rc=$?
 # the command line's refusals: one line naming the flag, non-zero exit
 bad() { local want=$1; shift; "$@" > "$T/bad" 2>&1 && { echo "FAIL: accepted: $*"; fails=$((fails+1)); return; }
   grep -q -- "$want" "$T/bad" || { echo "FAIL: $* did not say \"$want\""; cat "$T/bad"; fails=$((fails+1)); }; }
-bad "--model DIR is required" "$Z" serve --port 0
+bad "--model DIR or --preset NAME is required" "$Z" serve --port 0
 bad "unknown flag --frob" "$Z" serve --model "$T/m" --frob 1
 bad "--port" "$Z" serve --model "$T/m" --port 70000
 bad "not an IPv4 address" "$Z" serve --model "$T/m" --port 0 --host nowhere

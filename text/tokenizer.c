@@ -275,80 +275,85 @@ zp_status zp_tokenizer_encode(zp_tokenizer *t, const char *text, size_t len, int
 
 /* ---------------------------------------------------------------- decoding */
 
-static int utf8_need(unsigned char c) { return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1; }
+/* The Unicode standard's well-formed UTF-8 (table 3-7): the range of a sequence's second byte
+ * after lead byte c (0: c leads nothing), and its length. Later bytes are 80..BF. */
+static int utf8_second_ok(unsigned char c, unsigned char b) {
+    if (c == 0xE0) return b >= 0xA0 && b <= 0xBF;
+    if (c == 0xED) return b >= 0x80 && b <= 0x9F; /* no surrogates */
+    if (c == 0xF0) return b >= 0x90 && b <= 0xBF; /* no overlong forms */
+    if (c == 0xF4) return b >= 0x80 && b <= 0x8F; /* nothing past U+10FFFF */
+    return (b & 0xC0) == 0x80;
+}
+static int utf8_len(unsigned char c) { return c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0; }
 
-size_t zp_tokenizer_decode_stream(const zp_tokenizer *t, int id, zp_detok_state *st, char *out, size_t cap) {
-    size_t n = 0;
-    if (id < 0 || id >= t->n_vocab || !t->tok[id]) return 0;
-    for (int i = 0; i < t->tok_len[id]; i++) {
-        unsigned char c = t->tok[id][i];
-        if (st->n_pending && (c & 0xC0) != 0x80) { /* a broken sequence: flush it as is */
-            for (int k = 0; k < st->n_pending && n < cap; k++) out[n++] = (char)st->pending[k];
-            st->n_pending = 0;
+static size_t put_replacement(char *out, size_t n, size_t cap) {
+    if (n + 3 <= cap) memcpy(out + n, "\xEF\xBF\xBD", 3), n += 3;
+    return n;
+}
+
+/* One byte through the decoder: a complete character is written, a sequence that breaks
+ * becomes one U+FFFD (its maximal subpart, as Python's decode with errors="replace", and so
+ * Hugging Face's, replaces it) and the byte is then read afresh. */
+static size_t decode_byte(zp_detok_state *st, unsigned char c, char *out, size_t n, size_t cap) {
+    if (st->n_pending) {
+        const int ok = st->n_pending == 1 ? utf8_second_ok(st->pending[0], c) : (c & 0xC0) == 0x80;
+        if (ok) {
+            st->pending[st->n_pending++] = c;
+            if (st->n_pending == utf8_len(st->pending[0])) {
+                if (n + (size_t)st->n_pending <= cap) memcpy(out + n, st->pending, (size_t)st->n_pending), n += (size_t)st->n_pending;
+                st->n_pending = 0;
+            }
+            return n;
         }
-        if (st->n_pending < (int)sizeof st->pending) st->pending[st->n_pending++] = c;
-        if (st->n_pending >= utf8_need(st->pending[0])) {
-            for (int k = 0; k < st->n_pending && n < cap; k++) out[n++] = (char)st->pending[k];
-            st->n_pending = 0;
-        }
+        n = put_replacement(out, n, cap);
+        st->n_pending = 0;
+    }
+    const int want = utf8_len(c);
+    if (want == 1) {
+        if (n < cap) out[n++] = (char)c;
+    } else if (want == 0) {
+        n = put_replacement(out, n, cap); /* a stray continuation byte, or one that leads nothing */
+    } else {
+        st->pending[st->n_pending++] = c;
     }
     return n;
 }
 
-/* Bytes of the longest prefix of s[0..n) that starts a well-formed UTF-8 character but is cut
- * (a lead byte and its continuation bytes before the sequence breaks or ends); at least 1. */
-static size_t invalid_run(const unsigned char *s, size_t n) {
-    const int want = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3 : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 1;
-    size_t k = 1;
-    while ((int)k < want && k < n && (s[k] & 0xC0) == 0x80) k++;
-    return k;
+size_t zp_tokenizer_decode_stream(const zp_tokenizer *t, int id, zp_detok_state *st, char *out, size_t cap) {
+    size_t n = 0;
+    if (id < 0 || id >= t->n_vocab || !t->tok[id]) return 0;
+    for (int i = 0; i < t->tok_len[id]; i++) n = decode_byte(st, t->tok[id][i], out, n, cap);
+    return n;
 }
 
-/* s[0..n) with every ill-formed UTF-8 sequence replaced by U+FFFD, as Python's (and so Hugging
- * Face's) decode with errors="replace": a cut character becomes one replacement character. */
-static char *utf8_replace_invalid(const char *s, size_t n, size_t *out_len) {
-    char *o = malloc(3 * n + 1);
-    if (!o) return NULL;
-    size_t m = 0;
-    for (size_t i = 0; i < n;) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t l = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
-        if (l > 0) {
-            memcpy(o + m, s + i, (size_t)l), m += (size_t)l, i += (size_t)l;
-        } else {
-            memcpy(o + m, "\xEF\xBF\xBD", 3), m += 3;
-            i += invalid_run((const unsigned char *)s + i, n - i);
-        }
-    }
-    o[m] = 0;
-    *out_len = m;
-    return o;
+size_t zp_tokenizer_decode_flush(zp_detok_state *st, char *out, size_t cap) {
+    if (!st->n_pending) return 0;
+    st->n_pending = 0;
+    return put_replacement(out, 0, cap);
 }
 
 zp_status zp_tokenizer_decode(const zp_tokenizer *t, const int *ids, int n, char **out, size_t *len) {
-    /* (ids outside the tokenizer's vocabulary are skipped, see the loop) */
-    size_t cap = 64, used = 0;
-    for (int i = 0; i < n; i++) cap += ids[i] >= 0 && ids[i] < t->n_vocab ? (size_t)t->tok_len[ids[i]] : 0;
-    char *s = malloc(cap + 16);
+    size_t cap = 3, used = 0;
+    for (int i = 0; i < n; i++) cap += ids[i] >= 0 && ids[i] < t->n_vocab ? 3 * (size_t)t->tok_len[ids[i]] : 0;
+    char *s = malloc(cap + 1);
     ZP_CHECK_ALLOC(s);
     zp_detok_state st = {{0}, 0};
     for (int i = 0; i < n; i++) /* ids without a token (a model's padded vocabulary rows) decode to nothing */
         used += zp_tokenizer_decode_stream(t, ids[i], &st, s + used, cap - used);
-    for (int k = 0; k < st.n_pending; k++) s[used++] = (char)st.pending[k]; /* trailing partial character */
+    used += zp_tokenizer_decode_flush(&st, s + used, cap - used); /* a trailing cut character */
     s[used] = 0;
-    if (!utf8_valid((const unsigned char *)s, used)) { /* bytes of cut or stray characters: text, as Hugging Face decodes it */
-        size_t m;
-        char *r = utf8_replace_invalid(s, used, &m);
-        free(s);
-        ZP_CHECK_ALLOC(r);
-        s = r, used = m;
-    }
     *out = s;
     if (len) *len = used;
     return ZP_OK;
 }
 
 int zp_tokenizer_vocab_size(const zp_tokenizer *t) { return t->n_vocab; }
+int zp_tokenizer_max_token_bytes(const zp_tokenizer *t) {
+    int m = 0;
+    for (int i = 0; i < t->n_vocab; i++)
+        if (t->tok[i] && t->tok_len[i] > m) m = t->tok_len[i];
+    return m;
+}
 int zp_tokenizer_find(const zp_tokenizer *t, const char *token) {
     for (int k = 0; k < t->n_added; k++)
         if (!strcmp(t->added[k].text, token)) return t->added[k].id;

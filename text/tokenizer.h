@@ -30,15 +30,23 @@ zp_status zp_tokenizer_encode(zp_tokenizer *t, const char *text, size_t len, int
  * of a model's padded embedding, e.g. 151669..151935 for Qwen3) decode to nothing. */
 zp_status zp_tokenizer_decode(const zp_tokenizer *t, const int *ids, int n, char **out, size_t *len);
 
-/* Streaming decode: append the bytes of one token, emit only complete UTF-8 characters. */
+/* Streaming decode: the bytes of one token at a time; only well-formed UTF-8 comes out. A
+ * character cut across tokens waits for its next bytes; a sequence that breaks becomes U+FFFD,
+ * as Python's decode(errors="replace") (and so Hugging Face's decode) replaces it, so the
+ * concatenated output equals zp_tokenizer_decode of the same ids. */
 typedef struct {
     unsigned char pending[8];
     int n_pending;
 } zp_detok_state;
-/* Writes the completed bytes into out (cap >= token length + 8) and returns their count. */
+/* Writes the text the token completes into out (cap >= 3 x the token's bytes + 3: a byte can
+ * become a 3-byte U+FFFD) and returns its length. */
 size_t zp_tokenizer_decode_stream(const zp_tokenizer *t, int id, zp_detok_state *st, char *out, size_t cap);
+/* At the end of a stream: a character still cut becomes U+FFFD (cap >= 3); returns 0 or 3. */
+size_t zp_tokenizer_decode_flush(zp_detok_state *st, char *out, size_t cap);
 
 int zp_tokenizer_vocab_size(const zp_tokenizer *t);
+/* Bytes of the longest token (what a streaming decoder's buffer must hold, x 3, + 3). */
+int zp_tokenizer_max_token_bytes(const zp_tokenizer *t);
 /* Id of a token given as text (e.g. "<think>"), or -1. */
 int zp_tokenizer_find(const zp_tokenizer *t, const char *token);
 /* "qwen2", "llama3" or "gpt2" (the split regex in use). */

@@ -9,8 +9,10 @@
 #include "serve.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: zipage serve --model DIR [flags]\n"
+    fprintf(f, "usage: zipage serve (--model DIR | --preset NAME) [flags]\n"
                "  --model DIR               checkpoint folder with its tokenizer\n"
+               "  --preset NAME             a preset (models/) or config.json with seeded random weights built in\n"
+               "                            memory, as zipage bench's (load tests: bench/serve_bench.py)\n"
                "  --host ADDR               IPv4 address to listen on (default 127.0.0.1)\n"
                "  --port N                  TCP port (default 8000; 0: a free port, printed)\n"
                "  --api-key KEY             require \"Authorization: Bearer KEY\" (except /health, /metrics)\n"
@@ -28,7 +30,8 @@ static zp_status parse(int argc, char **argv, srv_config *c) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "--help")) { usage(stdout); exit(0); }
         if (!cli_engine_switch(a) && !(v = cli_value(argc, argv, &i))) return ZP_ERR_INVALID;
-        if (!strcmp(a, "--model")) c->ec.model_dir = v;
+        if (!strcmp(a, "--model")) { c->ec.model_dir = v; c->ec.random_weights = 0; }
+        else if (!strcmp(a, "--preset")) { c->ec.model_dir = v; c->ec.random_weights = 1; }
         else if (!strcmp(a, "--host")) c->host = v;
         else if (!strcmp(a, "--port")) ZP_TRY(cli_int(a, v, 0, 65535, &c->port));
         else if (!strcmp(a, "--api-key")) c->api_key = v;
@@ -40,7 +43,7 @@ static zp_status parse(int argc, char **argv, srv_config *c) {
             if (!matched) { usage(stderr); return zp_fail(ZP_ERR_INVALID, "unknown flag %s", a); }
         }
     }
-    if (!c->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR is required (make one with `zipage mkmodel`)");
+    if (!c->ec.model_dir) return zp_fail(ZP_ERR_INVALID, "--model DIR or --preset NAME is required (make a checkpoint with `zipage mkmodel`)");
     if (c->served_name && !c->served_name[0]) return zp_fail(ZP_ERR_INVALID, "--served-model-name must not be empty");
     return ZP_OK;
 }

@@ -407,25 +407,36 @@ static enum MHD_Result start_stream(srv_server *s, struct MHD_Connection *c, srv
     return ok;
 }
 
-/* A chat request's prompt: one user message, optionally after one system (or developer) message,
- * rendered by the model family's template (chat.h; multi-turn is not rendered there yet) and
- * tokenized into r->prompts[0]. max_tokens defaults to the rest of the context. */
+/* A chat request's prompt: the conversation rendered by the model family's template (chat.h:
+ * system, user and assistant turns as the family's Hugging Face template renders them; a
+ * developer message is OpenAI's system message) and tokenized into r->prompts[0]. max_tokens
+ * defaults to the rest of the context. */
 static int chat_prompt(srv_server *s, srv_request *r, srv_error *err) {
-    const int sys = r->n_messages == 2 && (!strcmp(r->messages[0].role, "system") || !strcmp(r->messages[0].role, "developer"));
     if (!s->has_chat) {
         srv_error_set(err, 400, "invalid_request_error", NULL, "this model's chat template is not one the server renders (Qwen3, R1, Llama-3, SmolLM2)");
         return 0;
     }
-    if (r->n_messages > 2 || strcmp(r->messages[r->n_messages - 1].role, "user") || (r->n_messages == 2 && !sys)) {
-        srv_error_set(err, 400, "invalid_request_error", "messages",
-                      "messages: one user message, optionally after one system message, is rendered (multi-turn is not yet)");
+    zp_chat_msg *m = calloc((size_t)r->n_messages, sizeof *m);
+    if (!m) {
+        srv_error_set(err, 500, "server_error", NULL, "no memory for %d messages", r->n_messages);
         return 0;
     }
-    zp_chat_opts co = {s->family, r->enable_thinking != 0, sys ? r->messages[0].content : NULL};
+    for (int i = 0; i < r->n_messages; i++) {
+        const char *role = r->messages[i].role;
+        m[i].role = !strcmp(role, "user") ? ZP_CHAT_USER : !strcmp(role, "assistant") ? ZP_CHAT_ASSISTANT : ZP_CHAT_SYSTEM; /* system, developer */
+        m[i].content = r->messages[i].content;
+    }
+    zp_chat_opts co = {s->family, r->enable_thinking != 0, NULL};
+    char *text = NULL;
     int *ids = NULL, n = 0;
-    pthread_mutex_lock(&s->tok_mu);
-    zp_status st = zp_chat_encode(s->tok, &co, r->messages[r->n_messages - 1].content, &ids, &n);
-    pthread_mutex_unlock(&s->tok_mu);
+    zp_status st = zp_chat_render_messages(&co, m, r->n_messages, &text);
+    free(m);
+    if (st == ZP_OK) {
+        pthread_mutex_lock(&s->tok_mu);
+        st = zp_tokenizer_encode(s->tok, text, strlen(text), 1, &ids, &n);
+        pthread_mutex_unlock(&s->tok_mu);
+    }
+    free(text);
     r->prompts = calloc(1, sizeof *r->prompts);
     if (st != ZP_OK || !r->prompts) {
         srv_error_set(err, 400, "invalid_request_error", "messages", "messages: %s", st != ZP_OK ? zp_last_error() : "no memory");

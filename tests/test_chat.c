@@ -53,8 +53,50 @@ static void test_goldens(void) {
     free(txt);
 }
 
+/* tests/data/chat/golden_conversations.jsonl: the same templates rendering 12 conversations
+ * (make_chat_goldens.py --conversations) x 5 (family, thinking) pairs, through
+ * zp_chat_render_messages. */
+static void test_conversations(void) {
+    char path[512], *txt = NULL;
+    snprintf(path, sizeof path, "%s/chat/golden_conversations.jsonl", ZP_TEST_DATA);
+    CHECK_OK(zp_read_file(path, &txt, NULL));
+    int cases = 0, ok = 0;
+    for (char *line = txt ? strtok(txt, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(o, "messages");
+        const char *want = cJSON_GetObjectItemCaseSensitive(o, "text")->valuestring;
+        zp_chat_opts opt = {ZP_CHAT_COUNT, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "thinking")), NULL};
+        CHECK(zp_chat_family_parse(cJSON_GetObjectItemCaseSensitive(o, "family")->valuestring, &opt.family));
+        zp_chat_msg m[16];
+        int n = 0;
+        const cJSON *x;
+        cJSON_ArrayForEach(x, msgs) {
+            const char *role = cJSON_GetObjectItemCaseSensitive(x, "role")->valuestring;
+            m[n].role = !strcmp(role, "system") ? ZP_CHAT_SYSTEM : !strcmp(role, "user") ? ZP_CHAT_USER : ZP_CHAT_ASSISTANT;
+            m[n++].content = cJSON_GetObjectItemCaseSensitive(x, "content")->valuestring;
+        }
+        char *got = NULL;
+        CHECK_OK(zp_chat_render_messages(&opt, m, n, &got));
+        int same = got && !strcmp(got, want);
+        if (!same) fprintf(stderr, "conversation %d (%s):\n got [%s]\nwant [%s]\n", cases, zp_chat_family_name(opt.family), got, want);
+        ok += same;
+        cases++;
+        free(got);
+        cJSON_Delete(o);
+    }
+    printf("chat conversations: %d/%d\n", ok, cases);
+    CHECK(cases == 60 && ok == cases);
+    free(txt);
+    zp_chat_opts q = {ZP_CHAT_QWEN3, 1, NULL};
+    char *out = NULL;
+    CHECK(zp_chat_render_messages(&q, NULL, 0, &out) == ZP_ERR_INVALID); /* nothing to render */
+    zp_chat_msg bad = {ZP_CHAT_ROLE_COUNT, "x"};
+    CHECK(zp_chat_render_messages(&q, &bad, 1, &out) == ZP_ERR_INVALID);
+}
+
 int main(void) {
     test_goldens();
+    test_conversations();
     expect(ZP_CHAT_QWEN3, 1, ZP_MATH_SYSTEM_PROMPT, "1+1?",
            "<|im_start|>system\nPlease reason step by step, and put your final answer within \\boxed{}.<|im_end|>\n"
            "<|im_start|>user\n1+1?<|im_end|>\n<|im_start|>assistant\n");

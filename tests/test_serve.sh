@@ -16,7 +16,7 @@ ENGINE="--policy zipage --nmax 2 --window 4 --block-size 16"
 # the oracle (JSON): generate's greedy tokens for three prompts, two seeded samples of the first
 # (request 0: what a seeded request's two choices must draw), and a chat turn rendered by the
 # model's template (with a system message; Qwen3's thinking off), decoded by zipage tokenize
-python3 - "$Z" "$T" $ENGINE > "$T/oracle.json" <<'PY' || exit 1
+(cd "$(dirname "$0")/.." && python3 - "$Z" "$T" $ENGINE) > "$T/oracle.json" <<'PY' || exit 1
 import json, subprocess, sys
 z, t, engine = sys.argv[1], sys.argv[2], sys.argv[3:]
 def gen(*flags):
@@ -28,9 +28,15 @@ def gen(*flags):
         out.append(subprocess.run([z, "tokenize", "--model", f"{t}/m", "--decode", f"{t}/ids"], check=True, capture_output=True).stdout.decode())
     return out
 greedy = [[ids, gen("--prompt-ids", ids, "--greedy")[0]] for ids in ("1,2,3", "5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21", "300,301")]
+# a conversation of several turns: Qwen3's Jinja template's rendering (the golden, thinking on),
+# tokenized by zipage tokenize, then generate's greedy tokens for those ids
+conv = next(json.loads(l) for l in open("tests/data/chat/golden_conversations.jsonl") if json.loads(l)["family"] == "qwen3")
+open(f"{t}/conv.txt", "w").write(conv["text"])
+conv_ids = subprocess.run([z, "tokenize", "--model", f"{t}/m", f"{t}/conv.txt"], check=True, capture_output=True).stdout.decode().strip()
 print(json.dumps({"greedy": greedy, "sampled": gen("--prompt-ids", "1,2,3", "--temperature", "0.8", "--top-p", "0.95", "--seed", "7", "--n", "2"),
                   "chat": gen("--prompt", "What is 2+2?", "--system", "Be brief.", "--greedy")[0],
-                  "chat_nothink": gen("--prompt", "What is 2+2?", "--no-thinking", "--greedy")[0]}))
+                  "chat_nothink": gen("--prompt", "What is 2+2?", "--no-thinking", "--greedy")[0],
+                  "conversation": [conv["messages"], gen("--prompt-ids", conv_ids, "--greedy")[0]]}))
 PY
 "$Z" serve --model "$T/m" --port 0 --api-key sk-test --served-model-name tiny --max-waiting 48 $ENGINE > "$T/out" 2> "$T/err" &
 PID=$!

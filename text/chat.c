@@ -77,43 +77,153 @@ static char *chat_trim(const char *s) {
     return r;
 }
 
-static zp_status chat_render_llama3(const char *sys, const char *user, char **out) {
-    char *u = chat_trim(user), *st = sys ? chat_trim(sys) : NULL;
-    size_t n = strlen(user) + (sys ? strlen(sys) : 0) + 256;
-    char *s = malloc(n);
-    if (!u || (sys && !st) || !s) { free(u); free(st); free(s); return zp_fail(ZP_ERR_OOM, "chat: out of host memory rendering the llama3 template"); }
-    snprintf(s, n, "<|begin_of_text|>%s%s%s<|start_header_id|>user<|end_header_id|>\n\n%s<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
-             st ? "<|start_header_id|>system<|end_header_id|>\n\n" : "", st ? st : "", st ? "<|eot_id|>" : "", u);
-    free(u);
-    free(st);
-    *out = s;
+/* ---------------------------------------------------------------- a growable string */
+
+typedef struct {
+    char *s;
+    size_t n, cap;
+    int oom;
+} chat_buf;
+
+static void put_n(chat_buf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t c = b->cap ? 2 * b->cap : 256;
+        while (c < b->n + n + 1) c *= 2;
+        char *t = realloc(b->s, c);
+        if (!t) { b->oom = 1; return; }
+        b->s = t, b->cap = c;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+}
+static void put(chat_buf *b, const char *s) { put_n(b, s, strlen(s)); }
+
+/* Python's str.split(sep)[0] and [-1] and str.strip('\n') family on [s, e). */
+static const char *first_of(const char *s, const char *e, const char *sep) {
+    const size_t k = strlen(sep);
+    for (const char *p = s; p + k <= e; p++)
+        if (!memcmp(p, sep, k)) return p;
+    return NULL;
+}
+static const char *after_last(const char *s, const char *e, const char *sep) { /* split(sep)[-1] */
+    const size_t k = strlen(sep);
+    for (const char *p = e - k; p >= s; p--)
+        if (!memcmp(p, sep, k)) return p + k;
+    return s;
+}
+static void lstrip_nl(const char **s, const char *e) { while (*s < e && **s == '\n') (*s)++; }
+static void rstrip_nl(const char *s, const char **e) { while (*e > s && (*e)[-1] == '\n') (*e)--; }
+
+/* ---------------------------------------------------------------- the families */
+
+/* Qwen3's template without tools: a first system message, then user and later system turns
+ * as written; an assistant turn's reasoning (before its last </think>) is dropped unless the
+ * turn comes after the last user query and is the last message or has reasoning. */
+static void render_qwen3(chat_buf *b, const zp_chat_msg *m, int n, int enable_thinking) {
+    if (n > 0 && m[0].role == ZP_CHAT_SYSTEM) put(b, "<|im_start|>system\n"), put(b, m[0].content), put(b, "<|im_end|>\n");
+    int last_query = n - 1; /* the last user message that is not a wrapped tool response */
+    for (int i = n - 1; i >= 0; i--) {
+        const char *c = m[i].content;
+        const size_t k = strlen(c);
+        const int wrapped = k >= 15 && !strncmp(c, "<tool_response>", 15) && k >= 16 && !strcmp(c + k - 16, "</tool_response>");
+        if (m[i].role == ZP_CHAT_USER && !wrapped) { last_query = i; break; }
+    }
+    for (int i = 0; i < n; i++) {
+        const char *c = m[i].content, *ce = c + strlen(c);
+        if (m[i].role == ZP_CHAT_USER || (m[i].role == ZP_CHAT_SYSTEM && i > 0)) {
+            put(b, "<|im_start|>"), put(b, m[i].role == ZP_CHAT_USER ? "user" : "system"), put(b, "\n"), put(b, c), put(b, "<|im_end|>\n");
+        } else if (m[i].role == ZP_CHAT_ASSISTANT) {
+            const char *rs = "", *re = rs; /* reasoning_content */
+            const char *close = first_of(c, ce, "</think>");
+            if (close) {
+                re = close;
+                rstrip_nl(c, &re);
+                rs = after_last(c, re, "<think>");
+                lstrip_nl(&rs, re);
+                c = after_last(c, ce, "</think>");
+                lstrip_nl(&c, ce);
+            }
+            if (i > last_query && (i == n - 1 || re > rs)) {
+                lstrip_nl(&rs, re); /* reasoning_content.strip('\n') */
+                rstrip_nl(rs, &re);
+                lstrip_nl(&c, ce);
+                put(b, "<|im_start|>assistant\n<think>\n"), put_n(b, rs, (size_t)(re - rs)), put(b, "\n</think>\n\n"), put_n(b, c, (size_t)(ce - c));
+            } else {
+                put(b, "<|im_start|>assistant\n"), put_n(b, c, (size_t)(ce - c));
+            }
+            put(b, "<|im_end|>\n");
+        }
+    }
+    put(b, "<|im_start|>assistant\n");
+    if (!enable_thinking) put(b, "<think>\n\n</think>\n\n");
+}
+
+/* DeepSeek-R1-Distill's template without tools: BOS, the last system message's text bare, then
+ * user and assistant turns; an assistant turn keeps only what follows its last </think>. */
+static void render_r1(chat_buf *b, const zp_chat_msg *m, int n) {
+    const char *sys = "";
+    for (int i = 0; i < n; i++)
+        if (m[i].role == ZP_CHAT_SYSTEM) sys = m[i].content;
+    put(b, "<｜begin▁of▁sentence｜>"), put(b, sys);
+    for (int i = 0; i < n; i++) {
+        const char *c = m[i].content, *ce = c + strlen(c);
+        if (m[i].role == ZP_CHAT_USER) put(b, "<｜User｜>"), put(b, c);
+        else if (m[i].role == ZP_CHAT_ASSISTANT) {
+            if (first_of(c, ce, "</think>")) c = after_last(c, ce, "</think>");
+            put(b, "<｜Assistant｜>"), put(b, c), put(b, "<｜end▁of▁sentence｜>");
+        }
+    }
+    put(b, "<｜Assistant｜><think>\n");
+}
+
+static const char *role_name(zp_chat_role r) { return r == ZP_CHAT_SYSTEM ? "system" : r == ZP_CHAT_USER ? "user" : "assistant"; }
+
+/* SmolLM2's ChatML: its default system line when the first message is not a system one. */
+static void render_smollm2(chat_buf *b, const zp_chat_msg *m, int n) {
+    if (n > 0 && m[0].role != ZP_CHAT_SYSTEM) put(b, "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n");
+    for (int i = 0; i < n; i++) put(b, "<|im_start|>"), put(b, role_name(m[i].role)), put(b, "\n"), put(b, m[i].content), put(b, "<|im_end|>\n");
+    put(b, "<|im_start|>assistant\n");
+}
+
+/* Meta's Llama-3-Instruct template: BOS, then every message's header and its trimmed text. */
+static void render_llama3(chat_buf *b, const zp_chat_msg *m, int n) {
+    put(b, "<|begin_of_text|>");
+    for (int i = 0; i < n; i++) {
+        char *t = chat_trim(m[i].content);
+        if (!t) { b->oom = 1; return; }
+        put(b, "<|start_header_id|>"), put(b, role_name(m[i].role)), put(b, "<|end_header_id|>\n\n"), put(b, t), put(b, "<|eot_id|>");
+        free(t);
+    }
+    put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+zp_status zp_chat_render_messages(const zp_chat_opts *o, const zp_chat_msg *m, int n, char **out) {
+    if (n < 1) return zp_fail(ZP_ERR_INVALID, "chat: no messages to render");
+    for (int i = 0; i < n; i++) {
+        if (m[i].role < 0 || m[i].role >= ZP_CHAT_ROLE_COUNT) return zp_fail(ZP_ERR_INVALID, "chat: message %d has an unknown role %d", i, (int)m[i].role);
+        if (!m[i].content) return zp_fail(ZP_ERR_INVALID, "chat: message %d has no content", i);
+    }
+    chat_buf b = {0};
+    switch (o->family) {
+    case ZP_CHAT_QWEN3: render_qwen3(&b, m, n, o->enable_thinking); break;
+    case ZP_CHAT_R1: render_r1(&b, m, n); break;
+    case ZP_CHAT_SMOLLM2: render_smollm2(&b, m, n); break;
+    case ZP_CHAT_LLAMA3: render_llama3(&b, m, n); break;
+    default: return zp_fail(ZP_ERR_INVALID, "chat: unknown family %d", o->family);
+    }
+    if (b.oom) { free(b.s); return zp_fail(ZP_ERR_OOM, "chat: out of host memory rendering the %s template", zp_chat_family_name(o->family)); }
+    *out = b.s;
     return ZP_OK;
 }
 
 zp_status zp_chat_render(const zp_chat_opts *o, const char *user, char **out) {
-    const char *sys = o->system;
-    if (o->family == ZP_CHAT_LLAMA3) return chat_render_llama3(sys, user, out);
-    size_t n = strlen(user) + (sys ? strlen(sys) : 0) + 256;
-    char *s = malloc(n);
-    ZP_CHECK_ALLOC(s);
-    switch (o->family) {
-    case ZP_CHAT_QWEN3:
-        snprintf(s, n, "%s%s%s<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n%s", sys ? "<|im_start|>system\n" : "", sys ? sys : "",
-                 sys ? "<|im_end|>\n" : "", user, o->enable_thinking ? "" : "<think>\n\n</think>\n\n");
-        break;
-    case ZP_CHAT_R1:
-        snprintf(s, n, "<｜begin▁of▁sentence｜>%s<｜User｜>%s<｜Assistant｜><think>\n", sys ? sys : "", user);
-        break;
-    case ZP_CHAT_SMOLLM2:
-        snprintf(s, n, "<|im_start|>system\n%s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n",
-                 sys ? sys : "You are a helpful AI assistant named SmolLM, trained by Hugging Face", user);
-        break;
-    default:
-        free(s);
-        return zp_fail(ZP_ERR_INVALID, "chat: unknown family %d", o->family);
-    }
-    *out = s;
-    return ZP_OK;
+    zp_chat_msg m[2];
+    int n = 0;
+    if (o->system) m[n++] = (zp_chat_msg){ZP_CHAT_SYSTEM, o->system};
+    m[n++] = (zp_chat_msg){ZP_CHAT_USER, user};
+    return zp_chat_render_messages(o, m, n, out);
 }
 
 zp_status zp_chat_encode(zp_tokenizer *t, const zp_chat_opts *o, const char *user, int **ids, int *n) {

@@ -71,12 +71,16 @@ def template(model_dir):
     return None
 
 
-def render(tpl, user, system, bos_token="<｜begin▁of▁sentence｜>", **kw):
+def render_messages(tpl, msgs, bos_token="<｜begin▁of▁sentence｜>", **kw):
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.globals["raise_exception"] = lambda msg: (_ for _ in ()).throw(jinja2.TemplateError(msg))
     env.filters["tojson"] = lambda x, **k: json.dumps(x, ensure_ascii=False)
-    msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
     return env.from_string(tpl).render(messages=msgs, add_generation_prompt=True, bos_token=bos_token, **kw)
+
+
+def render(tpl, user, system, bos_token="<｜begin▁of▁sentence｜>", **kw):
+    msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+    return render_messages(tpl, msgs, bos_token, **kw)
 
 
 FAMILIES = {

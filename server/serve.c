@@ -225,15 +225,20 @@ static void add_usage(cJSON *root, const srv_job *jobs, int n_jobs, int per_prom
 }
 
 /* One choice: completions' "text", chat's "message" (whole) or "delta" (streamed; the role in a
- * choice's first delta). finish NULL: still running. */
-static cJSON *choice_json(int chat, int stream, int first, int i, const char *text, const char *finish) {
+ * choice's first delta). With a reasoning parser a chat choice also carries reasoning_content:
+ * reasoning NULL is null whole, absent streamed; text NULL likewise for content. finish NULL:
+ * still running. */
+static cJSON *choice_json(int chat, int stream, int first, int i, const char *text, int parsed, const char *reasoning, const char *finish) {
     cJSON *ch = cJSON_CreateObject();
     cJSON_AddNumberToObject(ch, "index", i);
     if (!chat) cJSON_AddStringToObject(ch, "text", text);
     else {
         cJSON *m = cJSON_AddObjectToObject(ch, stream ? "delta" : "message");
         if (!stream || first) cJSON_AddStringToObject(m, "role", "assistant");
-        cJSON_AddStringToObject(m, "content", text);
+        if (text) cJSON_AddStringToObject(m, "content", text);
+        else if (!stream) cJSON_AddNullToObject(m, "content");
+        if (parsed && reasoning) cJSON_AddStringToObject(m, "reasoning_content", reasoning);
+        else if (parsed && !stream) cJSON_AddNullToObject(m, "reasoning_content");
     }
     cJSON_AddNullToObject(ch, "logprobs");
     if (finish) cJSON_AddStringToObject(ch, "finish_reason", finish);
@@ -241,11 +246,26 @@ static cJSON *choice_json(int chat, int stream, int first, int i, const char *te
     return ch;
 }
 
+/* A whole chat answer's content and reasoning (malloc'ed; NULL for null) by the server's parser. */
+static void split_whole(const srv_server *s, const srv_job *j, char **content, char **reasoning) {
+    const char *t = j->text ? j->text : "";
+    const srv_reasoning_split sp = srv_reasoning_split_text(s->cfg.reasoning, t, strlen(t), 1);
+    *content = sp.c1 > sp.c0 || !sp.has_reasoning ? strndup(t + sp.c0, sp.c1 - sp.c0) : NULL;
+    *reasoning = sp.has_reasoning ? strndup(t + sp.r0, sp.r1 - sp.r0) : NULL;
+}
+
 static char *completion_json(srv_server *s, const srv_request *r, srv_job *jobs, int n_jobs, int64_t call_id) {
     const int chat = r->endpoint == SRV_CHAT;
     cJSON *root = answer_head(s, chat, 0, call_id), *choices = cJSON_AddArrayToObject(root, "choices");
-    for (int i = 0; i < n_jobs; i++)
-        cJSON_AddItemToArray(choices, choice_json(chat, 0, 1, i, jobs[i].text ? jobs[i].text : "", finish_reason(jobs[i].finish)));
+    const int parsed = chat && s->cfg.reasoning != SRV_REASONING_NONE;
+    for (int i = 0; i < n_jobs; i++) {
+        char *content = NULL, *reasoning = NULL;
+        if (parsed) split_whole(s, &jobs[i], &content, &reasoning);
+        cJSON_AddItemToArray(choices, choice_json(chat, 0, 1, i, parsed ? content : jobs[i].text ? jobs[i].text : "", parsed, reasoning,
+                                                  finish_reason(jobs[i].finish)));
+        free(content);
+        free(reasoning);
+    }
     add_usage(root, jobs, n_jobs, r->n);
     char *j = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
@@ -261,7 +281,8 @@ typedef struct {
     int n_jobs;
     srv_call call;
     int64_t call_id;
-    size_t *sent;              /* [n_jobs] bytes of each choice's text sent */
+    size_t *sent;              /* [n_jobs] bytes of each choice's text sent (with a reasoning parser: up to the content sent) */
+    size_t *rsent;             /* [n_jobs] with a reasoning parser: up to the reasoning sent */
     char *final;               /* [n_jobs] its last chunk (finish_reason) sent */
     char *started;             /* [n_jobs] its first chunk sent (chat: the role goes in it) */
     size_t max_stop;           /* the longest stop string: that much text is held back while it runs */
@@ -272,13 +293,15 @@ typedef struct {
 
 /* "data: {chunk}\n\n" of choice i with text[0..n) (finish NULL while it runs), or the usage chunk
  * (i < 0), as OpenAI streams a completion or a chat completion. */
-static char *stream_event(srv_stream *st, int i, const char *text, size_t n, const char *finish) {
+static char *stream_event(srv_stream *st, int i, const char *text, size_t n, int is_reasoning, const char *finish) {
     const int chat = st->r.endpoint == SRV_CHAT;
     cJSON *root = answer_head(st->s, chat, 1, st->call_id), *choices = cJSON_AddArrayToObject(root, "choices");
     if (i >= 0) {
         char *t = malloc(n + 1);
         if (t) { memcpy(t, text, n); t[n] = 0; }
-        cJSON_AddItemToArray(choices, choice_json(chat, 1, !st->started[i], i, t ? t : "", finish));
+        const int parsed = chat && st->s->cfg.reasoning != SRV_REASONING_NONE;
+        cJSON_AddItemToArray(choices, choice_json(chat, 1, !st->started[i], i, is_reasoning ? NULL : t ? t : "", parsed,
+                                                  is_reasoning ? (t ? t : "") : NULL, finish));
         st->started[i] = 1;
         free(t);
         if (st->r.include_usage) cJSON_AddNullToObject(root, "usage");
@@ -310,8 +333,19 @@ static char *stream_next(srv_stream *st) {
     for (int i = 0; i < st->n_jobs; i++) {
         srv_job *j = &st->jobs[i];
         const size_t ready = stream_ready(st, j);
-        if (j->status == ZP_OK && ready > st->sent[i]) {
-            char *ev = stream_event(st, i, j->text + st->sent[i], ready - st->sent[i], NULL);
+        if (st->rsent && j->status == ZP_OK) { /* the reasoning, then the content, as far as they are known */
+            const srv_reasoning_split sp = srv_reasoning_split_text(st->s->cfg.reasoning, j->text ? j->text : "", ready, j->done || j->stop_hit);
+            const size_t r0 = st->rsent[i] > sp.r0 ? st->rsent[i] : sp.r0, c0 = st->sent[i] > sp.c0 ? st->sent[i] : sp.c0;
+            if (sp.has_reasoning && sp.r1 > r0) {
+                st->rsent[i] = sp.r1;
+                return stream_event(st, i, j->text + r0, sp.r1 - r0, 1, NULL);
+            }
+            if (sp.c1 > c0) {
+                st->sent[i] = sp.c1;
+                return stream_event(st, i, j->text + c0, sp.c1 - c0, 0, NULL);
+            }
+        } else if (j->status == ZP_OK && ready > st->sent[i]) {
+            char *ev = stream_event(st, i, j->text + st->sent[i], ready - st->sent[i], 0, NULL);
             st->sent[i] = ready;
             return ev;
         }
@@ -325,12 +359,12 @@ static char *stream_next(srv_stream *st) {
                 free(e);
                 return ev;
             }
-            return stream_event(st, i, "", 0, finish_reason(j->finish));
+            return stream_event(st, i, "", 0, 0, finish_reason(j->finish));
         }
         all_final &= st->final[i];
     }
     if (!all_final) return NULL;
-    if (st->phase == 0 && st->r.include_usage) { st->phase = 1; return stream_event(st, -1, NULL, 0, NULL); }
+    if (st->phase == 0 && st->r.include_usage) { st->phase = 1; return stream_event(st, -1, NULL, 0, 0, NULL); }
     st->phase = 2;
     return strdup("data: [DONE]\n\n");
 }
@@ -369,6 +403,7 @@ static void stream_free(void *cls) {
     srv_free_jobs(st->jobs, st->n_jobs, st->r.n);
     srv_request_free(&st->r);
     free(st->sent);
+    free(st->rsent);
     free(st->final);
     free(st->started);
     free(st->pend);
@@ -378,15 +413,17 @@ static void stream_free(void *cls) {
 static enum MHD_Result start_stream(srv_server *s, struct MHD_Connection *c, srv_request *r, srv_job *jobs, int n_jobs) {
     srv_error err;
     srv_stream *st = calloc(1, sizeof *st);
-    size_t *sent = calloc((size_t)n_jobs, sizeof *sent);
+    size_t *sent = calloc((size_t)n_jobs, sizeof *sent), *rsent = calloc((size_t)n_jobs, sizeof *rsent);
     char *final = calloc((size_t)n_jobs, 1), *started = calloc((size_t)n_jobs, 1);
-    if (!st || !sent || !final || !started) {
-        free(st), free(sent), free(final), free(started);
+    if (!st || !sent || !rsent || !final || !started) {
+        free(st), free(sent), free(rsent), free(final), free(started);
         srv_free_jobs(jobs, n_jobs, r->n);
         srv_request_free(r);
         return refuse_with(c, 500, "server_error", NULL, "no memory for a stream");
     }
     *st = (srv_stream){.s = s, .r = *r, .jobs = jobs, .n_jobs = n_jobs, .sent = sent, .final = final, .started = started};
+    if (r->endpoint == SRV_CHAT && s->cfg.reasoning != SRV_REASONING_NONE) st->rsent = rsent; /* else unused */
+    else free(rsent);
     pthread_cond_init(&st->call.cv, NULL);
     st->call.n_jobs = n_jobs;
     for (int i = 0; i < r->n_stop; i++)

@@ -7,14 +7,16 @@
  * across token boundaries and ended through zp_engine_finish_request, max_tokens, temperature,
  * top_p, top_k, ignore_eos; streaming as server-sent events, where a client that leaves ends its
  * requests; a seed keys the draws, so a seeded request repeats), and POST /v1/chat/completions for
- * one user turn (optionally after a system message) through chat.h's templates; multi-turn chat
- * and logprobs are refused with a 400 naming the parameter. Deliberately not here:
+ * conversations through chat.h's templates, the thinking block as reasoning_content with a
+ * reasoning parser (serve_reasoning.h); logprobs are refused with a 400 naming the parameter.
+ * Deliberately not here:
  * parsing a body (serve_request.c) and the command line (tools/cmd_serve.c).
  */
 #ifndef ZP_SERVE_H
 #define ZP_SERVE_H
 
 #include "engine.h"
+#include "serve_reasoning.h"
 
 typedef struct {
     zp_engine_config ec;       /* the engine (ec.model_dir: the model and its tokenizer) */
@@ -24,10 +26,11 @@ typedef struct {
     const char *served_name;   /* NULL: the model folder's name */
     int max_waiting;           /* choices waiting for the engine before a 503 */
     size_t max_body;           /* bytes of a request body before a 413 */
+    srv_reasoning_parser reasoning; /* chat answers: the thinking block as reasoning_content (NONE: in content) */
 } srv_config;
 
 static inline srv_config srv_config_default(void) {
-    srv_config c = {zp_engine_config_default(), "127.0.0.1", 8000, NULL, NULL, 4096, 8u << 20};
+    srv_config c = {zp_engine_config_default(), "127.0.0.1", 8000, NULL, NULL, 4096, 8u << 20, SRV_REASONING_NONE};
     return c;
 }
 /* Runs until SIGINT or SIGTERM: stops accepting, finishes the requests in flight, returns ZP_OK.

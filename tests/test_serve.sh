@@ -69,6 +69,32 @@ wait $CLIENT
 wait $PID; rc=$?
 [ $rc = 0 ] && grep -q "^600 length$" "$T/long" && grep -q "SIGTERM: no new connections" "$T/err" \
   || { echo "FAIL: SIGTERM with a request in flight (exit $rc)"; cat "$T/long" "$T/err"; fails=$((fails+1)); }
+# --reasoning-parser deepseek_r1: a chat answer splits at its first </think> (before: reasoning_content;
+# after: content; none: all reasoning), whole and streamed, against the rule applied here to the
+# oracle's text (the greedy answer of the one-turn chat)
+"$Z" serve --model "$T/m" --port 0 --served-model-name tiny --reasoning-parser deepseek_r1 $ENGINE > "$T/out2" 2> "$T/err2" &
+PID=$!
+for _ in $(seq 100); do grep -q "^serving" "$T/out2" && break; sleep 0.1; done
+PORT=$(sed -n 's/^serving tiny on http:\/\/127.0.0.1:\([0-9]*\)$/\1/p' "$T/out2")
+python3 - "$PORT" "$T/oracle.json" <<'PY' || { echo "FAIL: the reasoning parser"; fails=$((fails+1)); }
+import http.client, json, sys
+port, text = int(sys.argv[1]), json.load(open(sys.argv[2]))["chat"]
+body = {"model": "tiny", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"}],
+        "max_tokens": 24, "temperature": 0, "ignore_eos": True}
+t = text[len("<think>"):] if text.startswith("<think>") else text
+want_r, sep, want_c = t.partition("</think>")
+def post(b):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("POST", "/v1/chat/completions", json.dumps(b), {"Content-Type": "application/json"})
+    return c.getresponse().read().decode()
+m = json.loads(post(body))["choices"][0]["message"]
+assert m["reasoning_content"] == want_r and m["content"] == (want_c or None), (m, want_r, want_c)
+ev = [json.loads(l[6:]) for l in post({**body, "stream": True}).split("\n") if l.startswith("data: {")]
+d = [e["choices"][0]["delta"] for e in ev]
+assert "".join(x.get("reasoning_content", "") for x in d) == want_r and "".join(x.get("content") or "" for x in d) == want_c, d
+print(f"reasoning parser: {len(want_r)} bytes of reasoning, {len(want_c)} of content, whole and streamed")
+PY
+kill -TERM $PID; wait $PID || { echo "FAIL: the second server's exit status"; fails=$((fails+1)); }
 # the command line's refusals: one line naming the flag, non-zero exit
 bad() { local want=$1; shift; "$@" > "$T/bad" 2>&1 && { echo "FAIL: accepted: $*"; fails=$((fails+1)); return; }
   grep -q -- "$want" "$T/bad" || { echo "FAIL: $* did not say \"$want\""; cat "$T/bad"; fails=$((fails+1)); }; }
@@ -76,5 +102,6 @@ bad "--model DIR or --preset NAME is required" "$Z" serve --port 0
 bad "unknown flag --frob" "$Z" serve --model "$T/m" --frob 1
 bad "--port" "$Z" serve --model "$T/m" --port 70000
 bad "not an IPv4 address" "$Z" serve --model "$T/m" --port 0 --host nowhere
+bad "neither deepseek_r1 nor qwen3" "$Z" serve --model "$T/m" --port 0 --reasoning-parser r1
 echo "test_serve: $fails failure(s)"
 [ $fails = 0 ]

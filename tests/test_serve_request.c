@@ -1,10 +1,12 @@
 /* test_serve_request.c - the OpenAI request bodies of `zipage serve` (serve_request.c): the
  * forms the official clients send (lm-evaluation-harness' local-completions payload, the openai
  * package's chat call with stream_options) parse to the expected fields and defaults; every
- * refusal is a 400 whose error object names the parameter; the error object's JSON shape. */
+ * refusal is a 400 whose error object names the parameter; the error object's JSON shape; the
+ * reasoning parsers (serve_reasoning.c), whole and streamed. */
 #include <cjson/cJSON.h>
 #include <string.h>
 
+#include "serve_reasoning.h"
 #include "serve_request.h"
 #include "test_util.h"
 
@@ -147,7 +149,65 @@ static void test_error_json(void) {
     free(s);
 }
 
+/* One split, whole: the reasoning and the content as strings. */
+static void expect_split(srv_reasoning_parser p, const char *text, int has, const char *reasoning, const char *content) {
+    const srv_reasoning_split sp = srv_reasoning_split_text(p, text, strlen(text), 1);
+    const int ok = sp.has_reasoning == has && sp.r1 - sp.r0 == strlen(reasoning) && !strncmp(text + sp.r0, reasoning, sp.r1 - sp.r0) &&
+                   sp.c1 - sp.c0 == strlen(content) && !strncmp(text + sp.c0, content, sp.c1 - sp.c0) && sp.c1 <= strlen(text);
+    if (!ok) fprintf(stderr, "split [%s]: has %d, reasoning [%.*s], content [%.*s]\n", text, sp.has_reasoning, (int)(sp.r1 - sp.r0), text + sp.r0,
+                     (int)(sp.c1 - sp.c0), text + sp.c0);
+    CHECK(ok);
+}
+
+/* The parsers' rules, and streaming: at every prefix of a text, what the spans add to what was
+ * sent (as serve.c sends it) ends, at the whole text, as the whole split, never taking back. */
+static void test_reasoning(void) {
+    srv_reasoning_parser p;
+    CHECK(srv_reasoning_parse_name("deepseek_r1", &p) && p == SRV_REASONING_R1);
+    CHECK(srv_reasoning_parse_name("qwen3", &p) && p == SRV_REASONING_QWEN3);
+    CHECK(!srv_reasoning_parse_name("r1", &p));
+    expect_split(SRV_REASONING_R1, "abc</think>\n\nans", 1, "abc", "\n\nans");
+    expect_split(SRV_REASONING_R1, "<think>\nabc</think>x</think>y", 1, "\nabc", "x</think>y");
+    expect_split(SRV_REASONING_R1, "cut short", 1, "cut short", "");
+    expect_split(SRV_REASONING_R1, "</think>", 1, "", "");
+    expect_split(SRV_REASONING_QWEN3, "<think>\nr\n</think>\n\nA", 1, "\nr\n", "\n\nA");
+    expect_split(SRV_REASONING_QWEN3, "plain answer</think>", 0, "", "plain answer</think>");
+    expect_split(SRV_REASONING_QWEN3, "<think>unfinished", 1, "unfinished", "");
+    expect_split(SRV_REASONING_NONE, "<think>a</think>b", 0, "", "<think>a</think>b");
+    const srv_reasoning_split a = srv_reasoning_split_text(SRV_REASONING_R1, "abc</th", 7, 0);
+    CHECK(a.r1 == 3 && a.c1 == a.c0); /* a beginning of </think> waits */
+    const srv_reasoning_split b = srv_reasoning_split_text(SRV_REASONING_QWEN3, "<thi", 4, 0);
+    CHECK(b.c1 == 0 && !b.has_reasoning); /* it may yet open */
+    static const char *pieces[] = {"<think>", "</think>", "a", "\n", "<", "</th", "ink>", "<thi", "x y"};
+    uint64_t rng = 12345;
+    for (int t = 0; t < 400; t++) {
+        char text[256] = "";
+        for (int k = 0, np = 1 + t % 12; k < np; k++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            strcat(text, pieces[(rng >> 33) % 9]);
+        }
+        const size_t n = strlen(text);
+        for (int pi = 0; pi < 2; pi++) {
+            const srv_reasoning_parser q = pi ? SRV_REASONING_QWEN3 : SRV_REASONING_R1;
+            char got_r[256] = "", got_c[256] = "";
+            size_t rsent = 0, csent = 0;
+            for (size_t k = 0; k <= n; k++) { /* the text as it grows, then whole */
+                const srv_reasoning_split sp = srv_reasoning_split_text(q, text, k, k == n);
+                const size_t r0 = rsent > sp.r0 ? rsent : sp.r0, c0 = csent > sp.c0 ? csent : sp.c0;
+                if (sp.has_reasoning && sp.r1 > r0) strncat(got_r, text + r0, sp.r1 - r0), rsent = sp.r1;
+                if (sp.c1 > c0) strncat(got_c, text + c0, sp.c1 - c0), csent = sp.c1;
+            }
+            const srv_reasoning_split w = srv_reasoning_split_text(q, text, n, 1);
+            const int ok = strlen(got_r) == w.r1 - w.r0 && !strncmp(got_r, text + w.r0, w.r1 - w.r0) && strlen(got_c) == w.c1 - w.c0 &&
+                           !strncmp(got_c, text + w.c0, w.c1 - w.c0);
+            if (!ok) fprintf(stderr, "streamed split of [%s] (%s): [%s] [%s]\n", text, pi ? "qwen3" : "r1", got_r, got_c);
+            CHECK(ok);
+        }
+    }
+}
+
 int main(void) {
+    test_reasoning();
     test_completions();
     test_chat();
     test_refusals();

@@ -129,6 +129,9 @@ async def one_request(session, a, prompt, gen, rec, t0):
                 rec["done"] = time.monotonic() - t0
                 return
             d = json.loads(data)
+            if d.get("error"):  # the server failed the request mid-stream
+                rec["error"] = f"error event: {json.dumps(d['error'])[:200]}"
+                continue
             if d.get("usage"):
                 rec["usage"] = d["usage"]
             for c in d.get("choices") or []:
@@ -187,7 +190,7 @@ async def run_rate(a, reqs, rate):
 
 
 def summarize(a, rate, recs, marks):
-    fin = [r for r in recs if "done" in r and "usage" in r]
+    fin = [r for r in recs if "done" in r and "usage" in r and "error" not in r]
     failed = [r for r in recs if "error" in r]
     cut = len(recs) - len(fin) - len(failed)
     end = marks["end"][1]

@@ -327,8 +327,25 @@ static size_t stream_ready(const srv_stream *st, const srv_job *j) {
     return k;
 }
 
-/* The next event (mutex held), NULL when there is none yet. */
-static char *stream_next(srv_stream *st) {
+/* What the next event says, taken under the mutex; the event's JSON is made after it is let go
+ * (hundreds of streams format their chunks at once without holding up the engine thread). */
+typedef struct {
+    enum { ITEM_NONE, ITEM_TEXT, ITEM_FINAL, ITEM_ERROR, ITEM_USAGE, ITEM_DONE } kind;
+    int i, is_reasoning;
+    char *text;                /* ITEM_TEXT: a copy of the piece */
+    size_t n;
+    const char *finish;
+    srv_error err;             /* ITEM_ERROR */
+} stream_item;
+
+static stream_item text_item(int i, const char *t, size_t n, int is_reasoning) {
+    stream_item it = {ITEM_TEXT, i, is_reasoning, malloc(n + 1), n, NULL, {0}};
+    if (it.text) memcpy(it.text, t, n), it.text[n] = 0;
+    return it;
+}
+
+/* The next item (mutex held); ITEM_NONE when there is none yet. */
+static stream_item stream_next(srv_stream *st) {
     int all_final = 1;
     for (int i = 0; i < st->n_jobs; i++) {
         srv_job *j = &st->jobs[i];
@@ -338,35 +355,50 @@ static char *stream_next(srv_stream *st) {
             const size_t r0 = st->rsent[i] > sp.r0 ? st->rsent[i] : sp.r0, c0 = st->sent[i] > sp.c0 ? st->sent[i] : sp.c0;
             if (sp.has_reasoning && sp.r1 > r0) {
                 st->rsent[i] = sp.r1;
-                return stream_event(st, i, j->text + r0, sp.r1 - r0, 1, NULL);
+                return text_item(i, j->text + r0, sp.r1 - r0, 1);
             }
             if (sp.c1 > c0) {
                 st->sent[i] = sp.c1;
-                return stream_event(st, i, j->text + c0, sp.c1 - c0, 0, NULL);
+                return text_item(i, j->text + c0, sp.c1 - c0, 0);
             }
         } else if (j->status == ZP_OK && ready > st->sent[i]) {
-            char *ev = stream_event(st, i, j->text + st->sent[i], ready - st->sent[i], 0, NULL);
+            stream_item it = text_item(i, j->text + st->sent[i], ready - st->sent[i], 0);
             st->sent[i] = ready;
-            return ev;
+            return it;
         }
         if (j->done && !st->final[i]) {
             st->final[i] = 1;
-            if (j->status != ZP_OK) {
-                srv_error err;
-                srv_job_error(j, &err);
-                char *e = srv_error_json(&err), *ev = e ? malloc(strlen(e) + 9) : NULL;
-                if (ev) sprintf(ev, "data: %s\n\n", e);
-                free(e);
-                return ev;
-            }
-            return stream_event(st, i, "", 0, 0, finish_reason(j->finish));
+            stream_item it = {ITEM_FINAL, i, 0, NULL, 0, finish_reason(j->finish), {0}};
+            if (j->status != ZP_OK) it.kind = ITEM_ERROR, srv_job_error(j, &it.err);
+            return it;
         }
         all_final &= st->final[i];
     }
-    if (!all_final) return NULL;
-    if (st->phase == 0 && st->r.include_usage) { st->phase = 1; return stream_event(st, -1, NULL, 0, 0, NULL); }
+    if (!all_final) return (stream_item){ITEM_NONE, 0, 0, NULL, 0, NULL, {0}};
+    if (st->phase == 0 && st->r.include_usage) { st->phase = 1; return (stream_item){ITEM_USAGE, 0, 0, NULL, 0, NULL, {0}}; }
     st->phase = 2;
-    return strdup("data: [DONE]\n\n");
+    return (stream_item){ITEM_DONE, 0, 0, NULL, 0, NULL, {0}};
+}
+
+/* The item's event (mutex not held: the choices it reads are done, or only its copy). */
+static char *stream_format(srv_stream *st, stream_item *it) {
+    char *ev = NULL;
+    switch (it->kind) {
+    case ITEM_TEXT: ev = it->text ? stream_event(st, it->i, it->text, it->n, it->is_reasoning, NULL) : NULL; break;
+    case ITEM_FINAL: ev = stream_event(st, it->i, "", 0, 0, it->finish); break;
+    case ITEM_USAGE: ev = stream_event(st, -1, NULL, 0, 0, NULL); break;
+    case ITEM_DONE: ev = strdup("data: [DONE]\n\n"); break;
+    case ITEM_ERROR: {
+        char *e = srv_error_json(&it->err);
+        ev = e ? malloc(strlen(e) + 9) : NULL;
+        if (ev) sprintf(ev, "data: %s\n\n", e);
+        free(e);
+        break;
+    }
+    default: break;
+    }
+    free(it->text);
+    return ev;
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -377,10 +409,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         st->pend = NULL;
         st->pend_n = st->pend_off = 0;
         if (st->phase == 2) return MHD_CONTENT_READER_END_OF_STREAM;
+        stream_item it;
         pthread_mutex_lock(&st->s->mu);
-        while (!(st->pend = stream_next(st)) && st->phase != 2) pthread_cond_wait(&st->call.cv, &st->s->mu);
+        while ((it = stream_next(st)).kind == ITEM_NONE) pthread_cond_wait(&st->call.cv, &st->s->mu);
         pthread_mutex_unlock(&st->s->mu);
-        if (!st->pend) return MHD_CONTENT_READER_END_WITH_ERROR; /* out of memory */
+        if (!(st->pend = stream_format(st, &it))) return MHD_CONTENT_READER_END_WITH_ERROR; /* out of memory */
         st->pend_n = strlen(st->pend);
     }
     const size_t k = st->pend_n - st->pend_off < max ? st->pend_n - st->pend_off : max;

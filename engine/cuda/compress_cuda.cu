@@ -136,7 +136,7 @@ static zp_status permute_smem(const void *fn, int k, int D, size_t *bytes) {
     return ZP_OK;
 }
 
-zp_status cuda_scratch(cuda_ctx *c, size_t floats) { return cuda_grow((void **)&c->gather, &c->gather_cap, floats * sizeof(float)); }
+zp_status cuda_scratch(cuda_ctx *c, size_t floats) { return cuda_grow(c, (void **)&c->gather, &c->gather_cap, floats * sizeof(float)); }
 
 zp_status cuda_query_store(zp_backend *be, const zp_attn_dims *d, const void *q, void *qcache, int layer) {
     cuda_ctx *c = CUDA_CTX(be);
@@ -162,23 +162,32 @@ zp_status cuda_query_read(zp_backend *be, const zp_attn_dims *d, const void *qca
 }
 
 /* Grows a device buffer to at least `bytes` (by half again; the old contents are dropped).
- * Waits for the whole device first: the old buffer may be read by work on either stream. */
-zp_status cuda_grow(void **buf, size_t *cap, size_t bytes) {
+ * Waits for the whole device first: the old buffer may be read by work on either stream. The
+ * device-wide wait and cudaFree must not meet a graph being recorded on the model stream (they
+ * invalidate the capture), so a thread that is not the recorder (the async compression thread)
+ * holds record_lock while it grows; the recording thread itself never grows a buffer (a key is
+ * recorded on its second sighting, after an eager run sized everything). */
+zp_status cuda_grow(cuda_ctx *c, void **buf, size_t *cap, size_t bytes) {
     if (bytes <= *cap) return ZP_OK;
-    ZP_CUDA_CHECK(cudaDeviceSynchronize());
-    cudaFree(*buf);
-    *buf = NULL;
-    *cap = 0;
-    const size_t want = bytes + bytes / 2;
-    ZP_CUDA_CHECK(cudaMalloc(buf, want));
-    *cap = want;
+    const int lock = !cuda_graph_recording_here();
+    if (lock) pthread_mutex_lock(&c->record_lock);
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) {
+        cudaFree(*buf);
+        *buf = NULL;
+        *cap = 0;
+        e = cudaMalloc(buf, bytes + bytes / 2);
+        if (e == cudaSuccess) *cap = bytes + bytes / 2;
+    }
+    if (lock) pthread_mutex_unlock(&c->record_lock);
+    if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda: growing a buffer to %zu bytes failed at %s:%d: %s", bytes, __FILE__, __LINE__, cudaGetErrorString(e));
     return ZP_OK;
 }
 
 /* Block tables come from the host: up to two go into the persistent table buffer (stream
  * ordered, so a later upload never overtakes a kernel still reading the previous one). */
 static zp_status upload_tables(cuda_ctx *c, const int *a, int na, const int *b, int nb, int **da, int **db) {
-    ZP_TRY(cuda_grow((void **)&c->tab, &c->tab_cap, sizeof(int) * (size_t)(na + nb + 1)));
+    ZP_TRY(cuda_grow(c, (void **)&c->tab, &c->tab_cap, sizeof(int) * (size_t)(na + nb + 1)));
     *da = c->tab;
     ZP_CUDA_CHECK(cudaMemcpyAsync(c->tab, a, sizeof(int) * (size_t)na, cudaMemcpyHostToDevice, c->stream));
     if (db) {
@@ -262,8 +271,8 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
     const float *inv_freq;
     ZP_TRY(shift_frequencies(c, d, shift, order != NULL, &inv_freq));
     const size_t nk = (size_t)Hkv * n;
-    ZP_TRY(cuda_grow((void **)&c->keep, &c->keep_cap, nk));
-    ZP_TRY(cuda_grow((void **)&c->scores, &c->scores_cap, nk * sizeof(float)));
+    ZP_TRY(cuda_grow(c, (void **)&c->keep, &c->keep_cap, nk));
+    ZP_TRY(cuda_grow(c, (void **)&c->scores, &c->scores_cap, nk * sizeof(float)));
     ZP_CUDA_CHECK(cudaMemcpyAsync(c->keep, keep, nk, cudaMemcpyHostToDevice, c->stream));
     if (score_cache && scores) ZP_CUDA_CHECK(cudaMemcpyAsync(c->scores, scores, nk * sizeof(float), cudaMemcpyHostToDevice, c->stream));
     int max_kept = 0; /* the target table holds exactly the blocks the kept tokens need */
@@ -447,10 +456,10 @@ static zp_status compress_pack(cuda_ctx *c, const zp_attn_dims *d, int budget, i
                 jobs[4 * jn + 3] = (int)row;
             }
     }
-    ZP_TRY(cuda_grow((void **)&c->cpack, &c->cpack_cap, sizeof(int) * ints));
+    ZP_TRY(cuda_grow(c, (void **)&c->cpack, &c->cpack_cap, sizeof(int) * ints));
     ZP_CUDA_CHECK(cudaMemcpyAsync(c->cpack, c->hpack, sizeof(int) * ints, cudaMemcpyHostToDevice, c->cstream));
     const size_t fbytes = sizeof(float) * rows;
-    ZP_TRY(cuda_grow(&c->cwork, &c->cwork_cap, 6 * fbytes + rows));
+    ZP_TRY(cuda_grow(c, &c->cwork, &c->cwork_cap, 6 * fbytes + rows));
     char *w = (char *)c->cwork;
     *j = (zp_plan_jobs){(const int4 *)c->cpack, c->cpack + 4 * n_jobs, c->cpack + 4 * n_jobs + ZP_REQ_FIELDS * n_req, (int)n_jobs, max_n,
                         (float *)w, (float *)(w + fbytes), (float *)(w + 2 * fbytes), (float *)(w + 3 * fbytes), (int *)(w + 4 * fbytes),

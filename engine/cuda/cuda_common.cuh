@@ -251,7 +251,9 @@ zp_status cuda_score_read(zp_backend *be, const zp_attn_dims *d, const void *sco
 zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
                           const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order, int shift);
 zp_status cuda_scratch(cuda_ctx *c, size_t floats);
-zp_status cuda_grow(void **buf, size_t *cap, size_t bytes);
+zp_status cuda_grow(cuda_ctx *c, void **buf, size_t *cap, size_t bytes);
+/* 1 while this thread records a graph (graph_cuda.cu). */
+int cuda_graph_recording_here(void);
 zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
                         const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache);
 zp_status cuda_compress_wait(zp_backend *be);

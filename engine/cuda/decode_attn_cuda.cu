@@ -255,7 +255,7 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     const int n_parts = decode_parts_default((long)S * d->n_kv_heads, c->n_sms, max_parts);
     if (n_parts > 1) {
         const size_t heads = (size_t)S * d->n_heads * n_parts;
-        ZP_TRY(cuda_grow(&c->dec_part, &c->dec_part_cap, sizeof(float) * heads * (D + 2)));
+        ZP_TRY(cuda_grow(c, &c->dec_part, &c->dec_part_cap, sizeof(float) * heads * (D + 2)));
     }
     float *part_acc = (float *)c->dec_part, *part_ml = part_acc ? part_acc + (size_t)S * d->n_heads * n_parts * D : NULL;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * D;

@@ -6,7 +6,8 @@
  * kernel of a decode forward takes its per-step data (tokens, positions, slots, block tables,
  * lengths) from the device copies set_batch has just uploaded to the same addresses, and its
  * launch geometry from the shape alone (decode attention splits by shape, not by lengths).
- * The async compression thread records an event on the model stream; record_lock keeps it
+ * The async compression thread records an event on the model stream and grows its buffers
+ * (a device-wide wait and cudaFree, which would invalidate a capture); record_lock keeps both
  * out of a recording. Not here: prefill steps (ragged shapes, run eagerly), sampling (after
  * the graph), and profiling (ZIPAGE_PROFILE turns graphs off: its events would be recorded).
  */
@@ -21,6 +22,9 @@ struct cuda_graph_entry {
     int seen;           /* times the key was seen */
     cudaGraphExec_t exec;
 };
+
+static __thread int recording_here; /* this thread is recording a graph */
+int cuda_graph_recording_here(void) { return recording_here; }
 
 static uint64_t mix(uint64_t h, uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -73,6 +77,7 @@ zp_status cuda_graph_begin(zp_backend *be, uint64_t model_key, int *hit, int *re
             return zp_fail(ZP_ERR_BACKEND, "cuda graphs: cudaStreamBeginCapture: %s", cudaGetErrorString(e));
         }
         c->graph_slot = slot;
+        recording_here = 1;
         *recording = 1;
     }
     return ZP_OK;
@@ -85,6 +90,7 @@ zp_status cuda_graph_end(zp_backend *be, int ok) {
     c->graph_slot = -1;
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(c->stream, &graph);
+    recording_here = 0;
     pthread_mutex_unlock(&c->record_lock);
     if (ok && e == cudaSuccess) e = cudaGraphInstantiate(&g->exec, graph, 0);
     if (graph) cudaGraphDestroy(graph);

@@ -250,7 +250,7 @@ zp_status cuda_sample(zp_backend *be, const void *logits, int n, int V, const zp
     if (n <= 0) return ZP_OK;
     zp_prof_scope prof(c, ZP_OP_SAMPLING);
     const size_t rbytes = sizeof(zp_sample_row) * (size_t)n;
-    ZP_TRY(cuda_grow(&c->srows, &c->srows_cap, rbytes + sizeof(int) * (size_t)n));
+    ZP_TRY(cuda_grow(c, &c->srows, &c->srows_cap, rbytes + sizeof(int) * (size_t)n));
     int *dids = (int *)((char *)c->srows + rbytes);
     ZP_CUDA_CHECK(cudaMemcpyAsync(c->srows, rows, rbytes, cudaMemcpyHostToDevice, c->stream));
     sample_kernel<<<n, SAMPLE_THREADS, 0, c->stream>>>((const float *)logits, V, (const zp_sample_row *)c->srows, dids);

@@ -1,5 +1,8 @@
 /* dtype.h - element types of checkpoint tensors and scalar conversions to/from fp32.
- * Conversions are exact for bf16/f16 -> f32; f32 -> bf16 rounds to nearest even (as torch).
+ * Conversions are exact for bf16/f16/fp8 -> f32; f32 -> bf16 rounds to nearest even (as torch);
+ * f32 -> fp8 E4M3 (torch's float8_e4m3fn: bias 7, no infinities, S.1111.111 the only NaN, 448 the
+ * largest) rounds to nearest even and saturates at +-448, as a KV cache quantizes (vLLM clamps
+ * to the type's range before its cast; torch's bare cast would give NaN past 464).
  */
 #ifndef ZP_DTYPE_H
 #define ZP_DTYPE_H
@@ -78,6 +81,46 @@ static inline void zp_convert_to_f32(float *dst, const void *src, zp_dtype t, si
         for (size_t i = 0; i < n; i++) dst[i] = zp_bf16_to_f32(s[i]);
     else
         for (size_t i = 0; i < n; i++) dst[i] = zp_f16_to_f32(s[i]);
+}
+
+/* fp8 E4M3 (float8_e4m3fn) -> f32, exact: subnormals m x 2^-9, normals (1 + m/8) x 2^(e-7). */
+static inline float zp_e4m3_to_f32(uint8_t b) {
+    const uint32_t e = (b >> 3) & 0xfu, m = b & 7u;
+    float f;
+    if (e == 15 && m == 7) {
+        uint32_t nan = 0x7fc00000u | ((uint32_t)(b & 0x80u) << 24);
+        memcpy(&f, &nan, 4);
+        return f;
+    }
+    if (e == 0) f = (float)m * (1.0f / 512.0f);
+    else {
+        const uint32_t u = ((e + 120u) << 23) | (m << 20); /* rebias 7 -> 127 */
+        memcpy(&f, &u, 4);
+    }
+    return (b & 0x80u) ? -f : f;
+}
+
+/* f32 -> fp8 E4M3, round to nearest even, saturating at +-448 (infinities too); NaN stays NaN. */
+static inline uint8_t zp_f32_to_e4m3(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+    u &= 0x7fffffffu;
+    if (u > 0x7f800000u) return (uint8_t)(sign | 0x7fu);
+    if (u >= 0x43e00000u) return (uint8_t)(sign | 0x7eu); /* >= 448 (and infinity): the largest */
+    if (u < 0x3c800000u) { /* below 2^-6, the smallest normal: a multiple of 2^-9, ties to even */
+        float a;
+        memcpy(&a, &u, 4);
+        const float k = a * 512.0f; /* exact: a power-of-two scale, k < 8 */
+        uint32_t n = (uint32_t)k;
+        const float rest = k - (float)n;
+        if (rest > 0.5f || (rest == 0.5f && (n & 1u))) n++;
+        return (uint8_t)(sign | n); /* n == 8 is the smallest normal's encoding */
+    }
+    /* normal: keep 3 of the 23 mantissa bits, ties to even, then rebias the exponent 127 -> 7 */
+    u += 0x7ffffu + ((u >> 20) & 1u);
+    const uint32_t r = (u >> 20) - (120u << 3);
+    return (uint8_t)(sign | (r > 0x7eu ? 0x7eu : r)); /* a round up from below 448 never passes it: 448 is even */
 }
 
 #endif

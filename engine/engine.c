@@ -369,7 +369,7 @@ static zp_status reserve_step(zp_engine *e, int rows, int seqs, int max_blocks) 
         e->logits_rows = seqs;
     }
     if (!e->scratch) {
-        e->scratch = malloc(sizeof(float) * 2 * (size_t)e->model->cfg.vocab);
+        e->scratch = malloc(sizeof(float) * 3 * (size_t)e->model->cfg.vocab); /* the sampler's 2 V, a logits row for logprobs */
         ZP_CHECK_ALLOC(e->scratch);
     }
     return ZP_OK;
@@ -493,8 +493,10 @@ static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n, con
         if (q->n_kv > e->stats.peak_request_tokens) e->stats.peak_request_tokens = q->n_kv;
         int step = q->n_tokens - q->n_prompt;
         float *row = e->logits + (size_t)i * V;
-        if (ids && ids[i] < 0) ZP_TRY(e->be->to_host(e->be, row, e->model->logits, ZP_ACT_F32, (size_t)i * V, (size_t)V));
+        if (ids && (ids[i] < 0 || q->sp.want_logprobs)) ZP_TRY(e->be->to_host(e->be, row, e->model->logits, ZP_ACT_F32, (size_t)i * V, (size_t)V));
         if (e->logits_hook) e->logits_hook(e->logits_hook_ctx, q->request_id, q->sample_index, step, row, V);
+        float *raw = e->scratch + 2 * (size_t)V; /* the host sampler changes row: logprobs read the model's logits */
+        if (q->sp.want_logprobs) memcpy(raw, row, sizeof(float) * (size_t)V);
         float u = zp_rng_uniform(q->seed, q->sp.has_rng_key ? q->sp.rng_key : (uint64_t)q->request_id, (uint32_t)q->sample_index, (uint32_t)step);
         int tok = step < q->sp.n_forced ? q->sp.forced[step]
                   : ids && ids[i] >= 0 ? ids[i]
@@ -502,7 +504,9 @@ static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n, con
         q->tokens[q->n_tokens++] = tok;
         e->stats.generated_tokens++;
         q->finish = check_finish(e, q, tok);
-        if (e->token_hook) e->token_hook(e->token_hook_ctx, q->request_id, q->sample_index, tok, q->finish);
+        zp_token_logprobs lp;
+        if (q->sp.want_logprobs) zp_logprobs_compute(raw, V, tok, q->sp.top_logprobs, &lp);
+        if (e->token_hook) e->token_hook(e->token_hook_ctx, q->request_id, q->sample_index, tok, q->finish, q->sp.want_logprobs ? &lp : NULL);
         if (q->finish != ZP_FINISH_NONE) {
             sched_finish(&e->sched, q);
             seq_list_remove(&e->all, q);

@@ -149,7 +149,8 @@ void zp_engine_set_logits_hook(zp_engine *e, zp_logits_hook fn, void *ctx);
  * must not call back into the engine: a caller that wants to end a request (a stop string seen
  * in the text) calls zp_engine_finish_request after the step. NULL removes the hook. Unlike
  * the logits hook, it leaves sampling on the device. */
-typedef void (*zp_token_hook)(void *ctx, int64_t request_id, int sample_index, int token, zp_finish_reason finish);
+typedef void (*zp_token_hook)(void *ctx, int64_t request_id, int sample_index, int token, zp_finish_reason finish,
+                              const zp_token_logprobs *logprobs); /* logprobs: NULL unless the request's want_logprobs */
 void zp_engine_set_token_hook(zp_engine *e, zp_token_hook fn, void *ctx);
 /* Ends one unfinished request between steps, wherever it stands (waiting, running, a compression
  * planned or in flight): a planned compression is cancelled, one in flight is waited for, then its

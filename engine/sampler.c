@@ -17,6 +17,26 @@ zp_sampling_params zp_sampling_default(void) {
     return p;
 }
 
+void zp_logprobs_compute(const float *logits, int V, int token, int k, zp_token_logprobs *out) {
+    k = k < 0 ? 0 : k > ZP_MAX_LOGPROBS ? ZP_MAX_LOGPROBS : k > V ? V : k;
+    float mx = -INFINITY;
+    for (int i = 0; i < V; i++)
+        if (logits[i] > mx) mx = logits[i];
+    double sum = 0; /* log-sum-exp in double over the 151k-token vocabularies */
+    for (int i = 0; i < V; i++) sum += exp((double)logits[i] - mx);
+    const double lse = (double)mx + log(sum);
+    int n = 0; /* top k by insertion into a list kept in descending order (ties: lower id first) */
+    for (int i = 0; i < V && k > 0; i++) {
+        if (n == k && !(logits[i] > logits[out->top_id[n - 1]])) continue;
+        int p = n < k ? n++ : k - 1;
+        while (p > 0 && logits[i] > logits[out->top_id[p - 1]]) { out->top_id[p] = out->top_id[p - 1]; p--; }
+        out->top_id[p] = i;
+    }
+    out->n_top = n;
+    for (int j = 0; j < n; j++) out->top_logprob[j] = (float)((double)logits[out->top_id[j]] - lse);
+    out->logprob = token >= 0 && token < V ? (float)((double)logits[token] - lse) : -INFINITY;
+}
+
 void zp_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) { zp_philox4x32_10(ctr, key, out); }
 
 float zp_rng_uniform(uint64_t seed, uint64_t request_id, uint32_t sample_index, uint32_t step) {

@@ -25,7 +25,24 @@ typedef struct {
     int n_forced;             /* (the array must outlive the request) */
     int has_rng_key;          /* 1: rng_key keys the draws in place of the request id (a server's seeded */
     uint64_t rng_key;         /* request draws the same tokens whatever id the server gave it) */
+    int want_logprobs;        /* 1: each sampled token's log-probability goes to the token hook */
+    int top_logprobs;         /* and the most likely top_logprobs tokens' (0..ZP_MAX_LOGPROBS) */
 } zp_sampling_params;
+
+#define ZP_MAX_LOGPROBS 20
+
+/* Log-probabilities of a sampled token under the model: log_softmax of the raw logits (before
+ * temperature, top-k/top-p and penalties, as vLLM's default raw_logprobs), and the top n_top
+ * tokens by logit (ties: the lower id first). */
+typedef struct {
+    float logprob;
+    int n_top;
+    int top_id[ZP_MAX_LOGPROBS];
+    float top_logprob[ZP_MAX_LOGPROBS];
+} zp_token_logprobs;
+
+/* Fills out for token from logits[V] (read only); k top tokens (clamped to 0..ZP_MAX_LOGPROBS). */
+void zp_logprobs_compute(const float *logits, int V, int token, int k, zp_token_logprobs *out);
 
 zp_sampling_params zp_sampling_default(void);
 

@@ -138,8 +138,8 @@ static enum MHD_Result serve_metrics(srv_server *s, struct MHD_Connection *c) {
 
 /* What this step of the server cannot honour yet: refused by name (serve.h). */
 static int unsupported_yet(const srv_request *r, srv_error *err) {
-    if (!r->logprobs) return 0;
-    srv_error_set(err, 400, "invalid_request_error", "logprobs", "logprobs: not supported by this server yet");
+    if (!r->logprobs || !r->stream) return 0;
+    srv_error_set(err, 400, "invalid_request_error", "logprobs", "logprobs: not supported with \"stream\": true yet (ask without streaming)");
     return 1;
 }
 
@@ -185,6 +185,8 @@ static int build_jobs(srv_server *s, const srv_request *r, srv_job *jobs, int n_
             j->sp.top_p = r->top_p;
             j->sp.top_k = r->top_k > 0 ? r->top_k : 0;
             j->sp.ignore_eos = r->ignore_eos;
+            j->sp.want_logprobs = r->logprobs;
+            j->sp.top_logprobs = r->top_logprobs;
             j->sample = k;
             if (r->has_seed) { /* draws keyed by (seed, prompt index, sample): a repeated request repeats */
                 j->sp.has_rng_key = 1;
@@ -228,7 +230,8 @@ static void add_usage(cJSON *root, const srv_job *jobs, int n_jobs, int per_prom
  * choice's first delta). With a reasoning parser a chat choice also carries reasoning_content:
  * reasoning NULL is null whole, absent streamed; text NULL likewise for content. finish NULL:
  * still running. */
-static cJSON *choice_json(int chat, int stream, int first, int i, const char *text, int parsed, const char *reasoning, const char *finish) {
+static cJSON *choice_json(int chat, int stream, int first, int i, const char *text, int parsed, const char *reasoning, const char *finish,
+                          cJSON *logprobs) {
     cJSON *ch = cJSON_CreateObject();
     cJSON_AddNumberToObject(ch, "index", i);
     if (!chat) cJSON_AddStringToObject(ch, "text", text);
@@ -240,7 +243,8 @@ static cJSON *choice_json(int chat, int stream, int first, int i, const char *te
         if (parsed && reasoning) cJSON_AddStringToObject(m, "reasoning_content", reasoning);
         else if (parsed && !stream) cJSON_AddNullToObject(m, "reasoning_content");
     }
-    cJSON_AddNullToObject(ch, "logprobs");
+    if (logprobs) cJSON_AddItemToObject(ch, "logprobs", logprobs);
+    else cJSON_AddNullToObject(ch, "logprobs");
     if (finish) cJSON_AddStringToObject(ch, "finish_reason", finish);
     else cJSON_AddNullToObject(ch, "finish_reason");
     return ch;
@@ -254,6 +258,77 @@ static void split_whole(const srv_server *s, const srv_job *j, char **content, c
     *reasoning = sp.has_reasoning ? strndup(t + sp.r0, sp.r1 - sp.r0) : NULL;
 }
 
+/* A token as text (decoded alone: a cut character is U+FFFD) and as its bytes. */
+static cJSON *token_text(const srv_server *s, int id) {
+    char *t = NULL;
+    size_t n = 0;
+    cJSON *j = zp_tokenizer_decode(s->tok, &id, 1, &t, &n) == ZP_OK ? cJSON_CreateString(t) : cJSON_CreateString("");
+    free(t);
+    return j;
+}
+static cJSON *token_bytes(const srv_server *s, int id) {
+    int n = 0;
+    const unsigned char *b = (const unsigned char *)zp_tokenizer_token_bytes(s->tok, id, &n);
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(b[i]));
+    return a;
+}
+static size_t utf8_chars(const char *t) {
+    size_t n = 0;
+    for (; *t; t++) n += ((unsigned char)*t & 0xC0) != 0x80;
+    return n;
+}
+
+/* A choice's log-probabilities (its every sampled token, stop-cut text or not): the completions
+ * form {tokens, token_logprobs, top_logprobs (null without alternatives), text_offset (characters
+ * of the tokens decoded one by one)} or the chat form {content: [{token, logprob, bytes,
+ * top_logprobs: [{token, logprob, bytes}]}], refusal}, as OpenAI's. */
+static cJSON *logprobs_json(const srv_server *s, const srv_job *j, int chat) {
+    cJSON *o = cJSON_CreateObject();
+    if (chat) {
+        cJSON *content = cJSON_AddArrayToObject(o, "content");
+        for (int t = 0; t < j->n_lps; t++) {
+            const zp_token_logprobs *l = &j->lps[t];
+            cJSON *e = cJSON_CreateObject(), *top;
+            cJSON_AddItemToObject(e, "token", token_text(s, j->lp_tok[t]));
+            cJSON_AddNumberToObject(e, "logprob", l->logprob);
+            cJSON_AddItemToObject(e, "bytes", token_bytes(s, j->lp_tok[t]));
+            top = cJSON_AddArrayToObject(e, "top_logprobs");
+            for (int k = 0; k < l->n_top; k++) {
+                cJSON *a = cJSON_CreateObject();
+                cJSON_AddItemToObject(a, "token", token_text(s, l->top_id[k]));
+                cJSON_AddNumberToObject(a, "logprob", l->top_logprob[k]);
+                cJSON_AddItemToObject(a, "bytes", token_bytes(s, l->top_id[k]));
+                cJSON_AddItemToArray(top, a);
+            }
+            cJSON_AddItemToArray(content, e);
+        }
+        cJSON_AddNullToObject(o, "refusal");
+        return o;
+    }
+    cJSON *toks = cJSON_AddArrayToObject(o, "tokens"), *lps = cJSON_AddArrayToObject(o, "token_logprobs");
+    cJSON *tops = j->sp.top_logprobs > 0 ? cJSON_AddArrayToObject(o, "top_logprobs") : (cJSON_AddNullToObject(o, "top_logprobs"), NULL);
+    cJSON *offs = cJSON_AddArrayToObject(o, "text_offset");
+    size_t off = 0;
+    for (int t = 0; t < j->n_lps; t++) {
+        const zp_token_logprobs *l = &j->lps[t];
+        cJSON *txt = token_text(s, j->lp_tok[t]);
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+        off += utf8_chars(txt->valuestring);
+        cJSON_AddItemToArray(toks, txt);
+        cJSON_AddItemToArray(lps, cJSON_CreateNumber(l->logprob));
+        if (!tops) continue;
+        cJSON *d = cJSON_CreateObject();
+        for (int k = 0; k < l->n_top; k++) {
+            cJSON *key = token_text(s, l->top_id[k]);
+            if (!cJSON_GetObjectItemCaseSensitive(d, key->valuestring)) cJSON_AddNumberToObject(d, key->valuestring, l->top_logprob[k]); /* two tokens with one text: the likelier */
+            cJSON_Delete(key);
+        }
+        cJSON_AddItemToArray(tops, d);
+    }
+    return o;
+}
+
 static char *completion_json(srv_server *s, const srv_request *r, srv_job *jobs, int n_jobs, int64_t call_id) {
     const int chat = r->endpoint == SRV_CHAT;
     cJSON *root = answer_head(s, chat, 0, call_id), *choices = cJSON_AddArrayToObject(root, "choices");
@@ -262,7 +337,7 @@ static char *completion_json(srv_server *s, const srv_request *r, srv_job *jobs,
         char *content = NULL, *reasoning = NULL;
         if (parsed) split_whole(s, &jobs[i], &content, &reasoning);
         cJSON_AddItemToArray(choices, choice_json(chat, 0, 1, i, parsed ? content : jobs[i].text ? jobs[i].text : "", parsed, reasoning,
-                                                  finish_reason(jobs[i].finish)));
+                                                  finish_reason(jobs[i].finish), r->logprobs ? logprobs_json(s, &jobs[i], chat) : NULL));
         free(content);
         free(reasoning);
     }
@@ -301,7 +376,7 @@ static char *stream_event(srv_stream *st, int i, const char *text, size_t n, int
         if (t) { memcpy(t, text, n); t[n] = 0; }
         const int parsed = chat && st->s->cfg.reasoning != SRV_REASONING_NONE;
         cJSON_AddItemToArray(choices, choice_json(chat, 1, !st->started[i], i, is_reasoning ? NULL : t ? t : "", parsed,
-                                                  is_reasoning ? (t ? t : "") : NULL, finish));
+                                                  is_reasoning ? (t ? t : "") : NULL, finish, NULL));
         st->started[i] = 1;
         free(t);
         if (st->r.include_usage) cJSON_AddNullToObject(root, "usage");

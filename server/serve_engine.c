@@ -54,12 +54,21 @@ static void job_match_stop(srv_job *j, size_t from) {
  * choice, which only this thread touches until the step ends; after_step then moves every staged
  * text under one lock, instead of a lock and a wake-up per token while the connection threads
  * contend for the mutex. */
-static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_reason finish) {
+static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_reason finish, const zp_token_logprobs *lp) {
     srv_server *s = ctx;
     (void)sample;
     (void)finish;
     srv_job *j = s->live[id % s->live_cap];
     if (!j || j->id != id || j->stop_hit) return;
+    if (lp && j->n_lps == j->cap_lps) { /* out of memory: the rest of its log-probabilities are lost, not the request */
+        const int cap = j->cap_lps ? 2 * j->cap_lps : 64;
+        zp_token_logprobs *a = realloc(j->lps, sizeof *a * (size_t)cap);
+        if (a) j->lps = a;
+        int *b = realloc(j->lp_tok, sizeof *b * (size_t)cap);
+        if (b) j->lp_tok = b;
+        if (a && b) j->cap_lps = cap;
+    }
+    if (lp && j->n_lps < j->cap_lps) j->lps[j->n_lps] = *lp, j->lp_tok[j->n_lps++] = token;
     char buf[8192]; /* 3 x the longest token's bytes + 3 (checked at open) */
     const size_t n = zp_tokenizer_decode_stream(s->tok, token, &j->dt, buf, sizeof buf);
     if (!j->stage_tokens) s->touched[s->n_touched++] = j;
@@ -217,6 +226,8 @@ void srv_free_jobs(srv_job *jobs, int n_jobs, int per_prompt) {
         if (i % per_prompt == 0) free(jobs[i].prompt);
         free(jobs[i].text);
         free(jobs[i].stage);
+        free(jobs[i].lps);
+        free(jobs[i].lp_tok);
     }
     free(jobs);
 }

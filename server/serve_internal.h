@@ -25,6 +25,9 @@ typedef struct {
     char *text;                /* decoded so far (cut at a stop string) */
     size_t len, cap;
     zp_detok_state dt;
+    zp_token_logprobs *lps;    /* want_logprobs: [n_lps] each sampled token's (written by the engine thread, */
+    int *lp_tok;               /* read once the choice is done), and the token itself */
+    int n_lps, cap_lps;
     char *stage;               /* the engine thread's: text of the step's tokens, moved to text after the step */
     size_t stage_len, stage_cap;
     int stage_tokens;          /* tokens sampled in this step */

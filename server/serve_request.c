@@ -246,15 +246,21 @@ static zp_status parse_field(parse_ctx *c, const cJSON *f) {
     if (!strcmp(k, "stream")) return cJSON_IsNull(f) ? ZP_OK : want_bool(c, f, k, &r->stream);
     if (!strcmp(k, "stream_options")) return parse_stream_options(c, f);
     if (!strcmp(k, "ignore_eos")) return want_bool(c, f, k, &r->ignore_eos);
-    if (!strcmp(k, "logprobs")) {
+    if (!strcmp(k, "logprobs")) { /* completions: the number of alternatives; chat: a switch (top_logprobs) */
         if (cJSON_IsNull(f)) return ZP_OK;
         if (chat) return want_bool(c, f, k, &r->logprobs);
         ZP_TRY(want_int(c, f, k, 0, 20, &x));
-        if (x > 0) return refuse(c, k, "only 0 is supported (the sampled tokens' log-probabilities, no alternatives)");
         r->logprobs = 1;
+        r->top_logprobs = (int)x;
         return ZP_OK;
     }
-    if (chat && !strcmp(k, "top_logprobs")) return only_noop(c, f, k);
+    if (chat && !strcmp(k, "top_logprobs")) {
+        if (cJSON_IsNull(f)) return ZP_OK;
+        ZP_TRY(want_int(c, f, k, 0, 20, &x));
+        r->top_logprobs = (int)x;
+        r->has_top_logprobs = 1;
+        return ZP_OK;
+    }
     if (chat && !strcmp(k, "chat_template_kwargs")) return parse_template_kwargs(c, f);
     static const char *noop[] = {"frequency_penalty", "presence_penalty", "logit_bias", "user", "echo", "suffix", "best_of", "tools", "tool_choice"};
     for (size_t i = 0; i < sizeof noop / sizeof *noop; i++)
@@ -293,6 +299,7 @@ zp_status srv_request_parse(const char *body, size_t n, srv_endpoint ep, srv_req
     if (s == ZP_OK && !(ep == SRV_CHAT ? out->n_messages : out->n_prompts)) s = refuse(&c, need, "is required");
     if (s == ZP_OK && !out->model) s = refuse(&c, "model", "is required");
     if (s == ZP_OK && out->include_usage && !out->stream) s = refuse(&c, "stream_options", "is only allowed with \"stream\": true");
+    if (s == ZP_OK && out->has_top_logprobs && out->top_logprobs > 0 && !out->logprobs) s = refuse(&c, "top_logprobs", "needs \"logprobs\": true");
     cJSON_Delete(root);
     if (s != ZP_OK) {
         if (!err->message[0]) srv_error_set(err, 500, "internal_error", "", "%s", zp_last_error());

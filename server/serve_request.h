@@ -5,7 +5,7 @@
  * Every field is checked for its type and range here, and a field this server does not know is
  * refused by name, as OpenAI refuses it ("Unrecognized request argument supplied"): a request
  * never runs with a parameter silently dropped. Known fields this server cannot honour (echo,
- * best_of > 1, logit_bias, penalties, top alternatives in logprobs, tools) are refused unless
+ * best_of > 1, logit_bias, penalties, tools) are refused unless
  * they hold their no-op value. Deliberately not here: tokenizing text, applying the chat
  * template, the model's name and context length (the server checks those: they need the model),
  * HTTP and the body size limit.
@@ -52,6 +52,8 @@ typedef struct {
     int stream, include_usage;
     int ignore_eos;
     int logprobs;            /* 1: the sampled tokens' log-probabilities are returned */
+    int top_logprobs;        /* and the top_logprobs most likely tokens' at each step (0..20) */
+    int has_top_logprobs;    /* chat: top_logprobs was given (it needs logprobs: true) */
     int enable_thinking;     /* chat_template_kwargs.enable_thinking: -1 not given, 0, 1 */
 } srv_request;
 

@@ -47,6 +47,13 @@ check(r.choices[0].message.content == want and r.choices[0].message.role == "ass
 got = "".join(ch.choices[0].delta.content or "" for ch in c.chat.completions.create(model=model, messages=msgs, max_tokens=24, temperature=0,
                                                                                      stream=True, extra_body={"ignore_eos": True}) if ch.choices)
 check(got == want, f"chat streamed: {got!r} vs {want!r}")
+r = c.completions.create(model=model, prompt=[1, 2, 3], max_tokens=6, temperature=0, logprobs=2, extra_body={"ignore_eos": True})
+lp = r.choices[0].logprobs  # the client's Logprobs type parses the completions form
+check(len(lp.tokens) == 6 and all(max(d.values()) == v for v, d in zip(lp.token_logprobs, lp.top_logprobs)), f"logprobs: {lp}")
+r = c.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}], max_tokens=4, temperature=0, logprobs=True,
+                              top_logprobs=3, extra_body={"ignore_eos": True})
+cl = r.choices[0].logprobs.content  # and ChatCompletionTokenLogprob the chat form
+check(len(cl) == 4 and all(len(e.top_logprobs) == 3 and e.top_logprobs[0].logprob == e.logprob for e in cl), f"chat logprobs: {cl}")
 msgs, want = json.load(open(oracle))["conversation"]  # several turns, as Qwen3's Jinja template renders them
 r = c.chat.completions.create(model=model, messages=msgs, max_tokens=24, temperature=0, extra_body={"ignore_eos": True})
 check(r.choices[0].message.content == want, f"conversation: {r.choices[0].message}")

@@ -25,7 +25,8 @@ typedef struct {
     int after_end;          /* hook calls for a request after it was ended */
 } abort_ctx;
 
-static void on_token(void *ctx, int64_t id, int sample, int tok, zp_finish_reason finish) {
+static void on_token(void *ctx, int64_t id, int sample, int tok, zp_finish_reason finish, const zp_token_logprobs *lp) {
+    (void)lp;
     abort_ctx *a = ctx;
     const int k = (int)id * SAMPLES + sample;
     if (a->ended[k]) a->after_end++;

@@ -100,7 +100,7 @@ static void test_refusals(void) {
     refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"stream\": \"yes\"}", "stream", "expected a boolean");
     refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"stream_options\": {\"include_usage\": true}}", "stream_options", "only allowed with");
     refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"stream\": true, \"stream_options\": {\"chunk\": 1}}", "stream_options", "unsupported field");
-    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"logprobs\": 5}", "logprobs", "only 0 is supported");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"logprobs\": 21}", "logprobs", "logprobs");
     refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"echo\": true}", "echo", "not supported");
     refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"best_of\": 2}", "best_of", "not supported");
     refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"presence_penalty\": 0.5}", "presence_penalty", "not supported");
@@ -120,7 +120,8 @@ static void test_refusals(void) {
     refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", "messages", "only text parts");
     refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\", \"tool_calls\": []}]}", "messages", "unsupported field");
     refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logprobs\": 1}", "logprobs", "expected a boolean");
-    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"top_logprobs\": 3}", "top_logprobs", "not supported");
+    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"top_logprobs\": 3}", "top_logprobs", "needs \"logprobs\": true");
+    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logprobs\": true, \"top_logprobs\": 21}", "top_logprobs", "top_logprobs");
     refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"chat_template_kwargs\": {\"tools\": 1}}",
             "chat_template_kwargs", "enable_thinking only");
     refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [{\"type\": \"function\"}]}", "tools", "not supported");

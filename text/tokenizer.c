@@ -348,6 +348,11 @@ zp_status zp_tokenizer_decode(const zp_tokenizer *t, const int *ids, int n, char
 }
 
 int zp_tokenizer_vocab_size(const zp_tokenizer *t) { return t->n_vocab; }
+const char *zp_tokenizer_token_bytes(const zp_tokenizer *t, int id, int *len) {
+    const int ok = id >= 0 && id < t->n_vocab && t->tok[id];
+    *len = ok ? t->tok_len[id] : 0;
+    return ok ? (const char *)t->tok[id] : NULL;
+}
 int zp_tokenizer_max_token_bytes(const zp_tokenizer *t) {
     int m = 0;
     for (int i = 0; i < t->n_vocab; i++)

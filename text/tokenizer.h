@@ -45,6 +45,8 @@ size_t zp_tokenizer_decode_stream(const zp_tokenizer *t, int id, zp_detok_state 
 size_t zp_tokenizer_decode_flush(zp_detok_state *st, char *out, size_t cap);
 
 int zp_tokenizer_vocab_size(const zp_tokenizer *t);
+/* The raw bytes of token id (NULL and *len 0 for an id without a token). */
+const char *zp_tokenizer_token_bytes(const zp_tokenizer *t, int id, int *len);
 /* Bytes of the longest token (what a streaming decoder's buffer must hold, x 3, + 3). */
 int zp_tokenizer_max_token_bytes(const zp_tokenizer *t);
 /* Id of a token given as text (e.g. "<think>"), or -1. */

@@ -136,13 +136,6 @@ static enum MHD_Result serve_metrics(srv_server *s, struct MHD_Connection *c) {
 
 /* ---------------------------------------------------------------- /v1/completions */
 
-/* What this step of the server cannot honour yet: refused by name (serve.h). */
-static int unsupported_yet(const srv_request *r, srv_error *err) {
-    if (!r->logprobs || !r->stream) return 0;
-    srv_error_set(err, 400, "invalid_request_error", "logprobs", "logprobs: not supported with \"stream\": true yet (ask without streaming)");
-    return 1;
-}
-
 /* The choices of a parsed request: tokenized, checked against the model, queued (mutex held by
  * none); fills err on a refusal. */
 static int build_jobs(srv_server *s, const srv_request *r, srv_job *jobs, int n_jobs, srv_error *err) {
@@ -279,20 +272,21 @@ static size_t utf8_chars(const char *t) {
     return n;
 }
 
-/* A choice's log-probabilities (its every sampled token, stop-cut text or not): the completions
+/* Log-probabilities of n sampled tokens (a choice's every one, stop-cut text or not; streamed: those
+ * since the last chunk, *offset carrying text_offset on): the completions
  * form {tokens, token_logprobs, top_logprobs (null without alternatives), text_offset (characters
  * of the tokens decoded one by one)} or the chat form {content: [{token, logprob, bytes,
  * top_logprobs: [{token, logprob, bytes}]}], refusal}, as OpenAI's. */
-static cJSON *logprobs_json(const srv_server *s, const srv_job *j, int chat) {
+static cJSON *logprobs_json(const srv_server *s, const int *tok, const zp_token_logprobs *lps, int n, int top_k, int chat, size_t *offset) {
     cJSON *o = cJSON_CreateObject();
     if (chat) {
         cJSON *content = cJSON_AddArrayToObject(o, "content");
-        for (int t = 0; t < j->n_lps; t++) {
-            const zp_token_logprobs *l = &j->lps[t];
+        for (int t = 0; t < n; t++) {
+            const zp_token_logprobs *l = &lps[t];
             cJSON *e = cJSON_CreateObject(), *top;
-            cJSON_AddItemToObject(e, "token", token_text(s, j->lp_tok[t]));
+            cJSON_AddItemToObject(e, "token", token_text(s, tok[t]));
             cJSON_AddNumberToObject(e, "logprob", l->logprob);
-            cJSON_AddItemToObject(e, "bytes", token_bytes(s, j->lp_tok[t]));
+            cJSON_AddItemToObject(e, "bytes", token_bytes(s, tok[t]));
             top = cJSON_AddArrayToObject(e, "top_logprobs");
             for (int k = 0; k < l->n_top; k++) {
                 cJSON *a = cJSON_CreateObject();
@@ -306,17 +300,16 @@ static cJSON *logprobs_json(const srv_server *s, const srv_job *j, int chat) {
         cJSON_AddNullToObject(o, "refusal");
         return o;
     }
-    cJSON *toks = cJSON_AddArrayToObject(o, "tokens"), *lps = cJSON_AddArrayToObject(o, "token_logprobs");
-    cJSON *tops = j->sp.top_logprobs > 0 ? cJSON_AddArrayToObject(o, "top_logprobs") : (cJSON_AddNullToObject(o, "top_logprobs"), NULL);
+    cJSON *toks = cJSON_AddArrayToObject(o, "tokens"), *lpa = cJSON_AddArrayToObject(o, "token_logprobs");
+    cJSON *tops = top_k > 0 ? cJSON_AddArrayToObject(o, "top_logprobs") : (cJSON_AddNullToObject(o, "top_logprobs"), NULL);
     cJSON *offs = cJSON_AddArrayToObject(o, "text_offset");
-    size_t off = 0;
-    for (int t = 0; t < j->n_lps; t++) {
-        const zp_token_logprobs *l = &j->lps[t];
-        cJSON *txt = token_text(s, j->lp_tok[t]);
-        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
-        off += utf8_chars(txt->valuestring);
+    for (int t = 0; t < n; t++) {
+        const zp_token_logprobs *l = &lps[t];
+        cJSON *txt = token_text(s, tok[t]);
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)*offset));
+        *offset += utf8_chars(txt->valuestring);
         cJSON_AddItemToArray(toks, txt);
-        cJSON_AddItemToArray(lps, cJSON_CreateNumber(l->logprob));
+        cJSON_AddItemToArray(lpa, cJSON_CreateNumber(l->logprob));
         if (!tops) continue;
         cJSON *d = cJSON_CreateObject();
         for (int k = 0; k < l->n_top; k++) {
@@ -337,7 +330,8 @@ static char *completion_json(srv_server *s, const srv_request *r, srv_job *jobs,
         char *content = NULL, *reasoning = NULL;
         if (parsed) split_whole(s, &jobs[i], &content, &reasoning);
         cJSON_AddItemToArray(choices, choice_json(chat, 0, 1, i, parsed ? content : jobs[i].text ? jobs[i].text : "", parsed, reasoning,
-                                                  finish_reason(jobs[i].finish), r->logprobs ? logprobs_json(s, &jobs[i], chat) : NULL));
+                                                  finish_reason(jobs[i].finish), r->logprobs ? logprobs_json(s, jobs[i].lp_tok, jobs[i].lps, jobs[i].n_lps,
+                                                                                                              r->top_logprobs, chat, &(size_t){0}) : NULL));
         free(content);
         free(reasoning);
     }
@@ -358,6 +352,8 @@ typedef struct {
     int64_t call_id;
     size_t *sent;              /* [n_jobs] bytes of each choice's text sent (with a reasoning parser: up to the content sent) */
     size_t *rsent;             /* [n_jobs] with a reasoning parser: up to the reasoning sent */
+    int *lpsent;               /* [n_jobs] with logprobs: the tokens whose log-probabilities were sent */
+    size_t *lpoff;             /* [n_jobs] and the text_offset reached */
     char *final;               /* [n_jobs] its last chunk (finish_reason) sent */
     char *started;             /* [n_jobs] its first chunk sent (chat: the role goes in it) */
     size_t max_stop;           /* the longest stop string: that much text is held back while it runs */
@@ -368,7 +364,7 @@ typedef struct {
 
 /* "data: {chunk}\n\n" of choice i with text[0..n) (finish NULL while it runs), or the usage chunk
  * (i < 0), as OpenAI streams a completion or a chat completion. */
-static char *stream_event(srv_stream *st, int i, const char *text, size_t n, int is_reasoning, const char *finish) {
+static char *stream_event(srv_stream *st, int i, const char *text, size_t n, int is_reasoning, const char *finish, cJSON *lp) {
     const int chat = st->r.endpoint == SRV_CHAT;
     cJSON *root = answer_head(st->s, chat, 1, st->call_id), *choices = cJSON_AddArrayToObject(root, "choices");
     if (i >= 0) {
@@ -376,7 +372,7 @@ static char *stream_event(srv_stream *st, int i, const char *text, size_t n, int
         if (t) { memcpy(t, text, n); t[n] = 0; }
         const int parsed = chat && st->s->cfg.reasoning != SRV_REASONING_NONE;
         cJSON_AddItemToArray(choices, choice_json(chat, 1, !st->started[i], i, is_reasoning ? NULL : t ? t : "", parsed,
-                                                  is_reasoning ? (t ? t : "") : NULL, finish, NULL));
+                                                  is_reasoning ? (t ? t : "") : NULL, finish, lp));
         st->started[i] = 1;
         free(t);
         if (st->r.include_usage) cJSON_AddNullToObject(root, "usage");
@@ -411,11 +407,27 @@ typedef struct {
     size_t n;
     const char *finish;
     srv_error err;             /* ITEM_ERROR */
+    zp_token_logprobs *lps;    /* ITEM_TEXT / ITEM_FINAL with logprobs: a copy of the tokens' since the last chunk */
+    int *lp_tok, n_lp;
 } stream_item;
 
-static stream_item text_item(int i, const char *t, size_t n, int is_reasoning) {
-    stream_item it = {ITEM_TEXT, i, is_reasoning, malloc(n + 1), n, NULL, {0}};
-    if (it.text) memcpy(it.text, t, n), it.text[n] = 0;
+/* The log-probabilities of choice i not yet sent, copied into it (mutex held). */
+static void take_logprobs(srv_stream *st, int i, stream_item *it) {
+    const srv_job *j = &st->jobs[i];
+    const int n = st->lpsent ? j->n_lps - st->lpsent[i] : 0;
+    if (n <= 0) return;
+    it->lps = malloc(sizeof *it->lps * (size_t)n);
+    it->lp_tok = malloc(sizeof *it->lp_tok * (size_t)n);
+    if (!it->lps || !it->lp_tok) { free(it->lps), free(it->lp_tok); it->lps = NULL, it->lp_tok = NULL; return; } /* sent with the next */
+    memcpy(it->lps, j->lps + st->lpsent[i], sizeof *it->lps * (size_t)n);
+    memcpy(it->lp_tok, j->lp_tok + st->lpsent[i], sizeof *it->lp_tok * (size_t)n);
+    it->n_lp = n;
+    st->lpsent[i] = j->n_lps;
+}
+
+static stream_item text_item(srv_stream *st, int i, const char *t, size_t n, int is_reasoning) {
+    stream_item it = {ITEM_TEXT, i, is_reasoning, malloc(n + 1), n, NULL, {0}, NULL, NULL, 0};
+    if (it.text) memcpy(it.text, t, n), it.text[n] = 0, take_logprobs(st, i, &it);
     return it;
 }
 
@@ -430,38 +442,45 @@ static stream_item stream_next(srv_stream *st) {
             const size_t r0 = st->rsent[i] > sp.r0 ? st->rsent[i] : sp.r0, c0 = st->sent[i] > sp.c0 ? st->sent[i] : sp.c0;
             if (sp.has_reasoning && sp.r1 > r0) {
                 st->rsent[i] = sp.r1;
-                return text_item(i, j->text + r0, sp.r1 - r0, 1);
+                return text_item(st, i, j->text + r0, sp.r1 - r0, 1);
             }
             if (sp.c1 > c0) {
                 st->sent[i] = sp.c1;
-                return text_item(i, j->text + c0, sp.c1 - c0, 0);
+                return text_item(st, i, j->text + c0, sp.c1 - c0, 0);
             }
         } else if (j->status == ZP_OK && ready > st->sent[i]) {
-            stream_item it = text_item(i, j->text + st->sent[i], ready - st->sent[i], 0);
+            stream_item it = text_item(st, i, j->text + st->sent[i], ready - st->sent[i], 0);
             st->sent[i] = ready;
             return it;
         }
         if (j->done && !st->final[i]) {
             st->final[i] = 1;
-            stream_item it = {ITEM_FINAL, i, 0, NULL, 0, finish_reason(j->finish), {0}};
+            stream_item it = {ITEM_FINAL, i, 0, NULL, 0, finish_reason(j->finish), {0}, NULL, NULL, 0};
             if (j->status != ZP_OK) it.kind = ITEM_ERROR, srv_job_error(j, &it.err);
+            else take_logprobs(st, i, &it);
             return it;
         }
         all_final &= st->final[i];
     }
-    if (!all_final) return (stream_item){ITEM_NONE, 0, 0, NULL, 0, NULL, {0}};
-    if (st->phase == 0 && st->r.include_usage) { st->phase = 1; return (stream_item){ITEM_USAGE, 0, 0, NULL, 0, NULL, {0}}; }
+    if (!all_final) return (stream_item){ITEM_NONE, 0, 0, NULL, 0, NULL, {0}, NULL, NULL, 0};
+    if (st->phase == 0 && st->r.include_usage) { st->phase = 1; return (stream_item){ITEM_USAGE, 0, 0, NULL, 0, NULL, {0}, NULL, NULL, 0}; }
     st->phase = 2;
-    return (stream_item){ITEM_DONE, 0, 0, NULL, 0, NULL, {0}};
+    return (stream_item){ITEM_DONE, 0, 0, NULL, 0, NULL, {0}, NULL, NULL, 0};
 }
 
 /* The item's event (mutex not held: the choices it reads are done, or only its copy). */
 static char *stream_format(srv_stream *st, stream_item *it) {
     char *ev = NULL;
+    const int chat = st->r.endpoint == SRV_CHAT;
+    cJSON *lp = st->lpsent && (it->kind == ITEM_TEXT || it->kind == ITEM_FINAL) && it->n_lp
+                    ? logprobs_json(st->s, it->lp_tok, it->lps, it->n_lp, st->r.top_logprobs, chat, &st->lpoff[it->i]) : NULL;
     switch (it->kind) {
-    case ITEM_TEXT: ev = it->text ? stream_event(st, it->i, it->text, it->n, it->is_reasoning, NULL) : NULL; break;
-    case ITEM_FINAL: ev = stream_event(st, it->i, "", 0, 0, it->finish); break;
-    case ITEM_USAGE: ev = stream_event(st, -1, NULL, 0, 0, NULL); break;
+    case ITEM_TEXT: /* stream_event owns lp (its chunk frees it) */
+        if (it->text) ev = stream_event(st, it->i, it->text, it->n, it->is_reasoning, NULL, lp);
+        else cJSON_Delete(lp);
+        break;
+    case ITEM_FINAL: ev = stream_event(st, it->i, "", 0, 0, it->finish, lp); break;
+    case ITEM_USAGE: ev = stream_event(st, -1, NULL, 0, 0, NULL, NULL); break;
     case ITEM_DONE: ev = strdup("data: [DONE]\n\n"); break;
     case ITEM_ERROR: {
         char *e = srv_error_json(&it->err);
@@ -473,6 +492,8 @@ static char *stream_format(srv_stream *st, stream_item *it) {
     default: break;
     }
     free(it->text);
+    free(it->lps);
+    free(it->lp_tok);
     return ev;
 }
 
@@ -512,6 +533,8 @@ static void stream_free(void *cls) {
     srv_request_free(&st->r);
     free(st->sent);
     free(st->rsent);
+    free(st->lpsent);
+    free(st->lpoff);
     free(st->final);
     free(st->started);
     free(st->pend);
@@ -530,6 +553,13 @@ static enum MHD_Result start_stream(srv_server *s, struct MHD_Connection *c, srv
         return refuse_with(c, 500, "server_error", NULL, "no memory for a stream");
     }
     *st = (srv_stream){.s = s, .r = *r, .jobs = jobs, .n_jobs = n_jobs, .sent = sent, .final = final, .started = started};
+    if (r->logprobs && (!(st->lpsent = calloc((size_t)n_jobs, sizeof *st->lpsent)) || !(st->lpoff = calloc((size_t)n_jobs, sizeof *st->lpoff)))) {
+        free(st->lpsent), free(st->lpoff), free(rsent);
+        free(st), free(sent), free(final), free(started);
+        srv_free_jobs(jobs, n_jobs, r->n);
+        srv_request_free(r);
+        return refuse_with(c, 500, "server_error", NULL, "no memory for a stream");
+    }
     if (r->endpoint == SRV_CHAT && s->cfg.reasoning != SRV_REASONING_NONE) st->rsent = rsent; /* else unused */
     else free(rsent);
     pthread_cond_init(&st->call.cv, NULL);
@@ -606,7 +636,7 @@ static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c,
         srv_request_free(&r);
         return ret;
     }
-    if (unsupported_yet(&r, &err) || (ep == SRV_CHAT && !chat_prompt(s, &r, &err))) { srv_request_free(&r); return send_error(c, &err); }
+    if (ep == SRV_CHAT && !chat_prompt(s, &r, &err)) { srv_request_free(&r); return send_error(c, &err); }
     const int n_jobs = r.n_prompts * r.n;
     srv_job *jobs = calloc((size_t)n_jobs, sizeof *jobs);
     if (!jobs || !build_jobs(s, &r, jobs, n_jobs, &err)) {

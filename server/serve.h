@@ -8,8 +8,8 @@
  * top_p, top_k, ignore_eos; streaming as server-sent events, where a client that leaves ends its
  * requests; a seed keys the draws, so a seeded request repeats), and POST /v1/chat/completions for
  * conversations through chat.h's templates, the thinking block as reasoning_content with a
- * reasoning parser (serve_reasoning.h); logprobs of the sampled tokens and their alternatives
- * (not while streaming: refused with a 400 naming the parameter).
+ * reasoning parser (serve_reasoning.h); logprobs of the sampled tokens and their alternatives,
+ * whole and streamed.
  * Deliberately not here:
  * parsing a body (serve_request.c) and the command line (tools/cmd_serve.c).
  */

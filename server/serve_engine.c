@@ -60,15 +60,7 @@ static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_rea
     (void)finish;
     srv_job *j = s->live[id % s->live_cap];
     if (!j || j->id != id || j->stop_hit) return;
-    if (lp && j->n_lps == j->cap_lps) { /* out of memory: the rest of its log-probabilities are lost, not the request */
-        const int cap = j->cap_lps ? 2 * j->cap_lps : 64;
-        zp_token_logprobs *a = realloc(j->lps, sizeof *a * (size_t)cap);
-        if (a) j->lps = a;
-        int *b = realloc(j->lp_tok, sizeof *b * (size_t)cap);
-        if (b) j->lp_tok = b;
-        if (a && b) j->cap_lps = cap;
-    }
-    if (lp && j->n_lps < j->cap_lps) j->lps[j->n_lps] = *lp, j->lp_tok[j->n_lps++] = token;
+    if (lp && j->n_stage_lps < SRV_STAGE_LPS) j->stage_lps[j->n_stage_lps] = *lp, j->stage_lp_tok[j->n_stage_lps++] = token;
     char buf[8192]; /* 3 x the longest token's bytes + 3 (checked at open) */
     const size_t n = zp_tokenizer_decode_stream(s->tok, token, &j->dt, buf, sizeof buf);
     if (!j->stage_tokens) s->touched[s->n_touched++] = j;
@@ -87,11 +79,21 @@ static void flush_staged(srv_server *s) {
             j->t_last = j->t_stage;
             j->n_tokens++;
         }
+        if (j->n_stage_lps && j->n_lps + j->n_stage_lps > j->cap_lps) { /* out of memory: those log-probabilities are lost, not the request */
+            const int cap = 2 * (j->n_lps + j->n_stage_lps) + 64;
+            zp_token_logprobs *a = realloc(j->lps, sizeof *a * (size_t)cap);
+            if (a) j->lps = a;
+            int *b = realloc(j->lp_tok, sizeof *b * (size_t)cap);
+            if (b) j->lp_tok = b;
+            if (a && b) j->cap_lps = cap;
+        }
+        for (int k = 0; k < j->n_stage_lps && j->n_lps < j->cap_lps; k++) j->lps[j->n_lps] = j->stage_lps[k], j->lp_tok[j->n_lps++] = j->stage_lp_tok[k];
         const size_t from = j->len;
         if (j->stage_len && !j->stop_hit && job_append(j, j->stage, j->stage_len) == ZP_OK && j->n_stop) job_match_stop(j, from);
-        if (j->stage_len) pthread_cond_broadcast(&j->call->cv);
+        if (j->stage_len || j->n_stage_lps) pthread_cond_broadcast(&j->call->cv);
         j->stage_len = 0;
         j->stage_tokens = 0;
+        j->n_stage_lps = 0;
     }
     s->n_touched = 0;
 }
@@ -199,7 +201,7 @@ void *srv_engine_main(void *arg) {
         if (st != ZP_OK) { /* the engine cannot go on: every choice in it fails */
             s->engine_status = st;
             fprintf(stderr, "serve: engine step failed: %s\n", zp_last_error());
-            for (int i = 0; i < s->n_touched; i++) s->touched[i]->stage_len = 0, s->touched[i]->stage_tokens = 0;
+            for (int i = 0; i < s->n_touched; i++) s->touched[i]->stage_len = 0, s->touched[i]->stage_tokens = 0, s->touched[i]->n_stage_lps = 0;
             s->n_touched = 0;
             while (s->n_active > 0) { /* job_done takes each out of the list */
                 srv_job *j = s->active[s->n_active - 1];

@@ -14,6 +14,7 @@
 #include "tokenizer.h"
 
 typedef struct srv_call srv_call;
+enum { SRV_STAGE_LPS = 2 }; /* log-probabilities staged per step (the engine samples one token a request a step) */
 typedef struct {
     int64_t id;                /* the engine's request id */
     int sample;                /* the engine's sample index: which of the prompt's n */
@@ -25,9 +26,11 @@ typedef struct {
     char *text;                /* decoded so far (cut at a stop string) */
     size_t len, cap;
     zp_detok_state dt;
-    zp_token_logprobs *lps;    /* want_logprobs: [n_lps] each sampled token's (written by the engine thread, */
-    int *lp_tok;               /* read once the choice is done), and the token itself */
+    zp_token_logprobs *lps;    /* want_logprobs: [n_lps] each sampled token's, and the token itself (under */
+    int *lp_tok;               /* the mutex, moved there from the stage after each step) */
     int n_lps, cap_lps;
+    zp_token_logprobs stage_lps[SRV_STAGE_LPS]; /* the engine thread's: this step's (one token a step) */
+    int stage_lp_tok[SRV_STAGE_LPS], n_stage_lps;
     char *stage;               /* the engine thread's: text of the step's tokens, moved to text after the step */
     size_t stage_len, stage_cap;
     int stage_tokens;          /* tokens sampled in this step */

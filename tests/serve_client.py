@@ -193,19 +193,31 @@ refused(413, None, raw=b'{"prompt": "' + b"a" * (9 << 20) + b'"}')
 refused(503, None, {"model": model, "prompt": "hi", "n": 64, "max_tokens": 1})
 refused(405, None, path="/v1/completions", method="GET")
 refused(400, "messages", {"model": model, "messages": [{"role": "tool", "content": "a"}]}, path="/v1/chat/completions")
-refused(400, "logprobs", {"model": model, "messages": [{"role": "user", "content": "a"}], "logprobs": True, "stream": True}, path="/v1/chat/completions")
 # log-probabilities (greedy: each sampled token is its step's most likely, so its logprob is the top one's)
 st, r = complete([1, 2, 3], max_tokens=12, temperature=0, ignore_eos=True, logprobs=3)
 lp = r["choices"][0]["logprobs"] if st == 200 else {}
 check(st == 200 and len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == len(lp["text_offset"]) == 12
       and all(len(d) <= 3 and max(d.values()) == v and d.get(t) == v and v <= 0 for t, v, d in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]))
       and lp["text_offset"] == sorted(lp["text_offset"]), f"completion logprobs: {lp}")
+def stream_events(path, body):
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=120)
+    c.request("POST", path, json.dumps({**body, "stream": True}), {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    return [json.loads(l[6:]) for l in c.getresponse().read().decode().split("\n") if l.startswith("data: {")]
+# streamed, the chunks' log-probabilities add up to the whole answer's
+ev = stream_events("/v1/completions", {"model": model, "prompt": [1, 2, 3], "max_tokens": 12, "temperature": 0, "ignore_eos": True, "logprobs": 3})
+parts = [e["choices"][0]["logprobs"] for e in ev if e["choices"] and e["choices"][0].get("logprobs")]
+joined = {k: sum((p[k] for p in parts), []) for k in ("tokens", "token_logprobs", "top_logprobs", "text_offset")}
+check(joined == lp, f"streamed completion logprobs: {joined} vs {lp}")
 st, r = call("/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": "What is 2+2?"}], "max_tokens": 8,
                                        "temperature": 0, "ignore_eos": True, "logprobs": True, "top_logprobs": 2})
 c = r["choices"][0]["logprobs"]["content"] if st == 200 else []
 check(st == 200 and len(c) == 8 and all(len(e["top_logprobs"]) == 2 and e["top_logprobs"][0]["token"] == e["token"]
                                          and e["top_logprobs"][0]["logprob"] == e["logprob"] >= e["top_logprobs"][1]["logprob"]
                                          and e["bytes"] == e["top_logprobs"][0]["bytes"] for e in c), f"chat logprobs: {c[:2]}")
+ev = stream_events("/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": "What is 2+2?"}], "max_tokens": 8,
+                                            "temperature": 0, "ignore_eos": True, "logprobs": True, "top_logprobs": 2})
+joined = sum((e["choices"][0]["logprobs"]["content"] for e in ev if e["choices"] and e["choices"][0].get("logprobs")), [])
+check(joined == c, f"streamed chat logprobs: {joined[:2]} vs {c[:2]}")
 refused(404, None, path="/v1/nothing", method="GET")
 # a seed with sampling: the choices draw zipage generate's samples (same seed, request 0, samples 0 and 1), again on a rerun
 want = json.load(open(oracle))["sampled"]

@@ -274,10 +274,10 @@ static size_t utf8_chars(const char *t) {
 
 /* Log-probabilities of n sampled tokens (a choice's every one, stop-cut text or not; streamed: those
  * since the last chunk, *offset carrying text_offset on): the completions
- * form {tokens, token_logprobs, top_logprobs (null without alternatives), text_offset (characters
+ * form {tokens, token_logprobs, top_logprobs (the alternatives and the sampled token), text_offset (characters
  * of the tokens decoded one by one)} or the chat form {content: [{token, logprob, bytes,
  * top_logprobs: [{token, logprob, bytes}]}], refusal}, as OpenAI's. */
-static cJSON *logprobs_json(const srv_server *s, const int *tok, const zp_token_logprobs *lps, int n, int top_k, int chat, size_t *offset) {
+static cJSON *logprobs_json(const srv_server *s, const int *tok, const zp_token_logprobs *lps, int n, int chat, size_t *offset) {
     cJSON *o = cJSON_CreateObject();
     if (chat) {
         cJSON *content = cJSON_AddArrayToObject(o, "content");
@@ -301,20 +301,20 @@ static cJSON *logprobs_json(const srv_server *s, const int *tok, const zp_token_
         return o;
     }
     cJSON *toks = cJSON_AddArrayToObject(o, "tokens"), *lpa = cJSON_AddArrayToObject(o, "token_logprobs");
-    cJSON *tops = top_k > 0 ? cJSON_AddArrayToObject(o, "top_logprobs") : (cJSON_AddNullToObject(o, "top_logprobs"), NULL);
+    cJSON *tops = cJSON_AddArrayToObject(o, "top_logprobs");
     cJSON *offs = cJSON_AddArrayToObject(o, "text_offset");
     for (int t = 0; t < n; t++) {
         const zp_token_logprobs *l = &lps[t];
         cJSON *txt = token_text(s, tok[t]);
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)*offset));
-        *offset += utf8_chars(txt->valuestring);
+        *offset += txt && txt->valuestring ? utf8_chars(txt->valuestring) : 0;
         cJSON_AddItemToArray(toks, txt);
         cJSON_AddItemToArray(lpa, cJSON_CreateNumber(l->logprob));
-        if (!tops) continue;
-        cJSON *d = cJSON_CreateObject();
-        for (int k = 0; k < l->n_top; k++) {
-            cJSON *key = token_text(s, l->top_id[k]);
-            if (!cJSON_GetObjectItemCaseSensitive(d, key->valuestring)) cJSON_AddNumberToObject(d, key->valuestring, l->top_logprob[k]); /* two tokens with one text: the likelier */
+        cJSON *d = cJSON_CreateObject(); /* the top alternatives and, as OpenAI's, the sampled token */
+        for (int k = 0; k <= l->n_top; k++) {
+            cJSON *key = token_text(s, k < l->n_top ? l->top_id[k] : tok[t]);
+            const float v = k < l->n_top ? l->top_logprob[k] : l->logprob;
+            if (key && key->valuestring && !cJSON_GetObjectItemCaseSensitive(d, key->valuestring)) cJSON_AddNumberToObject(d, key->valuestring, v); /* two tokens with one text: the likelier */
             cJSON_Delete(key);
         }
         cJSON_AddItemToArray(tops, d);
@@ -330,8 +330,8 @@ static char *completion_json(srv_server *s, const srv_request *r, srv_job *jobs,
         char *content = NULL, *reasoning = NULL;
         if (parsed) split_whole(s, &jobs[i], &content, &reasoning);
         cJSON_AddItemToArray(choices, choice_json(chat, 0, 1, i, parsed ? content : jobs[i].text ? jobs[i].text : "", parsed, reasoning,
-                                                  finish_reason(jobs[i].finish), r->logprobs ? logprobs_json(s, jobs[i].lp_tok, jobs[i].lps, jobs[i].n_lps,
-                                                                                                              r->top_logprobs, chat, &(size_t){0}) : NULL));
+                                                  finish_reason(jobs[i].finish), r->logprobs ? logprobs_json(s, jobs[i].lp_tok, jobs[i].lps, jobs[i].n_lps, chat,
+                                                                                                              &(size_t){0}) : NULL));
         free(content);
         free(reasoning);
     }
@@ -473,7 +473,7 @@ static char *stream_format(srv_stream *st, stream_item *it) {
     char *ev = NULL;
     const int chat = st->r.endpoint == SRV_CHAT;
     cJSON *lp = st->lpsent && (it->kind == ITEM_TEXT || it->kind == ITEM_FINAL) && it->n_lp
-                    ? logprobs_json(st->s, it->lp_tok, it->lps, it->n_lp, st->r.top_logprobs, chat, &st->lpoff[it->i]) : NULL;
+                    ? logprobs_json(st->s, it->lp_tok, it->lps, it->n_lp, chat, &st->lpoff[it->i]) : NULL;
     switch (it->kind) {
     case ITEM_TEXT: /* stream_event owns lp (its chunk frees it) */
         if (it->text) ev = stream_event(st, it->i, it->text, it->n, it->is_reasoning, NULL, lp);
@@ -564,6 +564,7 @@ static enum MHD_Result start_stream(srv_server *s, struct MHD_Connection *c, srv
     else free(rsent);
     pthread_cond_init(&st->call.cv, NULL);
     st->call.n_jobs = n_jobs;
+    st->call.stream = 1;
     for (int i = 0; i < r->n_stop; i++)
         if (strlen(r->stop[i]) > st->max_stop) st->max_stop = strlen(r->stop[i]);
     memset(r, 0, sizeof *r); /* the stream owns the request now (and the choices' stop strings) */
@@ -646,7 +647,7 @@ static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c,
         return send_error(c, &err);
     }
     if (r.stream) return start_stream(s, c, &r, jobs, n_jobs);
-    srv_call call = {n_jobs, 0, 0, PTHREAD_COND_INITIALIZER};
+    srv_call call = {n_jobs, 0, 0, PTHREAD_COND_INITIALIZER, 0};
     int64_t call_id;
     if (!srv_enqueue(s, jobs, n_jobs, &call, &call_id, &err)) {
         srv_free_jobs(jobs, n_jobs, r.n);

@@ -90,7 +90,7 @@ static void flush_staged(srv_server *s) {
         for (int k = 0; k < j->n_stage_lps && j->n_lps < j->cap_lps; k++) j->lps[j->n_lps] = j->stage_lps[k], j->lp_tok[j->n_lps++] = j->stage_lp_tok[k];
         const size_t from = j->len;
         if (j->stage_len && !j->stop_hit && job_append(j, j->stage, j->stage_len) == ZP_OK && j->n_stop) job_match_stop(j, from);
-        if (j->stage_len || j->n_stage_lps) pthread_cond_broadcast(&j->call->cv);
+        if ((j->stage_len || j->n_stage_lps) && j->call->stream) pthread_cond_broadcast(&j->call->cv);
         j->stage_len = 0;
         j->stage_tokens = 0;
         j->n_stage_lps = 0;

@@ -49,6 +49,7 @@ struct srv_call {
     int n_jobs, n_done;
     int aborted;               /* the client left (a stream's connection closed): the engine ends its choices */
     pthread_cond_t cv;         /* a choice finished, or (streaming) has new text */
+    int stream;                /* 1: woken for new text too (a whole answer waits only for n_done) */
 };
 
 /* Prometheus histograms of the time to first token and between tokens (vLLM's buckets). */

@@ -203,6 +203,9 @@ def stream_events(path, body):
     c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=120)
     c.request("POST", path, json.dumps({**body, "stream": True}), {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
     return [json.loads(l[6:]) for l in c.getresponse().read().decode().split("\n") if l.startswith("data: {")]
+st, r = complete([1, 2, 3], max_tokens=4, temperature=0, ignore_eos=True, logprobs=0)  # no alternatives: the sampled token alone, as OpenAI's
+l0 = r["choices"][0]["logprobs"] if st == 200 else {}
+check(st == 200 and [list(d.values()) for d in l0["top_logprobs"]] == [[v] for v in l0["token_logprobs"]], f"logprobs 0: {l0}")
 # streamed, the chunks' log-probabilities add up to the whole answer's
 ev = stream_events("/v1/completions", {"model": model, "prompt": [1, 2, 3], "max_tokens": 12, "temperature": 0, "ignore_eos": True, "logprobs": 3})
 parts = [e["choices"][0]["logprobs"] for e in ev if e["choices"] and e["choices"][0].get("logprobs")]

@@ -109,8 +109,8 @@ static const char *first_of(const char *s, const char *e, const char *sep) {
 }
 static const char *after_last(const char *s, const char *e, const char *sep) { /* split(sep)[-1] */
     const size_t k = strlen(sep);
-    for (const char *p = e - k; p >= s; p--)
-        if (!memcmp(p, sep, k)) return p + k;
+    for (size_t i = (size_t)(e - s) >= k ? (size_t)(e - s) - k + 1 : 0; i > 0; i--) /* starts e - k down to s */
+        if (!memcmp(s + i - 1, sep, k)) return s + i - 1 + k;
     return s;
 }
 static void lstrip_nl(const char **s, const char *e) { while (*s < e && **s == '\n') (*s)++; }

@@ -40,7 +40,8 @@ import aiohttp
 COLUMNS = ["label", "rate", "max_concurrency", "requests", "finished", "cut", "failed", "no_first_token", "duration_s", "window_s",
            "output_tok_s", "output_tok_source", "request_s", "ttft_mean_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms",
            "tpot_mean_ms", "tpot_p50_ms", "tpot_p90_ms", "tpot_p99_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms",
-           "e2e_p50_s", "e2e_p90_s", "e2e_p99_s", "slo_ttft_ms", "slo_tpot_ms", "goodput_req_s", "prompt_tokens", "completion_tokens"]
+           "e2e_p50_s", "e2e_p90_s", "e2e_p99_s", "slo_ttft_ms", "slo_tpot_ms", "goodput_req_s", "prompt_tokens", "completion_tokens",
+           "engine_steps", "engine_step_ms", "engine_between_ms"]
 
 
 def die(msg):
@@ -95,18 +96,28 @@ def pct(xs, q):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-async def scrape(session, url, metric):
-    """The server's counter, or None when it has no /metrics or not that metric."""
+async def scrape_page(session, url):
+    """The server's /metrics as {name (with labels): value}; empty when it has none."""
+    page = {}
     try:
         async with session.get(url) as r:
             if r.status != 200:
-                return None
+                return page
             for line in (await r.text()).splitlines():
-                if line.startswith(metric + " ") or line.startswith(metric + "{"):
-                    return float(line.rsplit(" ", 1)[1])
+                if line and not line.startswith("#"):
+                    name, _, v = line.rpartition(" ")
+                    try:
+                        page[name] = float(v)
+                    except ValueError:
+                        pass
     except aiohttp.ClientError:
-        return None
-    return None
+        pass
+    return page
+
+
+async def scrape(session, url, metric):
+    """The server's counter, or None when it has no /metrics or not that metric."""
+    return (await scrape_page(session, url)).get(metric)
 
 
 async def one_request(session, a, prompt, gen, rec, t0):
@@ -155,7 +166,8 @@ async def run_rate(a, reqs, rate):
 
         async def mark(name, at):
             await asyncio.sleep(max(0.0, at - (time.monotonic() - t0)))
-            marks[name] = (await scrape(session, metrics_url, a.metric), time.monotonic() - t0)
+            page = await scrape_page(session, metrics_url)
+            marks[name] = (page.get(a.metric), time.monotonic() - t0, page)
 
         async def send(i, at):
             await asyncio.sleep(max(0.0, at - (time.monotonic() - t0)))
@@ -174,14 +186,15 @@ async def run_rate(a, reqs, rate):
         marks_t = [asyncio.create_task(mark("warmup", a.warmup))]
         if a.cutoff:
             done, pending = await asyncio.wait(tasks, timeout=max(0.0, a.cutoff - (time.monotonic() - t0)))
-            end_counter = await scrape(session, metrics_url, a.metric)
-            marks["end"] = (end_counter, time.monotonic() - t0)
+            page = await scrape_page(session, metrics_url)
+            marks["end"] = (page.get(a.metric), time.monotonic() - t0, page)
             for t in pending:
                 t.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
         else:
             await asyncio.gather(*tasks, return_exceptions=True)
-            marks["end"] = (await scrape(session, metrics_url, a.metric), time.monotonic() - t0)
+            page = await scrape_page(session, metrics_url)
+            marks["end"] = (page.get(a.metric), time.monotonic() - t0, page)
         await asyncio.gather(*marks_t, return_exceptions=True)
         for i, t in enumerate(tasks):
             if t.done() and not t.cancelled() and t.exception() is not None:
@@ -218,6 +231,12 @@ def summarize(a, rate, recs, marks):
     else:
         out_tps, src, window = sum(r["usage"]["completion_tokens"] for r in fin) / end, "usage", end
     mean = lambda xs: sum(xs) / len(xs) if xs else ""
+    # the engine thread over the window (zipage serve's counters; empty for another server):
+    # steps, mean wall time of a step, and the server's time between steps, per step
+    p0, p1 = (w0[2] if len(w0) > 2 else {}), w1[2] if len(w1) > 2 else {}
+    d = lambda k: p1[k] - p0[k] if k in p0 and k in p1 else None
+    steps, step_s, between_s = d("zipage_engine_steps_total"), d("zipage_engine_step_seconds_total"), d("zipage_engine_between_steps_seconds_total")
+    per_step = lambda x: 1e3 * x / steps if steps and x is not None else ""
     row = {"label": a.label, "rate": "inf" if math.isinf(rate) else rate, "max_concurrency": a.max_concurrency, "requests": len(recs),
            "finished": len(fin), "cut": cut, "failed": len(failed), "no_first_token": len(no_first), "duration_s": end, "window_s": window, "output_tok_s": out_tps,
            "output_tok_source": src, "request_s": len(fin) / end, "ttft_mean_ms": mean(ttft), "ttft_p50_ms": pct(ttft, 50),
@@ -225,7 +244,8 @@ def summarize(a, rate, recs, marks):
            "tpot_p90_ms": pct(tpot, 90), "tpot_p99_ms": pct(tpot, 99), "itl_p50_ms": pct(itl, 50), "itl_p90_ms": pct(itl, 90),
            "itl_p99_ms": pct(itl, 99), "e2e_p50_s": pct(e2e, 50), "e2e_p90_s": pct(e2e, 90), "e2e_p99_s": pct(e2e, 99),
            "slo_ttft_ms": a.slo_ttft_ms or "", "slo_tpot_ms": a.slo_tpot_ms or "", "goodput_req_s": good / end,
-           "prompt_tokens": sum(r["usage"]["prompt_tokens"] for r in fin), "completion_tokens": sum(r["usage"]["completion_tokens"] for r in fin)}
+           "prompt_tokens": sum(r["usage"]["prompt_tokens"] for r in fin), "completion_tokens": sum(r["usage"]["completion_tokens"] for r in fin),
+           "engine_steps": "" if steps is None else int(steps), "engine_step_ms": per_step(step_s), "engine_between_ms": per_step(between_s)}
     for r in failed[:3]:
         print(f"serve_bench: a request failed: {r['error']}", file=sys.stderr)
     return row

@@ -123,6 +123,11 @@ static enum MHD_Result serve_metrics(srv_server *s, struct MHD_Connection *c) {
     out(&b, "# HELP zipage_requests_finished_total Choices finished, by reason.\n# TYPE zipage_requests_finished_total counter\n");
     for (int f = ZP_FINISH_EOS; f < ZP_FINISH_COUNT; f++)
         out(&b, "zipage_requests_finished_total{finish_reason=\"%s\"} %lld\n", zp_finish_name((zp_finish_reason)f), (long long)m.finished[f]);
+    metric(&b, "engine_steps_total", "counter", "Engine steps run.", (double)m.steps);
+    metric(&b, "engine_step_seconds_total", "counter", "The engine thread's wall time inside its steps.", m.step_seconds);
+    metric(&b, "engine_between_steps_seconds_total", "counter",
+           "The engine thread's wall time between its steps while it had work: the steps' text handed to the choices, outputs, "
+           "admission, waits for the server's lock.", m.between_seconds);
     histogram(&b, "time_to_first_token_seconds", "From a choice's arrival to its first token.", &m.ttft, ttft_le, N_TTFT);
     histogram(&b, "inter_token_latency_seconds", "Between consecutive tokens of a choice.", &m.itl, itl_le, N_ITL);
     if (!b.buf) return MHD_NO;

@@ -187,17 +187,26 @@ static zp_status after_step(srv_server *s) {
 void *srv_engine_main(void *arg) {
     srv_server *s = arg;
     pthread_mutex_lock(&s->mu);
+    double t_end = 0; /* when the last step ended (0: the engine was idle since) */
     for (;;) {
         admit_waiting(s);
         if (!zp_engine_has_unfinished(s->e)) {
             if (s->stopping) break;
+            t_end = 0;
             pthread_cond_wait(&s->wake, &s->mu);
             continue;
         }
         pthread_mutex_unlock(&s->mu);
+        const double t0 = zp_now();
         zp_status st = zp_engine_step(s->e);
+        const double t1 = zp_now();
         if (st == ZP_OK) st = after_step(s);
         pthread_mutex_lock(&s->mu);
+        s->m.steps++;
+        s->m.step_seconds += t1 - t0;
+        if (t_end > 0) s->m.between_seconds += t0 - t_end;
+        s->m.between_seconds += zp_now() - t1;
+        t_end = zp_now();
         if (st != ZP_OK) { /* the engine cannot go on: every choice in it fails */
             s->engine_status = st;
             fprintf(stderr, "serve: engine step failed: %s\n", zp_last_error());

@@ -67,6 +67,10 @@ typedef struct {
     int running, waiting, blocks_used;
     int64_t prompt_tokens, finished[ZP_FINISH_COUNT];
     srv_hist ttft, itl;
+    /* the engine thread's time while it has work: inside zp_engine_step, and outside it (the
+     * step's text moved to the choices, outputs polled, waits for the mutex, admission) */
+    int64_t steps;
+    double step_seconds, between_seconds;
 } srv_metrics;
 
 typedef struct {

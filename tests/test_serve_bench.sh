@@ -28,6 +28,9 @@ for r in rows:
     assert n > 0 and bad == 0 and fin + cut == n, r
     assert float(r["output_tok_s"]) > 0 and r["output_tok_source"] == "zipage_generation_tokens_total", r
     assert float(r["ttft_p50_ms"]) <= float(r["ttft_p99_ms"]), r
+    # the engine thread over the window: its steps, and a step's time inside and between steps
+    assert int(r["engine_steps"]) > 0 and float(r["engine_step_ms"]) > 0 and float(r["engine_between_ms"]) >= 0, r
+    assert float(r["engine_between_ms"]) < 10 * float(r["engine_step_ms"]), r
 assert int(rows[1]["requests"]) == 24, rows[1]  # rate inf sends every request at once
 m = {l.split()[0]: float(l.split()[1]) for l in open(sys.argv[2]) if l.startswith("zipage_") and "{" not in l}
 assert m["zipage_requests_running"] == 0 and m["zipage_kv_blocks_used"] == 0, m  # the cut streams ended on the server

@@ -652,7 +652,7 @@ static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c,
         return send_error(c, &err);
     }
     if (r.stream) return start_stream(s, c, &r, jobs, n_jobs);
-    srv_call call = {n_jobs, 0, 0, PTHREAD_COND_INITIALIZER, 0};
+    srv_call call = {n_jobs, 0, 0, PTHREAD_COND_INITIALIZER, 0, 0};
     int64_t call_id;
     if (!srv_enqueue(s, jobs, n_jobs, &call, &call_id, &err)) {
         srv_free_jobs(jobs, n_jobs, r.n);

@@ -90,7 +90,7 @@ static void flush_staged(srv_server *s) {
         for (int k = 0; k < j->n_stage_lps && j->n_lps < j->cap_lps; k++) j->lps[j->n_lps] = j->stage_lps[k], j->lp_tok[j->n_lps++] = j->stage_lp_tok[k];
         const size_t from = j->len;
         if (j->stage_len && !j->stop_hit && job_append(j, j->stage, j->stage_len) == ZP_OK && j->n_stop) job_match_stop(j, from);
-        if ((j->stage_len || j->n_stage_lps) && j->call->stream) pthread_cond_broadcast(&j->call->cv);
+        if ((j->stage_len || j->n_stage_lps) && j->call->stream && !j->call->to_wake) j->call->to_wake = 1, s->wake_calls[s->n_wake_calls++] = j->call;
         j->stage_len = 0;
         j->stage_tokens = 0;
         j->n_stage_lps = 0;
@@ -150,23 +150,21 @@ static void snapshot(srv_server *s) {
     s->m.blocks_used = zp_engine_blocks_used(s->e);
 }
 
-/* After a step: stop strings end their requests; finished outputs complete their choices. */
+/* After a step (mutex held, once per step: the connection threads woken by the last step contend
+ * for it): stop strings end their requests; finished outputs complete their choices. */
 static zp_status after_step(srv_server *s) {
-    pthread_mutex_lock(&s->mu);
     flush_staged(s);
     for (int i = 0; i < s->n_active; i++) {
         srv_job *j = s->active[i];
         if (j->finish != ZP_FINISH_NONE || !(j->stop_hit || j->call->aborted)) continue;
         const zp_finish_reason why = j->stop_hit ? ZP_FINISH_STOP : ZP_FINISH_ABORT;
         zp_status st = zp_engine_finish_request(s->e, j->id, j->sample, why);
-        if (st != ZP_OK && st != ZP_ERR_INVALID) { pthread_mutex_unlock(&s->mu); return st; }
+        if (st != ZP_OK && st != ZP_ERR_INVALID) return st;
         if (st == ZP_OK) j->finish = why; /* INVALID: it finished on its own in this step (its output says how) */
     }
     snapshot(s);
-    pthread_mutex_unlock(&s->mu);
     zp_output o[64];
     for (int n; (n = zp_engine_poll(s->e, o, 64)) > 0;) {
-        pthread_mutex_lock(&s->mu);
         for (int i = 0; i < n; i++) {
             srv_job *j = s->live[o[i].request_id % s->live_cap];
             if (j && j->id == o[i].request_id) {
@@ -179,9 +177,22 @@ static zp_status after_step(srv_server *s) {
             }
             zp_output_free(&o[i]);
         }
-        pthread_mutex_unlock(&s->mu);
     }
     return ZP_OK;
+}
+
+/* The streams with new text, to be woken once the mutex is let go (mutex held): a call whose
+ * choices are all done was woken by job_done and may be freed as soon as the mutex is let go,
+ * so it is left out; the others cannot be freed before this thread ends their choices. */
+static int take_wake_list(srv_server *s) {
+    int n = 0;
+    for (int i = 0; i < s->n_wake_calls; i++) {
+        srv_call *c = s->wake_calls[i];
+        c->to_wake = 0;
+        if (c->n_done < c->n_jobs) s->wake_calls[n++] = c;
+    }
+    s->n_wake_calls = 0;
+    return n;
 }
 
 void *srv_engine_main(void *arg) {
@@ -193,15 +204,18 @@ void *srv_engine_main(void *arg) {
         if (!zp_engine_has_unfinished(s->e)) {
             if (s->stopping) break;
             t_end = 0;
+            for (int i = 0, n = take_wake_list(s); i < n; i++) pthread_cond_broadcast(&s->wake_calls[i]->cv); /* (none expected: all is done) */
             pthread_cond_wait(&s->wake, &s->mu);
             continue;
         }
+        const int n_wake = take_wake_list(s);
         pthread_mutex_unlock(&s->mu);
+        for (int i = 0; i < n_wake; i++) pthread_cond_broadcast(&s->wake_calls[i]->cv);
         const double t0 = zp_now();
         zp_status st = zp_engine_step(s->e);
         const double t1 = zp_now();
-        if (st == ZP_OK) st = after_step(s);
         pthread_mutex_lock(&s->mu);
+        if (st == ZP_OK) st = after_step(s);
         s->m.steps++;
         s->m.step_seconds += t1 - t0;
         if (t_end > 0) s->m.between_seconds += t0 - t_end;
@@ -212,6 +226,7 @@ void *srv_engine_main(void *arg) {
             fprintf(stderr, "serve: engine step failed: %s\n", zp_last_error());
             for (int i = 0; i < s->n_touched; i++) s->touched[i]->stage_len = 0, s->touched[i]->stage_tokens = 0, s->touched[i]->n_stage_lps = 0;
             s->n_touched = 0;
+            take_wake_list(s); /* every choice ends below, each call woken by job_done */
             while (s->n_active > 0) { /* job_done takes each out of the list */
                 srv_job *j = s->active[s->n_active - 1];
                 j->status = st;
@@ -293,7 +308,8 @@ zp_status srv_server_open(srv_server *s, const srv_config *cfg) {
     s->live = calloc((size_t)s->live_cap, sizeof *s->live);
     s->active = calloc((size_t)s->live_cap, sizeof *s->active);
     s->touched = calloc((size_t)s->live_cap, sizeof *s->touched);
-    if (!s->waiting || !s->live || !s->active || !s->touched) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
+    s->wake_calls = calloc((size_t)s->live_cap, sizeof *s->wake_calls);
+    if (!s->waiting || !s->live || !s->active || !s->touched || !s->wake_calls) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
     zp_engine_set_token_hook(s->e, on_token, s);
     snapshot(s); /* /metrics before the first step */
     pthread_mutex_init(&s->mu, NULL);
@@ -309,4 +325,5 @@ void srv_server_close(srv_server *s) {
     free(s->live);
     free(s->active);
     free(s->touched);
+    free(s->wake_calls);
 }

@@ -50,6 +50,7 @@ struct srv_call {
     int aborted;               /* the client left (a stream's connection closed): the engine ends its choices */
     pthread_cond_t cv;         /* a choice finished, or (streaming) has new text */
     int stream;                /* 1: woken for new text too (a whole answer waits only for n_done) */
+    int to_wake;               /* the engine thread's: in srv_server.wake_calls for the step's new text */
 };
 
 /* Prometheus histograms of the time to first token and between tokens (vLLM's buckets). */
@@ -92,6 +93,8 @@ typedef struct {
     int n_active;
     srv_job **touched;         /* [live_cap] the engine thread's: choices that sampled in this step */
     int n_touched;
+    srv_call **wake_calls;     /* [live_cap] the engine thread's: streams with new text, woken after the mutex is let go */
+    int n_wake_calls;
     int64_t next_id, next_call;
     int stopping;              /* the engine thread ends once nothing is left */
     zp_status engine_status;

@@ -13,7 +13,7 @@ D = "tests/data/fp8"
 
 
 def cast(x, dev):
-    t = torch.from_numpy(x).to(dev).clamp(-448, 448).to(torch.float8_e4m3fn)
+    t = torch.from_numpy(np.ascontiguousarray(x)).to(dev).clamp(-448, 448).to(torch.float8_e4m3fn)
     return t.view(torch.uint8).cpu().numpy()
 
 
@@ -26,7 +26,7 @@ def main():
     bf16 = (np.arange(65536, dtype=np.uint32) << 16).view(np.float32)
     want_bf = np.fromfile(f"{D}/e4m3_from_bf16.bin", dtype=np.uint8)
     rec = np.fromfile(f"{D}/e4m3_from_f32.bin", dtype=[("bits", "<u4"), ("e4m3", "u1")])
-    x = rec["bits"].view(np.float32)
+    x = np.ascontiguousarray(rec["bits"]).view(np.float32)
     dec = np.fromfile(f"{D}/e4m3_to_f32.bin", dtype=np.uint32).view(np.float32)
     tdec = torch.arange(256, dtype=torch.uint8).view(torch.float8_e4m3fn).float().numpy()
     bad = int(np.count_nonzero(~((tdec == dec) | (np.isnan(tdec) & np.isnan(dec)))))

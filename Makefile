@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 DEB_PACKAGES := cmake gcc make libmicrohttpd-dev libcjson-dev libopenblas-openmp-dev libxxhash-dev libpcre2-dev libutf8proc-dev bubblewrap libcsv-dev gnuplot-nox
 ZIPAGE := $(BUILD)/zipage
 
-.PHONY: all deps build build-quiet test test-slow test-sanitize fuzz fuzz-smoke fuzz-long generate devdeps models clean
+.PHONY: all deps build build-quiet lmeval-venv test test-slow test-sanitize fuzz fuzz-smoke fuzz-long generate devdeps models clean
 all: build
 
 deps:
@@ -37,6 +37,15 @@ GRADE_PYTHON ?= python3
 	rm -rf .venv-grade
 	$(GRADE_PYTHON) -m venv .venv-grade
 	.venv-grade/bin/pip install -q --disable-pip-version-check -r tools/grading/requirements.txt
+	touch $@
+
+# lm-evaluation-harness, for the slow test that drives `zipage serve` with it (test_lmeval): pinned
+# in tools/lmeval/requirements.txt (lm-eval needs torch: about 3 GB from PyPI); not part of deps
+lmeval-venv: .venv-lmeval/.stamp
+.venv-lmeval/.stamp: tools/lmeval/requirements.txt
+	rm -rf .venv-lmeval
+	$(GRADE_PYTHON) -m venv .venv-lmeval
+	.venv-lmeval/bin/pip install -q --disable-pip-version-check -r tools/lmeval/requirements.txt
 	touch $@
 
 # first configure: make sure the Debian packages are there (fresh machine), then CMake

@@ -208,6 +208,8 @@ void *srv_engine_main(void *arg) {
             pthread_cond_wait(&s->wake, &s->mu);
             continue;
         }
+        /* after admit_waiting (a waiting choice of a client that left is done by now), and only this
+         * thread ends choices (job_done): the calls kept stay alive until it locks again */
         const int n_wake = take_wake_list(s);
         pthread_mutex_unlock(&s->mu);
         for (int i = 0; i < n_wake; i++) pthread_cond_broadcast(&s->wake_calls[i]->cv);

@@ -130,7 +130,7 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
                    "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
                    "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
                    "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp,admission_reserve,"
-                   "length_scale,preemptions,completion_s,latency_p50_s,latency_p90_s,latency_p99_s\n");
+                   "length_scale,preemptions,completion_s,latency_p50_s,latency_p90_s,latency_p99_s,kv_dtype\n");
     double pl = 0, gl = 0, dev = 0;
     for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
     for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
@@ -149,7 +149,7 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
     char completion[32] = "";
     if (lat_n == w->n && lat_n > 0) snprintf(completion, sizeof completion, "%.3f", r->latency[lat_n - 1]);
     fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f,%d,%g,%d,%lld,%s,%.3f,%.3f,%.3f\n",
+               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f,%d,%g,%d,%lld,%s,%.3f,%.3f,%.3f,%s\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
@@ -160,7 +160,8 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
             comp / W, dev > 0 ? (DS - dev) / DS : 0.0, r->mem_gib, bench_peak_rss_mib(), r->copy_bw / 1e9, step_bytes / 1e9, roof,
             (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0, r->finished, r->tps_steady,
             b->ec.tp > 1 ? b->ec.tp : 1, b->ec.admission_reserve, b->length_scale, (long long)st->preemptions, completion,
-            quantile(r->latency, lat_n, 0.5), quantile(r->latency, lat_n, 0.9), quantile(r->latency, lat_n, 0.99));
+            quantile(r->latency, lat_n, 0.5), quantile(r->latency, lat_n, 0.9), quantile(r->latency, lat_n, 0.99),
+            b->ec.kv_dtype ? b->ec.kv_dtype : "auto");
 }
 
 /* Prints the row of one finished configuration, and appends it to --csv. */
@@ -228,7 +229,8 @@ zp_status bench_run(bench_config *b) {
     s = zp_engine_copy_bandwidth(e, &base.copy_bw);
     base.step_weight_bytes = zp_engine_step_weight_bytes(e);
     base.embed_row_bytes = (size_t)mc->hidden * es;
-    base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * es / (size_t)(b->ec.tp > 1 ? b->ec.tp : 1); /* one GPU's heads */
+    base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)zp_engine_kv_elem_bytes(e) /
+                          (size_t)(b->ec.tp > 1 ? b->ec.tp : 1); /* one GPU's heads, in the K/V element type */
     const int runs = b->n_pools ? b->n_pools : 1;
     char unservable[512] = "";
     bench_timeline tl = {0};

@@ -28,7 +28,7 @@ COLUMNS = ("label,device,model,workload,requests,prompt_mean,gen_mean,policy,nma
            "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
            "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
            "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp,admission_reserve,"
-           "length_scale,preemptions,completion_s,latency_p50_s,latency_p90_s,latency_p99_s").split(",")
+           "length_scale,preemptions,completion_s,latency_p50_s,latency_p90_s,latency_p99_s,kv_dtype").split(",")
 
 
 def copy_bandwidth():
@@ -176,7 +176,7 @@ def main():
                step_gbytes_mean=f"{step_bytes / 1e9:.3f}", roofline_ratio=f"{step_bytes * steps / bw / decode:.3f}",
                block_size=a.block_size if cont else 0,
                pool="", kv_state_gib=0 if cont else f"{a.batch * (a.prompt + a.gen) * kv_token / 2**30:.6f}",  # the static cache
-               finished=a.batch, tps_steady=f"{a.batch * a.gen / wall:.1f}", tp=1)
+               finished=a.batch, tps_steady=f"{a.batch * a.gen / wall:.1f}", tp=1, kv_dtype="auto")
     graphs = compiled_graphs()
     how = (f"generate_batch, paged cache (blocks of {a.block_size}, attention {a.attn}), CUDA graphs" if cont else
            f"generate, static cache, {'compile requested' if compile_ else 'eager'} ({graphs} torch.compile graphs were built)")

@@ -73,6 +73,11 @@ typedef struct {
     int window, n_qslots;                        /* query cache [L][n_qslots][window][H_q][D] */
     int kv_head0;                                /* the model's index of KV head 0 (a tensor-parallel
                                                     rank's first; 0 otherwise): seeded draws hash it */
+    /* K/V cache element type: 0, the backend's cache type; 1, FP8 E4M3 bytes (kv_dtype fp8): a
+     * write stores e4m3(x / scale) (round to nearest even, saturating), a read gives the byte's
+     * value x scale, with per-tensor scales per layer (host memory, [n_layers] each) */
+    int kv_fp8;
+    const float *k_scale, *v_scale;
 } zp_attn_dims;
 
 /* One request of a device-side compression (backend op `compress`). */

@@ -34,9 +34,11 @@ zp_engine_config zp_engine_config_default(void) {
     return c;
 }
 
-/* Default CPU pool: 32768 tokens, capped at 2 GiB of fp32 K/V. */
+/* Default CPU pool: 32768 tokens, capped at 2 GiB of K/V (fp32, or fp8 bytes). */
 static int default_num_blocks(const zp_model_config *mc, const zp_engine_config *c) {
-    size_t per_block = zp_model_kv_block_bytes(mc, c->block_size, 4);
+    int fp8 = 0;
+    (void)zp_kv_dtype_parse(c->kv_dtype, &fp8); /* checked by engine_geometry */
+    size_t per_block = zp_model_kv_block_bytes(mc, c->block_size, fp8 ? 1 : 4);
     int64_t tokens = c->kv_pool_tokens > 0 ? c->kv_pool_tokens : 32768;
     int64_t nb = (tokens + c->block_size - 1) / c->block_size;
     if (c->kv_pool_tokens <= 0 && (size_t)nb * per_block > (2ull << 30)) nb = (int64_t)((2ull << 30) / per_block);
@@ -94,8 +96,16 @@ static zp_status engine_geometry(const zp_engine_config *cfg, zp_kv_geometry *ge
         return policy_create(name, NULL, &p); /* its error names the known ones */
     }
     ZP_TRY(zp_geometry_resolve(ops, cfg->block_size, cfg->nmax, cfg->window, geo));
+    int fp8;
+    ZP_TRY(zp_kv_dtype_check(cfg->kv_dtype, cfg->device, &fp8));
     zp_layer_budget_kind kind;
     return zp_layer_budget_check(cfg->layer_budget, cfg->pyramid_beta, geo, &kind);
+}
+
+int engine_kv_elem_bytes(const zp_engine *e) {
+    int fp8 = 0;
+    (void)zp_kv_dtype_parse(e->cfg.kv_dtype, &fp8); /* checked by engine_geometry */
+    return fp8 ? 1 : e->be->cache_elem_bytes;
 }
 
 /* The backend's switches of cfg (CUDA graphs; none with tensor parallelism, whose sums leave
@@ -236,6 +246,7 @@ void zp_engine_free(zp_engine *e) {
 
 const zp_model_config *zp_engine_model_config(const zp_engine *e) { return &e->model_cfg; }
 int zp_engine_cache_elem_bytes(const zp_engine *e) { return e->be->cache_elem_bytes; }
+int zp_engine_kv_elem_bytes(const zp_engine *e) { return engine_kv_elem_bytes(e); }
 int zp_engine_uses_graphs(const zp_engine *e) { return e->be->use_graphs; }
 zp_status zp_engine_device_memory(zp_engine *e, size_t *used, size_t *total) {
     size_t fr = 0;
@@ -255,7 +266,7 @@ size_t zp_engine_step_weight_bytes(const zp_engine *e) {
     return (e->model->n_params - table) * (size_t)e->be->cache_elem_bytes;
 }
 size_t zp_engine_block_bytes(const zp_engine *e) {
-    int elem = strcmp(e->be->name, "cpu") ? (e->cfg.precision && !strcmp(e->cfg.precision, "fp32") ? 4 : 2) : 4;
+    const int elem = engine_kv_elem_bytes(e);
     return zp_model_kv_block_bytes(&e->model_cfg, e->cfg.block_size, elem); /* the group's: every rank's heads */
 }
 int zp_engine_num_running(const zp_engine *e) { return e->sched.running.n; }

@@ -121,6 +121,8 @@ const zp_model_config *zp_engine_model_config(const zp_engine *e);
  * memory in use and in all (ZP_ERR_UNSUPPORTED where the backend cannot tell: CPU), and the
  * bandwidth of a large copy (bytes read + written per second). */
 int zp_engine_cache_elem_bytes(const zp_engine *e);
+/* Bytes of one K/V cache element: 1 with kv_dtype fp8, else the cache element's. */
+int zp_engine_kv_elem_bytes(const zp_engine *e);
 int zp_engine_uses_graphs(const zp_engine *e);
 zp_status zp_engine_device_memory(zp_engine *e, size_t *used, size_t *total);
 zp_status zp_engine_copy_bandwidth(zp_engine *e, double *bytes_per_s);

@@ -117,6 +117,8 @@ zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks);
 int engine_query_slots(const zp_engine *e, int nb);
 double engine_kv_state_bytes(const zp_engine *e, int nb);
 zp_status engine_bytes_num_blocks(const zp_engine *e, double bytes, int *num_blocks);
+/* Bytes of one K/V cache element: 1 with kv_dtype fp8, else the backend's cache type. */
+int engine_kv_elem_bytes(const zp_engine *e);
 
 /* Checks block tables, ref counts, free list, lengths, cap and query slots (tests). */
 zp_status zp_engine_check_invariants(const zp_engine *e);

@@ -48,7 +48,8 @@ zp_status engine_warm_up(zp_model *m, int T, int n_out, int bs) {
 }
 
 /* Bytes per KV block (with the score cache of a policy that keeps history) and per query slot
- * (0 without an evicting policy): K/V and queries in the backend's cache element size, scores in fp32. */
+ * (0 without an evicting policy): K/V in their element size (fp8: 1 byte), queries in the backend's
+ * cache element size, scores in fp32. */
 static void kv_state_costs(const zp_engine *e, size_t *per_block, size_t *per_slot) {
     const zp_engine_config *c = &e->cfg;
     const zp_model_config *mc = &e->model->cfg;
@@ -60,7 +61,7 @@ static void kv_state_costs(const zp_engine *e, size_t *per_block, size_t *per_sl
         policy_destroy(&pol);
     }
     const size_t es = (size_t)e->be->cache_elem_bytes, L = (size_t)mc->n_layers, bs = (size_t)g->block_size;
-    *per_block = zp_model_kv_block_bytes(mc, g->block_size, (int)es) + (history ? L * bs * mc->n_kv_heads * sizeof(float) : 0);
+    *per_block = zp_model_kv_block_bytes(mc, g->block_size, engine_kv_elem_bytes(e)) + (history ? L * bs * mc->n_kv_heads * sizeof(float) : 0);
     *per_slot = g->evicts ? L * (size_t)g->window * mc->n_heads * mc->head_dim * es : 0;
 }
 

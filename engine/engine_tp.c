@@ -334,9 +334,11 @@ typedef struct {
 } kv_arg;
 
 static zp_status rank_kv_alloc(zp_engine *e, int r, engine_rank *k, void *arg) {
-    (void)e, (void)r;
+    (void)r;
     const kv_arg *a = arg;
-    return zp_model_kv_alloc(k->model, a->num_blocks, a->block_size, k->kv);
+    int fp8;
+    ZP_TRY(zp_kv_dtype_parse(e->cfg.kv_dtype, &fp8));
+    return zp_model_kv_alloc_typed(k->model, a->num_blocks, a->block_size, fp8, k->kv);
 }
 
 zp_status engine_tp_kv_alloc(zp_engine *e, int num_blocks, int block_size) {

@@ -362,19 +362,50 @@ size_t zp_model_kv_block_bytes(const zp_model_config *c, int block_size, int ele
     return 2ull * (size_t)c->n_layers * (size_t)block_size * (size_t)c->n_kv_heads * (size_t)c->head_dim * (size_t)elem_size;
 }
 
-zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv) {
+zp_status zp_kv_dtype_parse(const char *kv_dtype, int *kv_fp8) {
+    if (!kv_dtype || !strcmp(kv_dtype, "auto")) *kv_fp8 = 0;
+    else if (!strcmp(kv_dtype, "fp8")) *kv_fp8 = 1;
+    else return zp_fail(ZP_ERR_INVALID, "kv_dtype \"%s\" is neither auto nor fp8", kv_dtype);
+    return ZP_OK;
+}
+
+zp_status zp_kv_dtype_check(const char *kv_dtype, const char *device, int *kv_fp8) {
+    ZP_TRY(zp_kv_dtype_parse(kv_dtype, kv_fp8));
+    if (*kv_fp8 && device && strcmp(device, "cpu"))
+        return zp_fail(ZP_ERR_INVALID, "kv_dtype fp8 runs on the CPU backend only so far (device is %s): the CUDA kernels do not read FP8 caches yet",
+                       device);
+    return ZP_OK;
+}
+
+zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, int kv_fp8, zp_kv_storage *kv) {
     const zp_model_config *c = &m->cfg;
     memset(kv, 0, sizeof *kv);
     if (num_blocks <= 0 || block_size <= 0)
         return zp_fail(ZP_ERR_INVALID, "kv cache: num_blocks %d and block_size %d must be positive", num_blocks, block_size);
     zp_attn_dims d = {c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, block_size, num_blocks,
-                      1.0f / sqrtf((float)c->head_dim), c->rms_eps, 0, 0, m->tp.kv0};
+                      1.0f / sqrtf((float)c->head_dim), c->rms_eps, 0, 0, m->tp.kv0, 0, NULL, NULL};
     kv->dims = d;
     size_t n = (size_t)c->n_layers * num_blocks * block_size * c->n_kv_heads * c->head_dim;
+    if (kv_fp8) { /* n bytes each, held as f32 elements (4 bytes on every backend), zeroed */
+        kv->scales = malloc(sizeof(float) * 2 * (size_t)c->n_layers);
+        if (!kv->scales) return zp_fail(ZP_ERR_OOM, "kv cache: no memory for %d layers' scales", c->n_layers);
+        for (int i = 0; i < 2 * c->n_layers; i++) kv->scales[i] = 1.0f;
+        kv->dims.kv_fp8 = 1;
+        kv->dims.k_scale = kv->scales;
+        kv->dims.v_scale = kv->scales + c->n_layers;
+        zp_status s = m->be->alloc(m->be, (n + 3) / 4, ZP_ACT_F32, &kv->k);
+        if (s == ZP_OK) s = m->be->alloc(m->be, (n + 3) / 4, ZP_ACT_F32, &kv->v);
+        if (s != ZP_OK) zp_model_kv_free(m, kv);
+        return s;
+    }
     ZP_TRY(m->be->alloc_cache(m->be, n, &kv->k));
     zp_status s = m->be->alloc_cache(m->be, n, &kv->v);
     if (s != ZP_OK) { m->be->release(m->be, kv->k); kv->k = NULL; }
     return s;
+}
+
+zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv) {
+    return zp_model_kv_alloc_typed(m, num_blocks, block_size, 0, kv);
 }
 
 zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, const zp_kv_geometry *geo, int n_qslots, int with_scores) {
@@ -397,6 +428,9 @@ void zp_model_kv_free(zp_model *m, zp_kv_storage *kv) {
     release(m->be, &kv->v);
     release(m->be, &kv->q);
     release(m->be, &kv->score);
+    free(kv->scales);
+    kv->scales = NULL;
+    kv->dims.k_scale = kv->dims.v_scale = NULL;
 }
 
 /* ---------------------------------------------------------------- forward */

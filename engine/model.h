@@ -31,6 +31,7 @@ typedef struct {
     void *q;           /* query cache [L][n_qslots][window][H_q][D], or NULL */
     void *score;       /* score cache [L][num_blocks*block_size][H_kv] (fp32), or NULL */
     int history_live;  /* 1: every forward adds its queries' attention to score (attn_history) */
+    float *scales;     /* kv_fp8: [2][L] host, the K then the V per-tensor scale of each layer (dims points here) */
     zp_attn_dims dims;
 } zp_kv_storage;
 
@@ -69,6 +70,13 @@ zp_status zp_model_load_rank(const char *source, int random, uint64_t seed, zp_b
 void zp_model_free(zp_model *m);
 
 zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv);
+/* The same with a K/V element type: kv_fp8 1 stores E4M3 bytes with scale 1.0 for every layer
+ * (vLLM's --kv-cache-dtype fp8 without checkpoint scales). */
+zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, int kv_fp8, zp_kv_storage *kv);
+/* kv_dtype's value: "auto" (or NULL) -> 0, "fp8" -> 1; anything else is refused, naming it. */
+zp_status zp_kv_dtype_parse(const char *kv_dtype, int *kv_fp8);
+/* The same, and fp8 refused on a device other than the CPU (its kernels read bf16/fp32 caches only). */
+zp_status zp_kv_dtype_check(const char *kv_dtype, const char *device, int *kv_fp8);
 /* Adds the compression state: a query cache of n_qslots x window rows, and a score cache. */
 zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, const zp_kv_geometry *geo, int n_qslots, int with_scores);
 void zp_model_kv_free(zp_model *m, zp_kv_storage *kv);
@@ -76,7 +84,7 @@ void zp_model_kv_free(zp_model *m, zp_kv_storage *kv);
 /* One step: writes K/V of every batch row, returns logits [b->n_out][V] into host memory. */
 zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, float *logits);
 
-/* Bytes of one KV block across all layers (K and V, fp32 on CPU). */
+/* Bytes of one KV block across all layers (K and V, fp32 on CPU; elem_size 1 for FP8). */
 size_t zp_model_kv_block_bytes(const zp_model_config *c, int block_size, int elem_size);
 
 #endif

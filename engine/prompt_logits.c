@@ -1,6 +1,6 @@
 /* prompt_logits.c - the logits of one prompt's prefill through a model alone: what `zipage
  * logits` writes and the transformers comparisons read. No pool, scheduler, compression or
- * sampling; a private KV store of exactly the prompt's length. */
+ * sampling; a private KV store of exactly the prompt's length (in kv_dtype's type). */
 #include <stdlib.h>
 
 #include "engine.h"
@@ -11,6 +11,8 @@ zp_status zp_prompt_logits(const zp_engine_config *cfg, const int *prompt, int n
     *logits = NULL;
     if (n_prompt <= 0) return zp_fail(ZP_ERR_INVALID, "logits: an empty prompt");
     if (cfg->tp > 1) return zp_fail(ZP_ERR_INVALID, "logits: the model alone runs on one device (tp %d refused)", cfg->tp);
+    int fp8;
+    ZP_TRY(zp_kv_dtype_check(cfg->kv_dtype, cfg->device, &fp8));
     zp_backend *be;
     ZP_TRY(zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &cfg->backend, &be));
     zp_model *m = NULL;
@@ -20,7 +22,7 @@ zp_status zp_prompt_logits(const zp_engine_config *cfg, const int *prompt, int n
     int *pos = malloc(sizeof(int) * (size_t)T * 3), *bt = malloc(sizeof(int) * (size_t)nb);
     float *lg = NULL;
     if (s == ZP_OK && (!pos || !bt)) s = zp_fail(ZP_ERR_OOM, "logits: out of memory");
-    if (s == ZP_OK) s = zp_model_kv_alloc(m, nb, bs, &kv);
+    if (s == ZP_OK) s = zp_model_kv_alloc_typed(m, nb, bs, fp8, &kv);
     if (s == ZP_OK && !(lg = malloc(sizeof(float) * (size_t)R * (size_t)m->cfg.vocab))) s = zp_fail(ZP_ERR_OOM, "logits: out of memory");
     if (s == ZP_OK) {
         int *slots = pos + T, *out_rows = pos + 2 * T, q0 = 0, kvl = T;

@@ -53,7 +53,9 @@ enum { ZP_SETTING_AXIS = 1 }; /* flags: an experiment may give a list of values 
     X(max_concurrency, ZP_SET_INT, max_concurrency, 0, NULL, 0, 1e6, ZP_SETTING_AXIS,                                         \
       "query slots (0, the default: pool blocks / (nmax + 1))")                                                                     \
     X(kv_pool_tokens, ZP_SET_I64, kv_pool_tokens, 0, NULL, 0, 1e12, ZP_SETTING_AXIS,                                              \
-      "KV pool size in tokens (0, the default: CPU 32768, at most 2 GiB; CUDA from free memory)")
+      "KV pool size in tokens (0, the default: CPU 32768, at most 2 GiB; CUDA from free memory)")                                  \
+    X(kv_dtype, ZP_SET_STR, kv_dtype, 0, "auto", 0, 0, ZP_SETTING_AXIS,                                                           \
+      "K/V cache type: auto (the storage type, default) or fp8 (E4M3, scale 1.0, as vLLM's --kv-cache-dtype fp8; CPU only so far)")
 
 /* A row's member of zp_engine_config (ZP_SETTING_FIELD) and of a struct that owns its strings
  * (ZP_SETTING_MEMBER, named by the setting: experiments' exp_run). */

@@ -17,7 +17,7 @@ typedef struct {
 } reader;
 
 static const char *COLS[] = {"run_id", "dataset", "policy", "policy_params", "nmax", "window", "max_concurrency", "kv_pool_tokens",
-                             "pass_at_1", "ci_low", "ci_high", "tps", "mean_running", "device", "model", "layer_budget", NULL};
+                             "pass_at_1", "ci_low", "ci_high", "tps", "mean_running", "device", "model", "layer_budget", "kv_dtype", NULL};
 
 static void on_field(void *s, size_t len, void *data) {
     reader *r = data;
@@ -62,6 +62,7 @@ static void on_row(int c, void *data) {
         snprintf(w->device, sizeof w->device, "%s", get(r, 13));
         snprintf(w->model, sizeof w->model, "%s", get(r, 14));
         snprintf(w->layer_budget, sizeof w->layer_budget, "%s", get(r, 15)[0] ? get(r, 15) : "uniform"); /* files before the column */
+        snprintf(w->kv_dtype, sizeof w->kv_dtype, "%s", get(r, 16)[0] ? get(r, 16) : "auto");
     }
     (void)c;
     r->n_fields = 0;
@@ -104,16 +105,17 @@ static void policy_label_text(const char *policy, const char *params, char *out,
 }
 
 static int pyramid(const result_row *w) { return !strcmp(w->layer_budget, "pyramid"); }
+static int fp8(const result_row *w) { return !strcmp(w->kv_dtype, "fp8"); }
 
 static void label(const result_row *w, char *out, size_t n) {
     char name[128];
     if (!strcmp(w->policy, "full")) {
-        snprintf(out, n, "full KV");
+        snprintf(out, n, "full KV%s", fp8(w) ? " (fp8 KV)" : "");
         return;
     }
     policy_label_text(w->policy, w->params, name, sizeof name);
-    snprintf(out, n, "%s%s N=%d w=%d%s%s", name, pyramid(w) ? " + pyramid budgets" : "", w->nmax, w->window, strcmp(w->params, "{}") ? " " : "",
-             strcmp(w->params, "{}") ? w->params : "");
+    snprintf(out, n, "%s%s N=%d w=%d%s%s%s", name, pyramid(w) ? " + pyramid budgets" : "", w->nmax, w->window, strcmp(w->params, "{}") ? " " : "",
+             strcmp(w->params, "{}") ? w->params : "", fp8(w) ? " (fp8 KV)" : "");
 }
 
 /* 1 when the row's policy with its parameters shifts positions (its plan says so). */
@@ -127,7 +129,7 @@ static int shifts(const result_row *w) {
 }
 
 void results_curve(const result_row *w, char *out, size_t n) {
-    snprintf(out, n, "%s%s%s", w->policy, shifts(w) ? "+shift" : "", pyramid(w) ? "+pyramid" : "");
+    snprintf(out, n, "%s%s%s%s", w->policy, shifts(w) ? "+shift" : "", pyramid(w) ? "+pyramid" : "", fp8(w) ? "+fp8" : "");
 }
 
 void results_print_table(FILE *out, const result_row *rows, int n) {

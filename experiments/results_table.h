@@ -13,7 +13,7 @@ typedef struct {
     int nmax, window, max_concurrency;
     long long kv_pool_tokens;
     double pass1, lo, hi, tps, mean_running;
-    char model[256], layer_budget[16];
+    char model[256], layer_budget[16], kv_dtype[8];
 } result_row;
 
 /* What a plot calls the row's configuration: its policy, "+shift" when its plan shifts positions

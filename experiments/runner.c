@@ -67,7 +67,8 @@
     X("compression_seconds", "%.3f", st->compress_seconds)                                                                  \
     X("device", "%s", r->device)                                                                                            \
     X("grader", "%s", sample_grader_label(&c->ds, r->grader)) /* code: the tests run, in the sandbox */                               \
-    X("admission_reserve", "%g", r->admission_reserve) /* columns added later come last: zipage grade appends them */
+    X("admission_reserve", "%g", r->admission_reserve) /* columns added later come last: zipage grade appends them */ \
+    X("kv_dtype", "%s", r->kv_dtype[0] ? r->kv_dtype : "auto")
 
 #define RUN_COLUMN_NAME(name, fmt, value) name,
 static const char *CSV_HEADER[] = {RUN_COLUMNS(RUN_COLUMN_NAME) NULL};

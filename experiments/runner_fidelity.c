@@ -42,6 +42,9 @@ static zp_status build_refs(const exp_run *r, const char *model_dir) {
 }
 
 zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char *model_dir, int force) {
+    if (r->kv_dtype[0] && strcmp(r->kv_dtype, "auto"))
+        return zp_fail(ZP_ERR_INVALID, "run %s: the fidelity probe compares caches of kv_dtype auto only so far (kv_dtype %s refused)", r->run_id,
+                       r->kv_dtype);
     ZP_TRY(build_refs(r, model_dir));
     zp_engine_config cmp = base_config(r, model_dir);
     cmp.policy = r->policy;

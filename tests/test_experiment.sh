@@ -102,7 +102,7 @@ SHARD=0/2 "$Z" run "$E" --results "$T/s0" > "$T/log8" 2>&1
 SHARD=1/2 "$Z" run "$E" --results "$T/s1" > "$T/log9" 2>&1
 "$Z" merge "$T/merged.csv" "$T/s0/tiny_sweep/runs.csv" "$T/s1/tiny_sweep/runs.csv" "$T/s0/tiny_sweep/runs.csv" > "$T/log10" 2>&1
 check '[ "$(wc -l < "$T/merged.csv")" -eq 4 ] && grep -q "3 rows added" "$T/log10"' "merge: 3 distinct runs, duplicates dropped"
-H='"run_id","time","git_commit","model","dataset","n_problems","n_samples","policy","policy_params","nmax","window","layer_budget","max_concurrency","block_size","kv_pool_tokens","scheduler","async","prefix_cache","temperature","top_p","max_tokens","seed","pass_at_1","ci_low","ci_high","mean_output_tokens","truncated_share","generated_tokens","wall_seconds","tps","requests_per_s","peak_running","mean_running","peak_kv_bytes","compressions","compression_seconds","device","grader","admission_reserve"'
+H='"run_id","time","git_commit","model","dataset","n_problems","n_samples","policy","policy_params","nmax","window","layer_budget","max_concurrency","block_size","kv_pool_tokens","scheduler","async","prefix_cache","temperature","top_p","max_tokens","seed","pass_at_1","ci_low","ci_high","mean_output_tokens","truncated_share","generated_tokens","wall_seconds","tps","requests_per_s","peak_running","mean_running","peak_kv_bytes","compressions","compression_seconds","device","grader","admission_reserve","kv_dtype"'
 check '[ "$(head -1 "$T/merged.csv")" = "$H" ]' "runs.csv header (schema)"
 printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","nmaxx":[1]}' > "$T/bad.json"
 "$Z" run "$T/bad.json" --results "$T" > "$T/log4" 2>&1; rc=$?

@@ -126,7 +126,7 @@ static uint32_t xorshift(uint32_t *r) { *r ^= *r << 13; *r ^= *r >> 17; *r ^= *r
 static void lab_setup(lab *L) {
     const int per = (L->N + L->B - 1) / L->B, NB = L->S * per, row = (L->HQ + 2 * L->HKV) * L->D;
     L->max_blocks = per;
-    L->d = (zp_attn_dims){1, L->HQ, L->HKV, L->D, L->B, NB, 1.0f / sqrtf((float)L->D), 1e-6f, 0, 0};
+    L->d = (zp_attn_dims){1, L->HQ, L->HKV, L->D, L->B, NB, 1.0f / sqrtf((float)L->D), 1e-6f, 0, 0, 0, 0, NULL, NULL};
     L->tables = (int *)malloc(sizeof(int) * (size_t)NB);
     L->q0 = (int *)malloc(sizeof(int) * (size_t)L->S);
     L->ql = (int *)malloc(sizeof(int) * (size_t)L->S);

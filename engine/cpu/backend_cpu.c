@@ -214,8 +214,10 @@ static zp_status cpu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const
     cpu_ctx *c = CTX(be);
     const zp_batch *b = &c->b;
     const int D = d->head_dim, Hq = d->n_heads, Hkv = d->n_kv_heads, W = (Hq + 2 * Hkv) * D;
-    const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * Hkv * D;
+    char *kl = cpu_kv_layer(d, k_cache, layer), *vl = cpu_kv_layer(d, v_cache, layer);
+    const float ks = cpu_k_scale(d, layer), vs = cpu_v_scale(d, layer);
     if (c->half_dim * 2 != D) return zp_fail(ZP_ERR_INVALID, "cpu qkv_rope_store: rope_init half_dim %d != D/2 (%d)", c->half_dim, D / 2);
+    if (D > CPU_MAX_HEAD_DIM) return zp_fail(ZP_ERR_INVALID, "cpu qkv_rope_store: head_dim %d above %d", D, CPU_MAX_HEAD_DIM);
 #pragma omp parallel for schedule(static)
     for (int t = 0; t < b->n_tokens; t++) {
         const float *row = (const float *)qkv + (size_t)t * W;
@@ -228,13 +230,14 @@ static zp_status cpu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const
         }
         int slot = b->slot_mapping[t];
         if (slot < 0) continue;
-        float *kc = (float *)k_cache + layer_off + (size_t)slot * Hkv * D;
-        float *vc = (float *)v_cache + layer_off + (size_t)slot * Hkv * D;
-        memcpy(kc, row + (size_t)Hq * D, sizeof(float) * (size_t)Hkv * D);
-        memcpy(vc, row + (size_t)(Hq + Hkv) * D, sizeof(float) * (size_t)Hkv * D);
-        for (int h = 0; h < Hkv; h++) {
-            if (k_norm) rmsnorm_row(kc + h * D, kc + h * D, k_norm, D, d->qk_norm_eps);
-            rope_head(kc + h * D, cs, c->half_dim);
+        for (int h = 0; h < Hkv; h++) { /* each head's key normed and rotated in fp32, then stored */
+            float k[CPU_MAX_HEAD_DIM];
+            const size_t at = ((size_t)slot * Hkv + h) * D;
+            memcpy(k, row + (size_t)(Hq + h) * D, sizeof(float) * (size_t)D);
+            if (k_norm) rmsnorm_row(k, k, k_norm, D, d->qk_norm_eps);
+            rope_head(k, cs, c->half_dim);
+            cpu_kv_store_row(d, kl, at, ks, k);
+            cpu_kv_store_row(d, vl, at, vs, row + (size_t)(Hq + Hkv + h) * D);
         }
     }
     return ZP_OK;
@@ -242,16 +245,17 @@ static zp_status cpu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const
 
 /* ---------------------------------------------------------------- paged attention */
 
-/* Row r of sequence s, head h: softmax(q.K^T * scale) V over physical KV [0, n_vis). */
-static void attend_row(const zp_attn_dims *d, const zp_batch *b, int s, int r, int h, const float *q, const float *kc,
-                       const float *vc, float *out, float *scores) {
+/* Row r of sequence s, head h: softmax(q.K^T * scale) V over physical KV [0, n_vis). kc, vc:
+ * the layer's caches (cpu_kv_layer), ks, vs their scales; tmp: head_dim floats. */
+static void attend_row(const zp_attn_dims *d, const zp_batch *b, int s, int r, int h, const float *q, const char *kc,
+                       const char *vc, float ks, float vs, float *out, float *scores, float *tmp) {
     const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size, kh = h / (d->n_heads / Hkv);
     const int n_vis = b->seq_kv_len[s] - b->seq_q_len[s] + r + 1;
     const int *bt = b->block_tables + (size_t)s * b->max_blocks;
     float mx = -INFINITY;
     for (int j = 0; j < n_vis; j++) {
         size_t slot = (size_t)bt[j / bs] * bs + (size_t)(j % bs);
-        const float *k = kc + (slot * Hkv + kh) * D;
+        const float *k = cpu_kv_row(d, kc, (slot * Hkv + kh) * D, ks, tmp);
         float dot = 0.f;
         for (int i = 0; i < D; i++) dot += q[i] * k[i];
         scores[j] = dot * d->scale;
@@ -263,7 +267,7 @@ static void attend_row(const zp_attn_dims *d, const zp_batch *b, int s, int r, i
     memset(out, 0, sizeof(float) * (size_t)D);
     for (int j = 0; j < n_vis; j++) {
         size_t slot = (size_t)bt[j / bs] * bs + (size_t)(j % bs);
-        const float *v = vc + (slot * Hkv + kh) * D;
+        const float *v = cpu_kv_row(d, vc, (slot * Hkv + kh) * D, vs, tmp);
         float p = scores[j] * inv;
         for (int i = 0; i < D; i++) out[i] += p * v[i];
     }
@@ -273,7 +277,8 @@ static zp_status cpu_attention(zp_backend *be, const zp_attn_dims *d, void *out,
                                const void *v_cache, int layer) {
     const zp_batch view = zp_batch_layer(&CTX(be)->b, layer), *b = &view; /* the layer's block-table view */
     const int D = d->head_dim, Hq = d->n_heads;
-    const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * D;
+    const char *kl = cpu_kv_layer(d, k_cache, layer), *vl = cpu_kv_layer(d, v_cache, layer);
+    const float ks = cpu_k_scale(d, layer), vs = cpu_v_scale(d, layer);
     int max_kv = 1;
     for (int s = 0; s < b->n_seqs; s++) max_kv = b->seq_kv_len[s] > max_kv ? b->seq_kv_len[s] : max_kv;
     int *row_seq = malloc(sizeof(int) * (size_t)(b->n_tokens ? b->n_tokens : 1));
@@ -283,7 +288,7 @@ static zp_status cpu_attention(zp_backend *be, const zp_attn_dims *d, void *out,
     zp_status st = ZP_OK;
 #pragma omp parallel
     {
-        float *scores = malloc(sizeof(float) * (size_t)max_kv);
+        float *scores = malloc(sizeof(float) * ((size_t)max_kv + (size_t)D)); /* then a decoded row */
         if (!scores) {
 #pragma omp critical
             st = zp_fail(ZP_ERR_OOM, "cpu attention: no memory for %d scores", max_kv);
@@ -293,9 +298,8 @@ static zp_status cpu_attention(zp_backend *be, const zp_attn_dims *d, void *out,
             for (int h = 0; h < Hq; h++) {
                 if (!scores) continue;
                 int s = row_seq[t];
-                attend_row(d, b, s, t - b->seq_q_start[s], h, (const float *)q + ((size_t)t * Hq + h) * D,
-                           (const float *)k_cache + layer_off, (const float *)v_cache + layer_off,
-                           (float *)out + ((size_t)t * Hq + h) * D, scores);
+                attend_row(d, b, s, t - b->seq_q_start[s], h, (const float *)q + ((size_t)t * Hq + h) * D, kl, vl, ks, vs,
+                           (float *)out + ((size_t)t * Hq + h) * D, scores, scores + max_kv);
             }
         free(scores);
     }

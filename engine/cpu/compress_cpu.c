@@ -30,10 +30,14 @@ zp_status cpu_query_read(zp_backend *be, const zp_attn_dims *d, const void *qcac
 
 zp_status cpu_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n, float *out) {
     const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size;
-    const float *kc = (const float *)k_cache + (size_t)layer * d->num_blocks * bs * Hkv * D;
+    const char *kl = cpu_kv_layer(d, k_cache, layer);
+    const float ks = cpu_k_scale(d, layer);
     for (int t = 0; t < n; t++)
-        for (int g = 0; g < Hkv; g++)
-            memcpy(out + ((size_t)g * n + t) * D, kc + (SLOT(table, t, bs) * Hkv + g) * D, sizeof(float) * (size_t)D);
+        for (int g = 0; g < Hkv; g++) { /* dequantized in place when the cache is fp8 */
+            float *o = out + ((size_t)g * n + t) * D;
+            const float *k = cpu_kv_row(d, kl, (SLOT(table, t, bs) * Hkv + g) * D, ks, o);
+            if (k != o) memcpy(o, k, sizeof(float) * (size_t)D);
+        }
     return ZP_OK;
 }
 
@@ -48,20 +52,22 @@ zp_status cpu_score_read(zp_backend *be, const zp_attn_dims *d, const void *scor
 /* Rewrites positions [0, k) of head g's target so that position i holds the kept token
  * order[i] (they were compacted in position order: token t sits at pos[t], its rank among the
  * kept). Stages the k rows in host memory first (in place, any permutation is safe). */
-static zp_status permute_head(const zp_attn_dims *d, float *kc, float *vc, float *sc, const int *dst, int g, int n, const uint8_t *keep,
+static zp_status permute_head(const zp_attn_dims *d, char *kc, char *vc, float *sc, const int *dst, int g, int n, const uint8_t *keep,
                               const int *order) {
     const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size;
+    const size_t row = cpu_kv_elem(d) * (size_t)D; /* bytes of a row, moved as they are */
     int k = 0;
     int *pos = malloc(sizeof(int) * (size_t)n);
     if (!pos) return zp_fail(ZP_ERR_OOM, "kv_compact: no memory to order %d tokens", n);
     for (int t = 0; t < n; t++) pos[t] = keep[t] ? k++ : -1;
-    float *tmp = malloc(sizeof(float) * ((size_t)2 * k * D + (size_t)k));
+    char *tmp = malloc((size_t)2 * k * row + sizeof(float) * (size_t)k);
     if (!tmp) { free(pos); return zp_fail(ZP_ERR_OOM, "kv_compact: no memory to order %d tokens", k); }
-    float *tk = tmp, *tv = tmp + (size_t)k * D, *ts = tmp + (size_t)2 * k * D;
+    char *tk = tmp, *tv = tmp + (size_t)k * row;
+    float *ts = (float *)(tmp + (size_t)2 * k * row);
     for (int i = 0; i < k; i++) {
         const size_t at = SLOT(dst, i, bs) * Hkv + g;
-        memcpy(tk + (size_t)i * D, kc + at * D, sizeof(float) * (size_t)D);
-        memcpy(tv + (size_t)i * D, vc + at * D, sizeof(float) * (size_t)D);
+        memcpy(tk + (size_t)i * row, kc + at * row, row);
+        memcpy(tv + (size_t)i * row, vc + at * row, row);
         ts[i] = sc ? sc[at] : 0.f;
     }
     zp_status st = ZP_OK;
@@ -69,8 +75,8 @@ static zp_status permute_head(const zp_attn_dims *d, float *kc, float *vc, float
         const int t = order[i], j = t >= 0 && t < n ? pos[t] : -1;
         if (j < 0) { st = zp_fail(ZP_ERR_INVALID, "kv_compact: order entry %d (token %d) is not a kept token", i, t); break; }
         const size_t at = SLOT(dst, i, bs) * Hkv + g;
-        memcpy(kc + at * D, tk + (size_t)j * D, sizeof(float) * (size_t)D);
-        memcpy(vc + at * D, tv + (size_t)j * D, sizeof(float) * (size_t)D);
+        memcpy(kc + at * row, tk + (size_t)j * row, row);
+        memcpy(vc + at * row, tv + (size_t)j * row, row);
         if (sc) sc[at] = ts[j];
     }
     free(tmp);
@@ -84,19 +90,26 @@ zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, v
     const float *inv_freq = shift ? cpu_rope_frequencies(be, D) : NULL;
     if (shift && order) return zp_fail(ZP_ERR_INVALID, "kv_compact: a position shift needs position order (an order was given)");
     if (shift && !inv_freq) return zp_fail(ZP_ERR_INVALID, "kv_compact: a position shift needs the rope frequencies of head_dim %d (rope_init)", D);
-    const size_t layer_off = (size_t)layer * d->num_blocks * bs * Hkv * D;
-    float *kc = (float *)k_cache + layer_off, *vc = (float *)v_cache + layer_off;
+    char *kc = cpu_kv_layer(d, k_cache, layer), *vc = cpu_kv_layer(d, v_cache, layer);
+    const float ks = cpu_k_scale(d, layer);
     float *sc = score_cache ? (float *)score_cache + (size_t)layer * d->num_blocks * bs * Hkv : NULL;
+    if (inv_freq && D > CPU_MAX_HEAD_DIM) return zp_fail(ZP_ERR_INVALID, "kv_compact: head_dim %d above %d", D, CPU_MAX_HEAD_DIM);
     for (int g = 0; g < Hkv; g++) {
         int i = 0; /* next target position; i <= t always, so in-place is safe */
         for (int t = 0; t < n; t++) {
             if (!keep[(size_t)g * n + t]) continue;
             size_t from = SLOT(src, t, bs) * Hkv + g, to = SLOT(dst, i, bs) * Hkv + g;
             if (from != to) {
-                memmove(kc + to * D, kc + from * D, sizeof(float) * (size_t)D);
-                memmove(vc + to * D, vc + from * D, sizeof(float) * (size_t)D);
+                cpu_kv_move_row(d, kc, to * D, from * D);
+                cpu_kv_move_row(d, vc, to * D, from * D);
             }
-            if (inv_freq) zp_rope_shift_row(kc + to * D, inv_freq, D / 2, t, i);
+            if (inv_freq) { /* an fp8 key: decoded, re-rotated, rounded again */
+                float k[CPU_MAX_HEAD_DIM];
+                const float *r = cpu_kv_row(d, kc, to * D, ks, k);
+                if (r != k) memcpy(k, r, sizeof(float) * (size_t)D);
+                zp_rope_shift_row(k, inv_freq, D / 2, t, i);
+                cpu_kv_store_row(d, kc, to * D, ks, k);
+            }
             if (sc && scores) sc[to] = scores[(size_t)g * n + t];
             i++;
         }

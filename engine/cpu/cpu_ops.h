@@ -3,8 +3,39 @@
 #define ZP_CPU_OPS_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "../backend.h"
+#include "../dtype.h" /* zp_f32_to_e4m3, zp_e4m3_to_f32 */
+
+enum { CPU_MAX_HEAD_DIM = 1024 }; /* a key row rotated on the stack */
+
+/* The K/V cache's element type (backend.h zp_attn_dims.kv_fp8): fp32 here, or E4M3 bytes.
+ * Offsets below count elements from the layer's base (cpu_kv_layer). */
+static inline size_t cpu_kv_elem(const zp_attn_dims *d) { return d->kv_fp8 ? 1 : sizeof(float); }
+static inline char *cpu_kv_layer(const zp_attn_dims *d, const void *cache, int layer) {
+    return (char *)cache + (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim * cpu_kv_elem(d);
+}
+static inline float cpu_k_scale(const zp_attn_dims *d, int layer) { return d->kv_fp8 && d->k_scale ? d->k_scale[layer] : 1.0f; }
+static inline float cpu_v_scale(const zp_attn_dims *d, int layer) { return d->kv_fp8 && d->v_scale ? d->v_scale[layer] : 1.0f; }
+/* Row off (head_dim elements) as fp32: the cache's memory itself, or its bytes x scale decoded into tmp. */
+static inline const float *cpu_kv_row(const zp_attn_dims *d, const char *layer_base, size_t off, float scale, float *tmp) {
+    if (!d->kv_fp8) return (const float *)layer_base + off;
+    const uint8_t *b = (const uint8_t *)layer_base + off;
+    for (int i = 0; i < d->head_dim; i++) tmp[i] = zp_e4m3_to_f32(b[i]) * scale;
+    return tmp;
+}
+/* Stores row x at off: copied, or each value / scale rounded to E4M3 (saturating). */
+static inline void cpu_kv_store_row(const zp_attn_dims *d, char *layer_base, size_t off, float scale, const float *x) {
+    if (!d->kv_fp8) { memcpy((float *)layer_base + off, x, sizeof(float) * (size_t)d->head_dim); return; }
+    uint8_t *b = (uint8_t *)layer_base + off;
+    for (int i = 0; i < d->head_dim; i++) b[i] = zp_f32_to_e4m3(x[i] / scale);
+}
+/* Moves row `from` to row `to` (the element type's bytes). */
+static inline void cpu_kv_move_row(const zp_attn_dims *d, char *layer_base, size_t to, size_t from) {
+    const size_t es = cpu_kv_elem(d);
+    memmove(layer_base + to * es, layer_base + from * es, es * (size_t)d->head_dim);
+}
 
 const zp_batch *cpu_batch(zp_backend *be);
 /* rope_init's inv_freq [head_dim / 2], NULL when none was given for that width. */

@@ -152,7 +152,8 @@ def main():
                prompt_mean=f"{sum(len(p) for p, _ in reqs) / n:.1f}", gen_mean=f"{sum(g for _, g in reqs) / n:.1f}", policy="full",
                block_size=a.block_size, kv_blocks=num_blocks, wall_s=f"{wall:.3f}", tokens=tokens, tps=f"{tokens / wall:.1f}",
                req_per_s=f"{finished / wall:.3f}", pool=f"{a.kv_gib:g}GiB",
-               kv_state_gib=f"{num_blocks * a.block_size * kv_token / 2**30:.6f}", finished=finished, tps_steady=f"{tps_steady:.1f}", tp=1)
+               kv_state_gib=f"{num_blocks * a.block_size * kv_token / 2**30:.6f}", finished=finished, tps_steady=f"{tps_steady:.1f}", tp=1,
+               kv_dtype="auto")
     if a.max_seconds and finished < n:
         print(f"# stopped after {wall:.1f} s (--max-seconds): {finished} of {n} requests finished")
     print(f"# peer_hf_reasoning: transformers {transformers.__version__} continuous batching, paged cache of {num_blocks} blocks "

@@ -31,19 +31,21 @@ def pool_of(r):
     if spec.endswith("GiB"): return float(spec[:-3]), "GiB"
     if spec.endswith("MiB"): return float(spec[:-3]) / 1024, "GiB"
     return float(spec), "tokens"
+def curve_of(r):  # the policy, and the K/V cache type when it is fp8 (a curve of its own)
+    return r["policy"] + ("+fp8" if r.get("kv_dtype", "auto") == "fp8" else "")
 tps, units, pol, seen, dup = {}, set(), {}, set(), False
 for r in rows:
     x, u = pool_of(r)
     units.add(u)
-    dup = dup or (r["policy"], x) in seen
-    seen.add((r["policy"], x))
+    dup = dup or (curve_of(r), x) in seen
+    seen.add((curve_of(r), x))
 if len(units) > 1:
     sys.exit("plot_pool: the CSV mixes token pools and memory pools; plot them apart")
 unit = units.pop()
 # one curve per policy, or per label where one policy has several configurations (e.g. the
 # sync and async Zipage rows of run_bench's ASYNC=0)
 for r in rows:
-    key = (r["label"] if dup else r["policy"]).replace(" ", "_").replace(",", "_")
+    key = (r["label"] if dup else curve_of(r)).replace(" ", "_").replace(",", "_")
     pol[key] = r["policy"]
     tps.setdefault(key, {})[pool_of(r)[0]] = float(r[col])
 with open(sys.argv[2], "w") as f:

@@ -8,8 +8,9 @@
 #include "config.h" /* zp_read_file */
 #include "policy.h" /* labels, and the plans of curves */
 
+enum { MAX_FIELDS = 64 }; /* runs.csv has 40 columns */
 typedef struct {
-    char fields[40][600];
+    char fields[MAX_FIELDS][600];
     int n_fields, header_done, col[64];
     result_row *rows;
     int n, cap;
@@ -21,11 +22,13 @@ static const char *COLS[] = {"run_id", "dataset", "policy", "policy_params", "nm
 
 static void on_field(void *s, size_t len, void *data) {
     reader *r = data;
-    if (r->n_fields < 40) snprintf(r->fields[r->n_fields], sizeof r->fields[0], "%.*s", (int)len, (const char *)s);
+    if (r->n_fields < MAX_FIELDS) snprintf(r->fields[r->n_fields], sizeof r->fields[0], "%.*s", (int)len, (const char *)s);
     r->n_fields++;
 }
 
-static const char *get(const reader *r, int k) { return r->col[k] >= 0 && r->col[k] < r->n_fields ? r->fields[r->col[k]] : ""; }
+static const char *get(const reader *r, int k) {
+    return r->col[k] >= 0 && r->col[k] < r->n_fields && r->col[k] < MAX_FIELDS ? r->fields[r->col[k]] : "";
+}
 
 static void on_row(int c, void *data) {
     reader *r = data;
@@ -165,7 +168,9 @@ void results_print_table(FILE *out, const result_row *rows, int n) {
             const result_row *hit = NULL, *full = NULL;
             for (int j = 0; j < n; j++) {
                 if (!strcmp(rows[j].dataset, ds[k]) && !strcmp(labs[j], lab) && !hit) hit = &rows[j];
-                if (!strcmp(rows[j].dataset, ds[k]) && !strcmp(rows[j].policy, "full") && !full) full = &rows[j];
+                if (!strcmp(rows[j].dataset, ds[k]) && !strcmp(rows[j].policy, "full") && !strcmp(rows[j].kv_dtype, rows[i].kv_dtype) &&
+                    !full)
+                    full = &rows[j]; /* the full KV row of the same cache type */
             }
             if (!hit) { fprintf(out, " – |"); continue; }
             fprintf(out, " %.1f [%.1f, %.1f] |", 100 * hit->pass1, 100 * hit->lo, 100 * hit->hi);

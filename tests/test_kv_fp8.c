@@ -4,7 +4,8 @@
  * conversion to ml_dtypes' and torch's float8_e4m3fn); attention, the attention history and the
  * key gather over the fp8 cache equal, bit for bit, the same ops over an fp32 cache holding its
  * decoded values (byte's value x scale); compaction with StreamingLLM's position shift moves the
- * bytes and re-rounds the re-rotated keys, as compacting the decoded cache and rounding it.
+ * bytes and re-rounds the re-rotated keys, and compaction in a policy's order moves whole rows,
+ * each as compacting the decoded cache and rounding it.
  * Engine: every policy runs with kv_dtype fp8 (invariants every step, compressions under way), a
  * shared prompt is served from the prefix cache, a pool of the same bytes holds four times the
  * fp32 tokens, and prefill logits move from the fp32 cache's but stay close. Refusals: an
@@ -23,6 +24,15 @@
 enum { Hq = 4, Hkv = 2, D = 16, BS = 4, NB = 12, L = 2, LAYER = 1, T = 17, W = (Hq + 2 * Hkv) * D, CACHE = L * NB * BS * Hkv * D };
 
 static float rnd(uint32_t i, uint32_t s) { return 2.0f * zp_rng_uniform(43, s, 0, i) - 1.0f; }
+
+/* Bytes of layer LAYER's fp8 caches that are not e4m3(decoded fp32 cache / scale). */
+static int layer_differs(const uint8_t *k8, const uint8_t *v8, const float *kd, const float *vd, const float *scales) {
+    const int per_layer = NB * BS * Hkv * D;
+    int bad = 0;
+    for (int i = LAYER * per_layer; i < (LAYER + 1) * per_layer; i++)
+        bad += k8[i] != zp_f32_to_e4m3(kd[i] / scales[LAYER]) || v8[i] != zp_f32_to_e4m3(vd[i] / scales[L + LAYER]);
+    return bad;
+}
 
 static void test_ops(zp_backend *be) {
     const int len[2] = {7, 10};
@@ -79,16 +89,27 @@ static void test_ops(zp_backend *be) {
     const int src[3] = {5, 11, 0}, dst[2] = {5, 11};
     CHECK_OK(be->kv_compact(be, &d8, k8, v8, NULL, LAYER, src, 10, dst, keep, NULL, NULL, 1));
     CHECK_OK(be->kv_compact(be, &d, kd, vd, NULL, LAYER, src, 10, dst, keep, NULL, NULL, 1));
-    bad = 0;
-    for (int i = LAYER * per_layer; i < (LAYER + 1) * per_layer; i++)
-        bad += k8[i] != zp_f32_to_e4m3(kd[i] / scales[LAYER]) || v8[i] != zp_f32_to_e4m3(vd[i] / scales[L + LAYER]);
-    CHECK(bad == 0);
+    CHECK(layer_differs(k8, v8, kd, vd, scales) == 0);
+    /* compaction in a policy's order (R-KV's score order): the kept rows reversed, bytes moved whole */
+    int order[Hkv * 10];
+    for (int g = 0; g < Hkv; g++)
+        for (int i = 0, m = 0; i < 10; i++) order[g * 10 + i] = i < 5 ? 8 - 2 * m++ : -1; /* kept tokens 8, 6, 4, 2, 0 */
+    for (int g = 0; g < Hkv; g++)
+        for (int t = 0; t < 10; t++) keep[g * 10 + t] = t % 2 == 0;
+    const int src2[2] = {5, 11}, dst2[2] = {5, 11};
+    static uint8_t kb[CACHE];
+    memcpy(kb, k8, sizeof kb);
+    CHECK_OK(be->kv_compact(be, &d8, k8, v8, NULL, LAYER, src2, 10, dst2, keep, NULL, order, 0));
+    CHECK_OK(be->kv_compact(be, &d, kd, vd, NULL, LAYER, src2, 10, dst2, keep, NULL, order, 0));
+    CHECK(layer_differs(k8, v8, kd, vd, scales) == 0);
+    CHECK(memcmp(kb, k8, sizeof kb) != 0); /* the order moved rows */
 }
 
 /* Every policy with kv_dtype fp8 against itself with the fp32 cache: both run their requests
  * whole; agreement is reported (random weights: near-ties flip under rounding), not asserted. */
 static void test_policies(void) {
     const zp_policy_ops *const *reg = policy_registry();
+    int64_t all_same = 0, all_tokens = 0;
     for (int p = 0; reg[p]; p++) {
         run_spec rs = run_spec_zipage("tiny-qwen3");
         rs.ec.policy = reg[p]->name;
@@ -105,11 +126,13 @@ static void test_policies(void) {
             for (int i = 0; i < f.n[r] && i < a.n[r] && f.tokens[r][i] == a.tokens[r][i]; i++) same++;
         printf("  %-9s fp8: %lld tokens, %lld compressions; %d of %lld tokens as with the fp32 cache before the first difference\n", reg[p]->name,
                (long long)f.st.generated_tokens, (long long)f.st.compressions, same, (long long)a.st.generated_tokens);
+        all_same += same, all_tokens += f.st.generated_tokens;
         CHECK(f.st.generated_tokens == (int64_t)rs.n_req * rs.samples * rs.sp.max_tokens);
         if (reg[p]->evicts) CHECK(f.st.compressions > 0);
         run_result_free(&a);
         run_result_free(&f);
     }
+    CHECK(all_same < all_tokens); /* the rounding reached the tokens somewhere: the engine read fp8 */
 }
 
 static void test_engine(void) {
@@ -137,6 +160,7 @@ static void test_engine(void) {
         zp_engine_stats st;
         zp_engine_get_stats(e, &st);
         nb[k] = st.num_blocks;
+        CHECK(e->kv.dims.kv_fp8 == k); /* the storage, not only the accounting */
         CHECK(zp_engine_block_bytes(e) == zp_model_kv_block_bytes(zp_engine_model_config(e), 16, k ? 1 : 4));
         zp_engine_free(e);
     }

@@ -1,13 +1,17 @@
-/* runner_fidelity.c - experiments of kind "fidelity": each run (policy, N_max, window) is
- * teacher-forced against full KV on the selected prompts (fidelity.c); the full-KV side of a
- * prompt is computed once per (model, dataset, gen, block size) and reused by every run. Rows
- * go to results/<exp>/fidelity.csv (CSV, one per run with its policy parameters, durable when the run
- * ends). */
+/* runner_fidelity.c - experiments of kind "fidelity": each run (policy, N_max, window, K/V cache
+ * type) is teacher-forced against full KV on the selected prompts (fidelity.c); the full-KV side
+ * of a prompt is computed once per (model, dataset, gen, block size) and reused by every run,
+ * always with kv_dtype auto (the storage type), so an fp8 run measures its cache type and its
+ * eviction together. Rows go to results/<exp>/fidelity.csv (CSV, one per run with its policy
+ * parameters, durable when the run ends); a file of the layout before kv_dtype is upgraded in
+ * place (its rows were all auto). */
 #include <csv.h> /* csv_fwrite: quoting of the policy_params field */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* access */
 
+#include "config.h" /* zp_read_file */
 #include "fidelity_set.h"
 #include "results_io.h"
 #include "runner.h"
@@ -41,10 +45,55 @@ static zp_status build_refs(const exp_run *r, const char *model_dir) {
     return ZP_OK;
 }
 
+static const char *const fid_head = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
+                                    "first_disagreement,retained_share,layer_budget,kv_dtype,policy_params\n";
+/* The header before kv_dtype (column 15) was added. */
+static const char *const fid_head_v1 = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
+                                       "first_disagreement,retained_share,layer_budget,policy_params\n";
+
+/* An older fidelity.csv (fid_head_v1) gets kv_dtype auto after its 14th field in every row
+ * (the fields before policy_params hold no commas); any other first line than the two headers
+ * is refused. Under the folder's lock. */
+static zp_status upgrade_csv(const char *path) {
+    if (access(path, F_OK) != 0) return ZP_OK;
+    int lock;
+    ZP_TRY(rio_lock(path, &lock));
+    char *txt = NULL, *out = NULL;
+    size_t len = 0, n = 0;
+    zp_status s = zp_read_file(path, &txt, &len);
+    if (s == ZP_OK && len && strncmp(txt, fid_head, strlen(fid_head)) && strncmp(txt, fid_head_v1, strlen(fid_head_v1)))
+        s = zp_fail(ZP_ERR_FORMAT, "%s: its first line is not a fidelity.csv header (another file, or a newer version's?)", path);
+    if (s == ZP_OK && len && !strncmp(txt, fid_head_v1, strlen(fid_head_v1))) {
+        size_t lines = 1;
+        for (size_t i = 0; i < len; i++) lines += txt[i] == '\n';
+        out = malloc(len + 9 * lines); /* "kv_dtype," or "auto," a line */
+        if (!out) s = zp_fail(ZP_ERR_OOM, "%s: no memory to add its kv_dtype column", path);
+        for (const char *line = txt; s == ZP_OK && *line;) {
+            const char *end = strchr(line, '\n'), *p = line;
+            end = end ? end + 1 : line + strlen(line);
+            const int head = line == txt;
+            for (int commas = 0; p < end && commas < 14; p++) commas += *p == ',';
+            if (p >= end) { s = zp_fail(ZP_ERR_FORMAT, "%s: a row with fewer than 15 fields: %.60s", path, line); break; }
+            const char *add = head ? "kv_dtype," : "auto,";
+            memcpy(out + n, line, (size_t)(p - line)), n += (size_t)(p - line);
+            memcpy(out + n, add, strlen(add)), n += strlen(add);
+            memcpy(out + n, p, (size_t)(end - p)), n += (size_t)(end - p);
+            line = end;
+        }
+        if (s == ZP_OK) s = rio_replace(path, out, n);
+        if (s == ZP_OK) fprintf(stderr, "%s: upgraded to the kv_dtype column (its earlier rows: auto)\n", path);
+    }
+    free(txt);
+    free(out);
+    rio_unlock(lock);
+    return s;
+}
+
 zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char *model_dir, int force) {
-    if (r->kv_dtype[0] && strcmp(r->kv_dtype, "auto"))
-        return zp_fail(ZP_ERR_INVALID, "run %s: the fidelity probe compares caches of kv_dtype auto only so far (kv_dtype %s refused)", r->run_id,
-                       r->kv_dtype);
+    const char *kv_dtype = r->kv_dtype[0] ? r->kv_dtype : "auto";
+    char path[4400];
+    snprintf(path, sizeof path, "%s/fidelity.csv", exp_dir);
+    ZP_TRY(upgrade_csv(path));
     ZP_TRY(build_refs(r, model_dir));
     zp_engine_config cmp = base_config(r, model_dir);
     cmp.policy = r->policy;
@@ -54,29 +103,26 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     cmp.scheduler = r->scheduler;
     cmp.layer_budget = r->layer_budget;
     cmp.pyramid_beta = r->pyramid_beta;
+    cmp.kv_dtype = kv_dtype; /* the reference's stays auto (base_config) */
     fidelity_mean mean;
     ZP_TRY(fidelity_set_compare(&cache.set, &cmp, r->kl_window, NULL, &mean));
-    char path[4400];
-    snprintf(path, sizeof path, "%s/fidelity.csv", exp_dir);
     char *row = NULL;
     size_t k = 0;
     FILE *m = open_memstream(&row, &k);
     if (!m) return zp_fail(ZP_ERR_OOM, "%s: no memory for the row of run %s", path, r->run_id);
-    fprintf(m, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f,%s,", r->run_id, r->policy, r->nmax, r->window, r->block_size, r->dataset,
+    fprintf(m, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f,%s,%s,", r->run_id, r->policy, r->nmax, r->window, r->block_size, r->dataset,
             cache.set.n, r->gen, mean.mean_kl, mean.worst_window_kl, mean.agreement, mean.first_disagreement, mean.retained_share,
-            r->layer_budget[0] ? r->layer_budget : "uniform");
+            r->layer_budget[0] ? r->layer_budget : "uniform", kv_dtype);
     const char *params = r->policy_params[0] ? r->policy_params : "{}";
     csv_fwrite(m, params, strlen(params)); /* quoted, last: a JSON object has commas */
     fputc('\n', m);
     if (ferror(m) | fclose(m)) { free(row); return zp_fail(ZP_ERR_OOM, "%s: no memory for the row of run %s", path, r->run_id); }
-    static const char *const head = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
-                                    "first_disagreement,retained_share,layer_budget,policy_params\n";
     char prefix[32]; /* the row's first field: a forced rerun replaces its row */
     snprintf(prefix, sizeof prefix, "%s,", r->run_id);
-    zp_status st = force ? rio_replace_lines(path, head, prefix, row, k) : rio_append_lines(path, head, row, k);
+    zp_status st = force ? rio_replace_lines(path, fid_head, prefix, row, k) : rio_append_lines(path, fid_head, row, k);
     free(row);
     ZP_TRY(st);
-    fprintf(stderr, "run %s: %s N=%d (%s budgets): mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id, r->policy,
-            r->nmax, r->layer_budget[0] ? r->layer_budget : "uniform", mean.mean_kl, mean.agreement, mean.retained_share);
+    fprintf(stderr, "run %s: %s N=%d (%s budgets, kv_dtype %s): mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id,
+            r->policy, r->nmax, r->layer_budget[0] ? r->layer_budget : "uniform", kv_dtype, mean.mean_kl, mean.agreement, mean.retained_share);
     return ZP_OK;
 }

@@ -4,8 +4,9 @@
 # results/<exp>/fidelity.csv (gnuplot does not read its quoted policy_params), one row a run:
 #   1 curve 2 nmax 3 retained_share 4 agreement 5 mean_kl
 # A curve is a policy, streaming+shift for StreamingLLM with its position shift, +pyramid for
-# runs with per-layer budgets: the names of `zipage table --plot-data` (results_curve).
-# Full KV is the reference: agreement 1 (drawn), KL 0 (said on the axis).
+# runs with per-layer budgets, +fp8 for runs with an FP8 K/V cache (full+fp8: full KV in FP8 against
+# the reference): the names of `zipage table --plot-data` (results_curve).
+# Full KV in the storage type is the reference: agreement 1 (drawn), KL 0 (said on the axis).
 set terminal pngcairo size 900,600 enhanced font "Sans,11"
 set datafile separator "\t"
 set key inside right bottom box opaque

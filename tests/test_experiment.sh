@@ -129,6 +129,22 @@ printf '{"kind":"fidelity","model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","
 check '[ $rc -eq 0 ] && tail -1 "$T/log36" | grep -q "(in $T/fid/fidelity.csv)$"' "a fidelity experiment's finish line names fidelity.csv"
 "$Z" run "$T/fid.json" --results "$T" --force > "$T/log40" 2>&1; rc=$?
 check '[ $rc -eq 0 ] && [ "$(wc -l < "$T/fid/fidelity.csv")" -eq 2 ]' "--force on a fidelity run replaces its row"
+# kv_dtype in a fidelity sweep: the reference stays auto, so full KV in fp8 moves (KL > 0, its own
+# row and kv_dtype) while full KV in auto is the reference itself (KL 0, agreement 1)
+printf '{"kind":"fidelity","model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":1,"gen":8,"kl_window":4,"block_size":16,"window":4,"policy":["full","zipage"],"nmax":1,"kv_dtype":["auto","fp8"]}' > "$T/fid8.json"
+"$Z" run "$T/fid8.json" --results "$T" > "$T/log41" 2>&1; rc=$?
+F8="$T/fid8/fidelity.csv"
+check '[ $rc -eq 0 ] && [ "$(head -1 "$F8")" = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,first_disagreement,retained_share,layer_budget,kv_dtype,policy_params" ] && [ "$(tail -n +2 "$F8" | cut -d, -f2,15 | sort | tr "\n" " ")" = "full,auto full,fp8 zipage,auto zipage,fp8 " ]' "fidelity.csv: a row per policy and cache type, kv_dtype its column 15"
+check 'awk -F, '"'"'$2 == "full" && $15 == "auto" && !($9 == 0 && $11 == 1) { bad = 1 } $2 == "full" && $15 == "fp8" && !($9 > 0) { bad = 1 } END { exit bad }'"'"' "$F8"' "fidelity: full KV in auto is the reference (KL 0, agreement 1), in fp8 it moves (KL > 0)"
+# a fidelity.csv of the layout before kv_dtype is upgraded in place: its rows get auto
+mkdir -p "$T/fidold"
+printf 'run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,first_disagreement,retained_share,layer_budget,policy_params\nabcdabcdabcdabcd,snapkv,2,8,16,gsm8k,1,8,0.5,0.6,0.9,3.0,0.5000,uniform,"{""a"": 1}"\n' > "$T/fidold/fidelity.csv"
+cp "$T/fid.json" "$T/fidold.json"
+"$Z" run "$T/fidold.json" --results "$T" > "$T/log42" 2>&1; rc=$?
+check '[ $rc -eq 0 ] && head -1 "$T/fidold/fidelity.csv" | grep -q ",layer_budget,kv_dtype,policy_params$" && grep -q "^abcdabcdabcdabcd,snapkv,2,8,16,gsm8k,1,8,0.5,0.6,0.9,3.0,0.5000,uniform,auto,\"{\"\"a\"\": 1}\"$" "$T/fidold/fidelity.csv" && [ "$(wc -l < "$T/fidold/fidelity.csv")" -eq 3 ] && grep -q "upgraded to the kv_dtype column" "$T/log42"' "an older fidelity.csv gets kv_dtype auto in its rows, then the new row"
+printf 'something,else\n1,2\n' > "$T/fidold/fidelity.csv"
+"$Z" run "$T/fidold.json" --results "$T" --force > "$T/log43" 2>&1; rc=$?
+check '[ $rc -ne 0 ] && grep -q "fidelity.csv: its first line is not a fidelity.csv header" "$T/log43" && [ "$(cat "$T/fidold/fidelity.csv")" = "$(printf "something,else\n1,2")" ]' "a file that is not a fidelity.csv is refused and left as it was"
 # Ctrl-C: what was kept and how to resume, exit 130
 rm -rf "$T/int"
 "$Z" run "$E" --results "$T/int" > "$T/log37" 2>&1 &

@@ -75,7 +75,8 @@ typedef struct {
                                                     rank's first; 0 otherwise): seeded draws hash it */
     /* K/V cache element type: 0, the backend's cache type; 1, FP8 E4M3 bytes (kv_dtype fp8): a
      * write stores e4m3(x / scale) (round to nearest even, saturating), a read gives the byte's
-     * value x scale, with per-tensor scales per layer (host memory, [n_layers] each) */
+     * value x scale, with a scale per (layer, KV head) (host memory, [n_layers][n_kv_heads] each;
+     * kv_scales.h says where they come from) */
     int kv_fp8;
     const float *k_scale, *v_scale;
 } zp_attn_dims;
@@ -154,6 +155,11 @@ struct zp_backend {
      * slot_mapping[t]. */
     zp_status (*qkv_rope_store)(zp_backend *be, const zp_attn_dims *d, const void *qkv, void *q_out,
                                 const void *q_norm, const void *k_norm, void *k_cache, void *v_cache, int layer);
+    /* amax[2][Hkv] (host): the largest |k| (normed by k_norm when not NULL and rotated, as
+     * qkv_rope_store stores it) and |v| of each KV head over the batch rows that write a slot
+     * (slot_mapping >= 0): kv_scales prompt's calibration (kv_scales.h). NULL where a backend
+     * has none (CUDA so far). */
+    zp_status (*kv_amax)(zp_backend *be, const zp_attn_dims *d, const void *qkv, const void *k_norm, float *amax);
     /* out[T,Hq*D] (op): causal attention of each row of q (f32) over its sequence's paged KV
      * (GQA). Row i of a sequence sees physical KV [0, kv_len - q_len + i]. Prefill: ragged
      * q_len; decode: q_len 1. */

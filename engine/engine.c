@@ -10,6 +10,7 @@
 
 #include "settings.h" /* the defaults' schema */
 #include "clock.h"
+#include "kv_scales.h" /* zp_kv_scales_parse */
 
 const char *zp_finish_name(zp_finish_reason r) {
     static const char *n[ZP_FINISH_COUNT] = {"none", "eos", "stop", "length", "max_position", "abort"};
@@ -96,8 +97,9 @@ static zp_status engine_geometry(const zp_engine_config *cfg, zp_kv_geometry *ge
         return policy_create(name, NULL, &p); /* its error names the known ones */
     }
     ZP_TRY(zp_geometry_resolve(ops, cfg->block_size, cfg->nmax, cfg->window, geo));
-    int fp8;
+    int fp8, calibrate;
     ZP_TRY(zp_kv_dtype_check(cfg->kv_dtype, cfg->device, &fp8));
+    ZP_TRY(zp_kv_scales_parse(cfg->kv_scales, fp8, &calibrate));
     zp_layer_budget_kind kind;
     return zp_layer_budget_check(cfg->layer_budget, cfg->pyramid_beta, geo, &kind);
 }

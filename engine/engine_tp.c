@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "kv_scales.h" /* zp_kv_scales_parse */
 
 engine_rank engine_rank_of(zp_engine *e, int r) {
     if (r == 0) return (engine_rank){e->be, e->model, &e->kv, &e->comp};
@@ -336,9 +337,10 @@ typedef struct {
 static zp_status rank_kv_alloc(zp_engine *e, int r, engine_rank *k, void *arg) {
     (void)r;
     const kv_arg *a = arg;
-    int fp8;
+    int fp8, calibrate;
     ZP_TRY(zp_kv_dtype_parse(e->cfg.kv_dtype, &fp8));
-    return zp_model_kv_alloc_typed(k->model, a->num_blocks, a->block_size, fp8, k->kv);
+    ZP_TRY(zp_kv_scales_parse(e->cfg.kv_scales, fp8, &calibrate));
+    return zp_model_kv_alloc_typed(k->model, a->num_blocks, a->block_size, fp8, calibrate, k->kv);
 }
 
 zp_status engine_tp_kv_alloc(zp_engine *e, int num_blocks, int block_size) {

@@ -11,6 +11,7 @@
 
 #include "gguf.h"        /* zp_gguf_open, zp_gguf_find, zp_gguf_dequantize */
 #include "mkmodel.h"     /* zp_mkmodel_tensor, zp_preset_dir */
+#include "kv_scales.h"   /* zp_kv_scales_read, zp_kv_scale_from_amax */
 #include "safetensors.h" /* zp_st_open_dir, zp_st_find, zp_st_close */
 #include "tp.h"          /* zp_tp_shard_config */
 
@@ -263,6 +264,7 @@ static zp_status load_weights(zp_model *m, const char *dir, const zp_tp_shard *t
     ZP_TRY(zp_st_open_dir(dir, &st));
     ld.st = &st;
     zp_status s = load_all(&ld);
+    if (s == ZP_OK) s = zp_kv_scales_read(&st, dir, m->cfg.n_layers, &m->ckpt_kv_scales);
     zp_st_close(&st);
     return s;
 }
@@ -353,6 +355,7 @@ void zp_model_free(zp_model *m) {
     release(m->be, &m->embed);
     release(m->be, &m->final_norm);
     free(m->layers);
+    free(m->ckpt_kv_scales);
     free(m);
 }
 
@@ -377,22 +380,29 @@ zp_status zp_kv_dtype_check(const char *kv_dtype, const char *device, int *kv_fp
     return ZP_OK;
 }
 
-zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, int kv_fp8, zp_kv_storage *kv) {
+zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, int kv_fp8, int calibrate, zp_kv_storage *kv) {
     const zp_model_config *c = &m->cfg;
     memset(kv, 0, sizeof *kv);
     if (num_blocks <= 0 || block_size <= 0)
         return zp_fail(ZP_ERR_INVALID, "kv cache: num_blocks %d and block_size %d must be positive", num_blocks, block_size);
+    if (calibrate && !kv_fp8) return zp_fail(ZP_ERR_INVALID, "kv_scales prompt calibrates an fp8 cache's scales, and kv_dtype is not fp8");
+    if (calibrate && !m->be->kv_amax)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "kv_scales prompt: the %s backend cannot calibrate (no kv_amax op)", m->be->name);
     zp_attn_dims d = {c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, block_size, num_blocks,
                       1.0f / sqrtf((float)c->head_dim), c->rms_eps, 0, 0, m->tp.kv0, 0, NULL, NULL};
     kv->dims = d;
     size_t n = (size_t)c->n_layers * num_blocks * block_size * c->n_kv_heads * c->head_dim;
     if (kv_fp8) { /* n bytes each, held as f32 elements (4 bytes on every backend), zeroed */
-        kv->scales = malloc(sizeof(float) * 2 * (size_t)c->n_layers);
-        if (!kv->scales) return zp_fail(ZP_ERR_OOM, "kv cache: no memory for %d layers' scales", c->n_layers);
-        for (int i = 0; i < 2 * c->n_layers; i++) kv->scales[i] = 1.0f;
+        const int L = c->n_layers, G = c->n_kv_heads;
+        kv->scales = malloc(sizeof(float) * 2 * (size_t)L * G);
+        if (!kv->scales) return zp_fail(ZP_ERR_OOM, "kv cache: no memory for %d layers' scales", L);
+        for (int side = 0; side < 2; side++) /* a checkpoint's per-tensor scale for every head of its layer */
+            for (int l = 0; l < L; l++)
+                for (int g = 0; g < G; g++) kv->scales[((size_t)side * L + l) * G + g] = m->ckpt_kv_scales ? m->ckpt_kv_scales[side * L + l] : 1.0f;
+        kv->calibrate = calibrate;
         kv->dims.kv_fp8 = 1;
         kv->dims.k_scale = kv->scales;
-        kv->dims.v_scale = kv->scales + c->n_layers;
+        kv->dims.v_scale = kv->scales + (size_t)L * G;
         zp_status s = m->be->alloc(m->be, (n + 3) / 4, ZP_ACT_F32, &kv->k);
         if (s == ZP_OK) s = m->be->alloc(m->be, (n + 3) / 4, ZP_ACT_F32, &kv->v);
         if (s != ZP_OK) zp_model_kv_free(m, kv);
@@ -405,7 +415,7 @@ zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, i
 }
 
 zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv) {
-    return zp_model_kv_alloc_typed(m, num_blocks, block_size, 0, kv);
+    return zp_model_kv_alloc_typed(m, num_blocks, block_size, 0, 0, kv);
 }
 
 zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, const zp_kv_geometry *geo, int n_qslots, int with_scores) {
@@ -465,6 +475,23 @@ static zp_status ensure_activations(zp_model *m, int rows, int out_rows) {
     return ZP_OK;
 }
 
+/* kv_scales prompt: layer l's scales from this batch's keys and values (kv_scales.h), before
+ * they are stored. */
+static zp_status calibrate_layer(zp_model *m, const zp_layer_weights *w, zp_kv_storage *kv, int l) {
+    const int G = kv->dims.n_kv_heads, L = kv->dims.n_layers;
+    float *amax = malloc(sizeof(float) * 2 * (size_t)G);
+    if (!amax) return zp_fail(ZP_ERR_OOM, "kv_scales prompt: no memory for %d heads' maxima", G);
+    zp_status s = m->be->kv_amax(m->be, &kv->dims, m->qkv, w->k_norm, amax);
+    for (int side = 0; side < 2; side++)
+        for (int g = 0; s == ZP_OK && g < G; g++) {
+            char what[64];
+            snprintf(what, sizeof what, "layer %d, KV head %d's %s", l, kv->dims.kv_head0 + g, side ? "values" : "keys");
+            s = zp_kv_scale_from_amax(amax[side * G + g], side ? ZP_KV_V_RANGE : ZP_KV_K_RANGE, what, &kv->scales[((size_t)side * L + l) * G + g]);
+        }
+    free(amax);
+    return s;
+}
+
 /* One decoder layer over T rows: x (f32) is the residual stream; the MLP output of the layer
  * before waits in h and is added by this layer's first norm (the last one's by the final add). */
 static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_storage *kv, int l, int T, int prefill) {
@@ -475,6 +502,7 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     if (l == 0) ZP_TRY(be->rmsnorm(be, m->hn, m->x, w->attn_norm, T, H, c->rms_eps));
     else ZP_TRY(be->add_rmsnorm(be, m->hn, m->x, m->h, w->attn_norm, T, H, c->rms_eps));
     ZP_TRY(be->matmul(be, m->qkv, OP, m->hn, w->wqkv, w->bqkv, T, nqkv, H));
+    if (kv->calibrate) ZP_TRY(calibrate_layer(m, w, kv, l));
     ZP_TRY(be->qkv_rope_store(be, &kv->dims, m->qkv, m->q, w->q_norm, w->k_norm, kv->k, kv->v, l));
     if (kv->q) ZP_TRY(be->query_store(be, &kv->dims, m->q, kv->q, l));
     if (kv->history_live) ZP_TRY(be->attn_history(be, &kv->dims, m->q, kv->k, kv->score, m->hstats, l));
@@ -534,7 +562,14 @@ zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, fl
     /* a tensor-parallel rank's sums leave the stream (comm.h): no graphs */
     if (be->use_graphs && be->graph_begin && !b->is_prefill && !m->comm) ZP_TRY(be->graph_begin(be, graph_key(m, b, kv), &hit, &recording));
     if (!hit) {
+        /* kv_scales prompt: only a forward that writes the cache calibrates, and only once (a
+         * failed one leaves it to the next) */
+        const int pending = kv->calibrate;
+        int writes = 0;
+        for (int t = 0; pending && t < b->n_tokens && !writes; t++) writes = b->slot_mapping[t] >= 0;
+        kv->calibrate = pending && writes;
         zp_status s = forward_body(m, b, kv);
+        kv->calibrate = pending && !(writes && s == ZP_OK);
         if (recording) {
             zp_status e = be->graph_end(be, s == ZP_OK);
             if (s == ZP_OK) s = e;

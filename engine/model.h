@@ -31,7 +31,8 @@ typedef struct {
     void *q;           /* query cache [L][n_qslots][window][H_q][D], or NULL */
     void *score;       /* score cache [L][num_blocks*block_size][H_kv] (fp32), or NULL */
     int history_live;  /* 1: every forward adds its queries' attention to score (attn_history) */
-    float *scales;     /* kv_fp8: [2][L] host, the K then the V per-tensor scale of each layer (dims points here) */
+    float *scales;     /* kv_fp8: [2][L][H_kv] host, the K then the V scale of each (layer, KV head) (dims points here) */
+    int calibrate;     /* kv_scales prompt: the scales are set by the next forward that writes the cache (kv_scales.h) */
     zp_attn_dims dims;
 } zp_kv_storage;
 
@@ -48,6 +49,7 @@ typedef struct {
     zp_tp_shard tp;
     zp_comm *comm;
     zp_model_config whole_cfg; /* the whole model's shape (cfg at size 1) */
+    float *ckpt_kv_scales;     /* [2][L] the checkpoint's per-tensor K/V scales (kv_scales.h), or NULL: none */
     /* activations, grown on demand to act_rows / out_rows rows; each of one element type
      * (backend.h zp_act_type): f32 the residual x, q, xo, logits and hstats; the backend's
      * operand type the rows between the GEMMs (hn, qkv, att, gu, act, h) */
@@ -70,9 +72,11 @@ zp_status zp_model_load_rank(const char *source, int random, uint64_t seed, zp_b
 void zp_model_free(zp_model *m);
 
 zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv);
-/* The same with a K/V element type: kv_fp8 1 stores E4M3 bytes with scale 1.0 for every layer
- * (vLLM's --kv-cache-dtype fp8 without checkpoint scales). */
-zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, int kv_fp8, zp_kv_storage *kv);
+/* The same with a K/V element type: kv_fp8 1 stores E4M3 bytes with the checkpoint's scales
+ * (ckpt_kv_scales) or 1.0 (vLLM's --kv-cache-dtype fp8 without checkpoint scales); calibrate 1
+ * (kv_scales prompt, kv_fp8 only) sets them per (layer, KV head) at the first forward that writes
+ * the cache (kv_scales.h). */
+zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, int kv_fp8, int calibrate, zp_kv_storage *kv);
 /* kv_dtype's value: "auto" (or NULL) -> 0, "fp8" -> 1; anything else is refused, naming it. */
 zp_status zp_kv_dtype_parse(const char *kv_dtype, int *kv_fp8);
 /* The same, and fp8 refused on a device other than the CPU (its kernels read bf16/fp32 caches only). */

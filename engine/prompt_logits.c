@@ -5,14 +5,16 @@
 
 #include "engine.h"
 #include "model.h"
+#include "kv_scales.h" /* zp_kv_scales_parse */
 
 zp_status zp_prompt_logits(const zp_engine_config *cfg, const int *prompt, int n_prompt, int all_positions, float **logits, int *rows,
                            int *vocab) {
     *logits = NULL;
     if (n_prompt <= 0) return zp_fail(ZP_ERR_INVALID, "logits: an empty prompt");
     if (cfg->tp > 1) return zp_fail(ZP_ERR_INVALID, "logits: the model alone runs on one device (tp %d refused)", cfg->tp);
-    int fp8;
+    int fp8, calibrate;
     ZP_TRY(zp_kv_dtype_check(cfg->kv_dtype, cfg->device, &fp8));
+    ZP_TRY(zp_kv_scales_parse(cfg->kv_scales, fp8, &calibrate));
     zp_backend *be;
     ZP_TRY(zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &cfg->backend, &be));
     zp_model *m = NULL;
@@ -22,7 +24,7 @@ zp_status zp_prompt_logits(const zp_engine_config *cfg, const int *prompt, int n
     int *pos = malloc(sizeof(int) * (size_t)T * 3), *bt = malloc(sizeof(int) * (size_t)nb);
     float *lg = NULL;
     if (s == ZP_OK && (!pos || !bt)) s = zp_fail(ZP_ERR_OOM, "logits: out of memory");
-    if (s == ZP_OK) s = zp_model_kv_alloc_typed(m, nb, bs, fp8, &kv);
+    if (s == ZP_OK) s = zp_model_kv_alloc_typed(m, nb, bs, fp8, calibrate, &kv);
     if (s == ZP_OK && !(lg = malloc(sizeof(float) * (size_t)R * (size_t)m->cfg.vocab))) s = zp_fail(ZP_ERR_OOM, "logits: out of memory");
     if (s == ZP_OK) {
         int *slots = pos + T, *out_rows = pos + 2 * T, q0 = 0, kvl = T;

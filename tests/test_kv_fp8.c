@@ -1,6 +1,6 @@
 /* test_kv_fp8.c - the K/V cache in FP8 E4M3 on the CPU backend (kv_dtype fp8, issue 39).
- * Ops: keys and values written through a scattered block table with per-layer scales 0.5 and 2
- * are, byte for byte, zp_f32_to_e4m3(the fp32 cache's value / scale) (test_fp8 ties that
+ * Ops: keys and values written through a scattered block table with a scale per (layer, KV head)
+ * (powers of two from 1/8 to 4) are, byte for byte, zp_f32_to_e4m3(the fp32 cache's value / scale) (test_fp8 ties that
  * conversion to ml_dtypes' and torch's float8_e4m3fn); attention, the attention history and the
  * key gather over the fp8 cache equal, bit for bit, the same ops over an fp32 cache holding its
  * decoded values (byte's value x scale); compaction with StreamingLLM's position shift moves the
@@ -25,22 +25,29 @@ enum { Hq = 4, Hkv = 2, D = 16, BS = 4, NB = 12, L = 2, LAYER = 1, T = 17, W = (
 
 static float rnd(uint32_t i, uint32_t s) { return 2.0f * zp_rng_uniform(43, s, 0, i) - 1.0f; }
 
+/* The K (side 0) or V (side 1) scale of cache element i ([L][NB][BS][Hkv][D]): scales [2][L][Hkv]. */
+static float scale_of(const float *scales, int side, int i) {
+    const int l = i / (NB * BS * Hkv * D), g = i / D % Hkv;
+    return scales[(side * L + l) * Hkv + g];
+}
+
 /* Bytes of layer LAYER's fp8 caches that are not e4m3(decoded fp32 cache / scale). */
 static int layer_differs(const uint8_t *k8, const uint8_t *v8, const float *kd, const float *vd, const float *scales) {
     const int per_layer = NB * BS * Hkv * D;
     int bad = 0;
     for (int i = LAYER * per_layer; i < (LAYER + 1) * per_layer; i++)
-        bad += k8[i] != zp_f32_to_e4m3(kd[i] / scales[LAYER]) || v8[i] != zp_f32_to_e4m3(vd[i] / scales[L + LAYER]);
+        bad += k8[i] != zp_f32_to_e4m3(kd[i] / scale_of(scales, 0, i)) || v8[i] != zp_f32_to_e4m3(vd[i] / scale_of(scales, 1, i));
     return bad;
 }
 
 static void test_ops(zp_backend *be) {
     const int len[2] = {7, 10};
     const int bt[2][4] = {{9, 2, -1, -1}, {5, 11, 0, 7}};
-    const float scales[2 * L] = {1.0f, 0.5f, 1.0f, 2.0f}; /* K of layers 0, 1, then V: powers of two, exact to divide by */
+    /* K of layers 0, 1 (a scale per KV head), then V: powers of two, exact to divide by */
+    const float scales[2 * L * Hkv] = {1.0f, 0.25f, 0.5f, 2.0f, 1.0f, 4.0f, 2.0f, 0.125f};
     zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / sqrtf(D), 1e-6f, 0, 0, 0, 0, NULL, NULL};
     zp_attn_dims d8 = d;
-    d8.kv_fp8 = 1, d8.k_scale = scales, d8.v_scale = scales + L;
+    d8.kv_fp8 = 1, d8.k_scale = scales, d8.v_scale = scales + L * Hkv;
     float inv[D / 2];
     for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
     CHECK_OK(be->rope_init(be, inv, D / 2, 1.0f));
@@ -57,14 +64,12 @@ static void test_ops(zp_backend *be) {
     CHECK_OK(be->qkv_rope_store(be, &d, qkv, q, qn, kn, kc, vc, LAYER));
     CHECK_OK(be->qkv_rope_store(be, &d8, qkv, q8, qn, kn, k8, v8, LAYER));
     CHECK(!memcmp(q, q8, sizeof q)); /* queries are not the cache's */
-    const int per_layer = NB * BS * Hkv * D;
     int bad = 0, nonzero = 0;
     for (int i = 0; i < CACHE; i++) {
-        const int l = i / per_layer;
-        bad += k8[i] != zp_f32_to_e4m3(kc[i] / scales[l]) || v8[i] != zp_f32_to_e4m3(vc[i] / scales[L + l]);
+        bad += k8[i] != zp_f32_to_e4m3(kc[i] / scale_of(scales, 0, i)) || v8[i] != zp_f32_to_e4m3(vc[i] / scale_of(scales, 1, i));
         nonzero += k8[i] != 0;
-        kd[i] = zp_e4m3_to_f32(k8[i]) * scales[l];
-        vd[i] = zp_e4m3_to_f32(v8[i]) * scales[L + l];
+        kd[i] = zp_e4m3_to_f32(k8[i]) * scale_of(scales, 0, i);
+        vd[i] = zp_e4m3_to_f32(v8[i]) * scale_of(scales, 1, i);
     }
     printf("fp8 cache: %d of %d bytes differ from e4m3(fp32 / scale); %d keys written\n", bad, 2 * CACHE, nonzero);
     CHECK(bad == 0 && nonzero > T * Hkv * D / 2);

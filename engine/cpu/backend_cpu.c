@@ -209,13 +209,47 @@ static void rope_head(float *x, const float *cs, int half) {
     }
 }
 
+/* Token t's key of KV head h as qkv_rope_store stores it (row: its qkv row): normed when k_norm
+ * is not NULL, rotated at its position; k [head_dim] fp32. */
+static void key_row(const cpu_ctx *c, const zp_attn_dims *d, const float *row, const void *k_norm, int t, int h, float *k) {
+    const int D = d->head_dim;
+    memcpy(k, row + (size_t)(d->n_heads + h) * D, sizeof(float) * (size_t)D);
+    if (k_norm) rmsnorm_row(k, k, k_norm, D, d->qk_norm_eps);
+    rope_head(k, c->cos_sin + (size_t)t * 2 * c->half_dim, c->half_dim);
+}
+
+/* amax[2][Hkv]: max |k| (as stored: key_row) and max |v| of each KV head over the rows that
+ * write a slot. */
+static zp_status cpu_kv_amax(zp_backend *be, const zp_attn_dims *d, const void *qkv, const void *k_norm, float *amax) {
+    cpu_ctx *c = CTX(be);
+    const zp_batch *b = &c->b;
+    const int D = d->head_dim, Hq = d->n_heads, Hkv = d->n_kv_heads, W = (Hq + 2 * Hkv) * D;
+    if (c->half_dim * 2 != D) return zp_fail(ZP_ERR_INVALID, "cpu kv_amax: rope_init half_dim %d != D/2 (%d)", c->half_dim, D / 2);
+    if (D > CPU_MAX_HEAD_DIM) return zp_fail(ZP_ERR_INVALID, "cpu kv_amax: head_dim %d above %d", D, CPU_MAX_HEAD_DIM);
+    for (int i = 0; i < 2 * Hkv; i++) amax[i] = 0.f;
+    for (int t = 0; t < b->n_tokens; t++) {
+        if (b->slot_mapping[t] < 0) continue;
+        const float *row = (const float *)qkv + (size_t)t * W;
+        for (int h = 0; h < Hkv; h++) {
+            float k[CPU_MAX_HEAD_DIM];
+            key_row(c, d, row, k_norm, t, h, k);
+            const float *v = row + (size_t)(Hq + Hkv + h) * D;
+            for (int i = 0; i < D; i++) { /* NaN kept: fmaxf would drop it */
+                const float ak = fabsf(k[i]), av = fabsf(v[i]);
+                if (ak > amax[h] || isnan(ak)) amax[h] = ak;
+                if (av > amax[Hkv + h] || isnan(av)) amax[Hkv + h] = av;
+            }
+        }
+    }
+    return ZP_OK;
+}
+
 static zp_status cpu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const void *qkv, void *q_out,
                                     const void *q_norm, const void *k_norm, void *k_cache, void *v_cache, int layer) {
     cpu_ctx *c = CTX(be);
     const zp_batch *b = &c->b;
     const int D = d->head_dim, Hq = d->n_heads, Hkv = d->n_kv_heads, W = (Hq + 2 * Hkv) * D;
     char *kl = cpu_kv_layer(d, k_cache, layer), *vl = cpu_kv_layer(d, v_cache, layer);
-    const float ks = cpu_k_scale(d, layer), vs = cpu_v_scale(d, layer);
     if (c->half_dim * 2 != D) return zp_fail(ZP_ERR_INVALID, "cpu qkv_rope_store: rope_init half_dim %d != D/2 (%d)", c->half_dim, D / 2);
     if (D > CPU_MAX_HEAD_DIM) return zp_fail(ZP_ERR_INVALID, "cpu qkv_rope_store: head_dim %d above %d", D, CPU_MAX_HEAD_DIM);
 #pragma omp parallel for schedule(static)
@@ -233,11 +267,9 @@ static zp_status cpu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const
         for (int h = 0; h < Hkv; h++) { /* each head's key normed and rotated in fp32, then stored */
             float k[CPU_MAX_HEAD_DIM];
             const size_t at = ((size_t)slot * Hkv + h) * D;
-            memcpy(k, row + (size_t)(Hq + h) * D, sizeof(float) * (size_t)D);
-            if (k_norm) rmsnorm_row(k, k, k_norm, D, d->qk_norm_eps);
-            rope_head(k, cs, c->half_dim);
-            cpu_kv_store_row(d, kl, at, ks, k);
-            cpu_kv_store_row(d, vl, at, vs, row + (size_t)(Hq + Hkv + h) * D);
+            key_row(c, d, row, k_norm, t, h, k);
+            cpu_kv_store_row(d, kl, at, cpu_k_scale(d, layer, h), k);
+            cpu_kv_store_row(d, vl, at, cpu_v_scale(d, layer, h), row + (size_t)(Hq + Hkv + h) * D);
         }
     }
     return ZP_OK;
@@ -246,10 +278,11 @@ static zp_status cpu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const
 /* ---------------------------------------------------------------- paged attention */
 
 /* Row r of sequence s, head h: softmax(q.K^T * scale) V over physical KV [0, n_vis). kc, vc:
- * the layer's caches (cpu_kv_layer), ks, vs their scales; tmp: head_dim floats. */
-static void attend_row(const zp_attn_dims *d, const zp_batch *b, int s, int r, int h, const float *q, const char *kc,
-                       const char *vc, float ks, float vs, float *out, float *scores, float *tmp) {
+ * layer `layer`'s caches (cpu_kv_layer); tmp: head_dim floats. */
+static void attend_row(const zp_attn_dims *d, const zp_batch *b, int layer, int s, int r, int h, const float *q, const char *kc,
+                       const char *vc, float *out, float *scores, float *tmp) {
     const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size, kh = h / (d->n_heads / Hkv);
+    const float ks = cpu_k_scale(d, layer, kh), vs = cpu_v_scale(d, layer, kh);
     const int n_vis = b->seq_kv_len[s] - b->seq_q_len[s] + r + 1;
     const int *bt = b->block_tables + (size_t)s * b->max_blocks;
     float mx = -INFINITY;
@@ -278,7 +311,6 @@ static zp_status cpu_attention(zp_backend *be, const zp_attn_dims *d, void *out,
     const zp_batch view = zp_batch_layer(&CTX(be)->b, layer), *b = &view; /* the layer's block-table view */
     const int D = d->head_dim, Hq = d->n_heads;
     const char *kl = cpu_kv_layer(d, k_cache, layer), *vl = cpu_kv_layer(d, v_cache, layer);
-    const float ks = cpu_k_scale(d, layer), vs = cpu_v_scale(d, layer);
     int max_kv = 1;
     for (int s = 0; s < b->n_seqs; s++) max_kv = b->seq_kv_len[s] > max_kv ? b->seq_kv_len[s] : max_kv;
     int *row_seq = malloc(sizeof(int) * (size_t)(b->n_tokens ? b->n_tokens : 1));
@@ -298,7 +330,7 @@ static zp_status cpu_attention(zp_backend *be, const zp_attn_dims *d, void *out,
             for (int h = 0; h < Hq; h++) {
                 if (!scores) continue;
                 int s = row_seq[t];
-                attend_row(d, b, s, t - b->seq_q_start[s], h, (const float *)q + ((size_t)t * Hq + h) * D, kl, vl, ks, vs,
+                attend_row(d, b, layer, s, t - b->seq_q_start[s], h, (const float *)q + ((size_t)t * Hq + h) * D, kl, vl,
                            (float *)out + ((size_t)t * Hq + h) * D, scores, scores + max_kv);
             }
         free(scores);
@@ -368,6 +400,7 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->add_rmsnorm = cpu_add_rmsnorm;
     be->matmul = cpu_matmul;
     be->qkv_rope_store = cpu_qkv_rope_store;
+    be->kv_amax = cpu_kv_amax;
     be->attn_prefill = cpu_attention;
     be->attn_decode = cpu_attention;
     be->attn_history = cpu_attn_history;

@@ -31,11 +31,10 @@ zp_status cpu_query_read(zp_backend *be, const zp_attn_dims *d, const void *qcac
 zp_status cpu_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n, float *out) {
     const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size;
     const char *kl = cpu_kv_layer(d, k_cache, layer);
-    const float ks = cpu_k_scale(d, layer);
     for (int t = 0; t < n; t++)
         for (int g = 0; g < Hkv; g++) { /* dequantized in place when the cache is fp8 */
             float *o = out + ((size_t)g * n + t) * D;
-            const float *k = cpu_kv_row(d, kl, (SLOT(table, t, bs) * Hkv + g) * D, ks, o);
+            const float *k = cpu_kv_row(d, kl, (SLOT(table, t, bs) * Hkv + g) * D, cpu_k_scale(d, layer, g), o);
             if (k != o) memcpy(o, k, sizeof(float) * (size_t)D);
         }
     return ZP_OK;
@@ -91,10 +90,10 @@ zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, v
     if (shift && order) return zp_fail(ZP_ERR_INVALID, "kv_compact: a position shift needs position order (an order was given)");
     if (shift && !inv_freq) return zp_fail(ZP_ERR_INVALID, "kv_compact: a position shift needs the rope frequencies of head_dim %d (rope_init)", D);
     char *kc = cpu_kv_layer(d, k_cache, layer), *vc = cpu_kv_layer(d, v_cache, layer);
-    const float ks = cpu_k_scale(d, layer);
     float *sc = score_cache ? (float *)score_cache + (size_t)layer * d->num_blocks * bs * Hkv : NULL;
     if (inv_freq && D > CPU_MAX_HEAD_DIM) return zp_fail(ZP_ERR_INVALID, "kv_compact: head_dim %d above %d", D, CPU_MAX_HEAD_DIM);
     for (int g = 0; g < Hkv; g++) {
+        const float ks = cpu_k_scale(d, layer, g);
         int i = 0; /* next target position; i <= t always, so in-place is safe */
         for (int t = 0; t < n; t++) {
             if (!keep[(size_t)g * n + t]) continue;

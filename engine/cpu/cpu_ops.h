@@ -16,8 +16,13 @@ static inline size_t cpu_kv_elem(const zp_attn_dims *d) { return d->kv_fp8 ? 1 :
 static inline char *cpu_kv_layer(const zp_attn_dims *d, const void *cache, int layer) {
     return (char *)cache + (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim * cpu_kv_elem(d);
 }
-static inline float cpu_k_scale(const zp_attn_dims *d, int layer) { return d->kv_fp8 && d->k_scale ? d->k_scale[layer] : 1.0f; }
-static inline float cpu_v_scale(const zp_attn_dims *d, int layer) { return d->kv_fp8 && d->v_scale ? d->v_scale[layer] : 1.0f; }
+/* The scale of KV head g of layer `layer` (backend.h: [n_layers][n_kv_heads]). */
+static inline float cpu_k_scale(const zp_attn_dims *d, int layer, int g) {
+    return d->kv_fp8 && d->k_scale ? d->k_scale[(size_t)layer * d->n_kv_heads + g] : 1.0f;
+}
+static inline float cpu_v_scale(const zp_attn_dims *d, int layer, int g) {
+    return d->kv_fp8 && d->v_scale ? d->v_scale[(size_t)layer * d->n_kv_heads + g] : 1.0f;
+}
 /* Row off (head_dim elements) as fp32: the cache's memory itself, or its bytes x scale decoded into tmp. */
 static inline const float *cpu_kv_row(const zp_attn_dims *d, const char *layer_base, size_t off, float scale, float *tmp) {
     if (!d->kv_fp8) return (const float *)layer_base + off;

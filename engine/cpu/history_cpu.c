@@ -20,7 +20,7 @@ static float dot(const float *a, const float *b, int D) {
 }
 
 /* stats[t][h] = (max_j z, 1 / sum_j exp(z - max)), z = q . k_j * scale over the row's keys. */
-static void row_stats(const zp_attn_dims *d, const zp_batch *b, int s, const float *q, const char *kc, float ks, float *stats) {
+static void row_stats(const zp_attn_dims *d, const zp_batch *b, int layer, int s, const float *q, const char *kc, float *stats) {
     const int D = d->head_dim, Hq = d->n_heads, Hkv = d->n_kv_heads, G = Hq / Hkv, bs = d->block_size;
     const int *bt = b->block_tables + (size_t)s * b->max_blocks, q0 = b->seq_q_start[s], base = b->seq_kv_len[s] - b->seq_q_len[s];
     for (int i = 0; i < b->seq_q_len[s]; i++)
@@ -28,7 +28,7 @@ static void row_stats(const zp_attn_dims *d, const zp_batch *b, int s, const flo
             const float *qh = q + ((size_t)(q0 + i) * Hq + h) * D;
             float mx = -INFINITY, sum = 0.f, tmp[CPU_MAX_HEAD_DIM];
             for (int j = 0; j <= base + i; j++) {
-                const float z = dot(qh, cpu_kv_row(d, kc, (SLOT(bt, j, bs) * Hkv + h / G) * D, ks, tmp), D) * d->scale;
+                const float z = dot(qh, cpu_kv_row(d, kc, (SLOT(bt, j, bs) * Hkv + h / G) * D, cpu_k_scale(d, layer, h / G), tmp), D) * d->scale;
                 if (z > mx) { sum *= expf(mx - z); mx = z; }
                 sum += expf(z - mx);
             }
@@ -38,13 +38,13 @@ static void row_stats(const zp_attn_dims *d, const zp_batch *b, int s, const flo
 }
 
 /* sc[slot(j)][g] for every key j of sequence s: (new key ? 0 : stored) + sum / G. */
-static void key_sums(const zp_attn_dims *d, const zp_batch *b, int s, int g, const float *q, const char *kc, float ks, const float *stats,
+static void key_sums(const zp_attn_dims *d, const zp_batch *b, int layer, int s, int g, const float *q, const char *kc, const float *stats,
                      float *sc) {
     const int D = d->head_dim, Hq = d->n_heads, Hkv = d->n_kv_heads, G = Hq / Hkv, bs = d->block_size;
     const int *bt = b->block_tables + (size_t)s * b->max_blocks, q0 = b->seq_q_start[s], base = b->seq_kv_len[s] - b->seq_q_len[s];
     for (int j = 0; j < b->seq_kv_len[s]; j++) {
         float tmp[CPU_MAX_HEAD_DIM];
-        const float *k = cpu_kv_row(d, kc, (SLOT(bt, j, bs) * Hkv + g) * D, ks, tmp);
+        const float *k = cpu_kv_row(d, kc, (SLOT(bt, j, bs) * Hkv + g) * D, cpu_k_scale(d, layer, g), tmp);
         float acc = 0.f;
         for (int i = j > base ? j - base : 0; i < b->seq_q_len[s]; i++)
             for (int h = g * G; h < (g + 1) * G; h++) {
@@ -61,13 +61,12 @@ zp_status cpu_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q,
     const zp_batch view = zp_batch_layer(cpu_batch(be), layer), *b = &view; /* the layer's block-table view */
     const int Hkv = d->n_kv_heads;
     const char *kc = cpu_kv_layer(d, k_cache, layer);
-    const float ks = cpu_k_scale(d, layer);
     float *sc = (float *)score_cache + (size_t)layer * d->num_blocks * d->block_size * Hkv;
     if (d->head_dim > CPU_MAX_HEAD_DIM) return zp_fail(ZP_ERR_INVALID, "attn_history: head_dim %d above %d", d->head_dim, CPU_MAX_HEAD_DIM);
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int s = 0; s < b->n_seqs; s++) row_stats(d, b, s, (const float *)q, kc, ks, (float *)stats);
+    for (int s = 0; s < b->n_seqs; s++) row_stats(d, b, layer, s, (const float *)q, kc, (float *)stats);
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (int s = 0; s < b->n_seqs; s++)
-        for (int g = 0; g < Hkv; g++) key_sums(d, b, s, g, (const float *)q, kc, ks, (const float *)stats, sc);
+        for (int g = 0; g < Hkv; g++) key_sums(d, b, layer, s, g, (const float *)q, kc, (const float *)stats, sc);
     return ZP_OK;
 }

@@ -101,7 +101,7 @@ static void test_ops(zp_backend *be) {
         for (int i = 0, m = 0; i < 10; i++) order[g * 10 + i] = i < 5 ? 8 - 2 * m++ : -1; /* kept tokens 8, 6, 4, 2, 0 */
     for (int g = 0; g < Hkv; g++)
         for (int t = 0; t < 10; t++) keep[g * 10 + t] = t % 2 == 0;
-    const int src2[2] = {5, 11}, dst2[2] = {5, 11};
+    const int src2[3] = {5, 11, 0}, dst2[2] = {5, 11}; /* 10 tokens in 3 blocks, the 5 kept into 2 */
     static uint8_t kb[CACHE];
     memcpy(kb, k8, sizeof kb);
     CHECK_OK(be->kv_compact(be, &d8, k8, v8, NULL, LAYER, src2, 10, dst2, keep, NULL, order, 0));

@@ -10,6 +10,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The fp8 conversions compile for the device too (CUDA's reference of its hardware cvt:
+ * test_cuda_fp8). */
+#ifdef __CUDACC__
+#define ZP_HOST_DEVICE __host__ __device__
+#else
+#define ZP_HOST_DEVICE
+#endif
+
 typedef enum { ZP_DTYPE_F32, ZP_DTYPE_F16, ZP_DTYPE_BF16, ZP_DTYPE_COUNT } zp_dtype;
 
 static inline int zp_dtype_size(zp_dtype t) { return t == ZP_DTYPE_F32 ? 4 : 2; }
@@ -84,7 +92,7 @@ static inline void zp_convert_to_f32(float *dst, const void *src, zp_dtype t, si
 }
 
 /* fp8 E4M3 (float8_e4m3fn) -> f32, exact: subnormals m x 2^-9, normals (1 + m/8) x 2^(e-7). */
-static inline float zp_e4m3_to_f32(uint8_t b) {
+static inline ZP_HOST_DEVICE float zp_e4m3_to_f32(uint8_t b) {
     const uint32_t e = (b >> 3) & 0xfu, m = b & 7u;
     float f;
     if (e == 15 && m == 7) {
@@ -101,7 +109,7 @@ static inline float zp_e4m3_to_f32(uint8_t b) {
 }
 
 /* f32 -> fp8 E4M3, round to nearest even, saturating at +-448 (infinities too); NaN stays NaN. */
-static inline uint8_t zp_f32_to_e4m3(float x) {
+static inline ZP_HOST_DEVICE uint8_t zp_f32_to_e4m3(float x) {
     uint32_t u;
     memcpy(&u, &x, 4);
     const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);

@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     const int per = (N + B - 1) / B, NB = S * per, T = prefill ? S * N : S;
-    zp_attn_dims d = {1, HQ, HKV, D, B, NB, 1.0f / 11.3137f, 1e-6f, 0, 0, 0, 0, NULL, NULL};
+    zp_attn_dims d = {1, HQ, HKV, D, B, NB, 1.0f / 11.3137f, 1e-6f, 0, 0, 0, 0, NULL, NULL, NULL};
     int *tables = malloc(sizeof(int) * (size_t)NB), *perm = malloc(sizeof(int) * (size_t)NB);
     int *q0 = malloc(sizeof(int) * (size_t)S), *ql = malloc(sizeof(int) * (size_t)S), *kl = malloc(sizeof(int) * (size_t)S);
     int *ids = calloc((size_t)T, sizeof(int)), *slots = malloc(sizeof(int) * (size_t)T), *posn = malloc(sizeof(int) * (size_t)T);

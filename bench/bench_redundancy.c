@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     const int nb = nr * (NMAX + 1);
-    zp_attn_dims d = {L, HQ, HKV, D, BS, nb, 1.0f / 11.3137f, 1e-6f, W, nr, 0, 0, NULL, NULL};
+    zp_attn_dims d = {L, HQ, HKV, D, BS, nb, 1.0f / 11.3137f, 1e-6f, W, nr, 0, 0, NULL, NULL, NULL};
     void *k, *v, *q, *sc;
     if (be->alloc_cache(be, (size_t)L * nb * BS * HKV * D, &k) || be->alloc_cache(be, (size_t)L * nb * BS * HKV * D, &v) ||
         be->alloc_cache(be, (size_t)L * nr * W * HQ * D, &q) || be->alloc(be, (size_t)L * nb * BS * HKV, ZP_ACT_F32, &sc)) {

@@ -79,6 +79,8 @@ typedef struct {
      * kv_scales.h says where they come from) */
     int kv_fp8;
     const float *k_scale, *v_scale;
+    const float *dev_scales; /* the same scales, [2][n_layers][n_kv_heads] (K then V), in the backend's memory: what
+                                CUDA kernels read (NULL with kv_fp8 0) */
 } zp_attn_dims;
 
 /* One request of a device-side compression (backend op `compress`). */

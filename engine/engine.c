@@ -98,7 +98,7 @@ static zp_status engine_geometry(const zp_engine_config *cfg, zp_kv_geometry *ge
     }
     ZP_TRY(zp_geometry_resolve(ops, cfg->block_size, cfg->nmax, cfg->window, geo));
     int fp8, calibrate;
-    ZP_TRY(zp_kv_dtype_check(cfg->kv_dtype, cfg->device, &fp8));
+    ZP_TRY(zp_kv_dtype_parse(cfg->kv_dtype, &fp8));
     ZP_TRY(zp_kv_scales_parse(cfg->kv_scales, fp8, &calibrate));
     zp_layer_budget_kind kind;
     return zp_layer_budget_check(cfg->layer_budget, cfg->pyramid_beta, geo, &kind);

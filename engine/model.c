@@ -372,14 +372,6 @@ zp_status zp_kv_dtype_parse(const char *kv_dtype, int *kv_fp8) {
     return ZP_OK;
 }
 
-zp_status zp_kv_dtype_check(const char *kv_dtype, const char *device, int *kv_fp8) {
-    ZP_TRY(zp_kv_dtype_parse(kv_dtype, kv_fp8));
-    if (*kv_fp8 && device && strcmp(device, "cpu"))
-        return zp_fail(ZP_ERR_INVALID, "kv_dtype fp8 runs on the CPU backend only so far (device is %s): the CUDA kernels do not read FP8 caches yet",
-                       device);
-    return ZP_OK;
-}
-
 zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, int kv_fp8, int calibrate, zp_kv_storage *kv) {
     const zp_model_config *c = &m->cfg;
     memset(kv, 0, sizeof *kv);
@@ -389,7 +381,7 @@ zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, i
     if (calibrate && !m->be->kv_amax)
         return zp_fail(ZP_ERR_UNSUPPORTED, "kv_scales prompt: the %s backend cannot calibrate (no kv_amax op)", m->be->name);
     zp_attn_dims d = {c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, block_size, num_blocks,
-                      1.0f / sqrtf((float)c->head_dim), c->rms_eps, 0, 0, m->tp.kv0, 0, NULL, NULL};
+                      1.0f / sqrtf((float)c->head_dim), c->rms_eps, 0, 0, m->tp.kv0, 0, NULL, NULL, NULL};
     kv->dims = d;
     size_t n = (size_t)c->n_layers * num_blocks * block_size * c->n_kv_heads * c->head_dim;
     if (kv_fp8) { /* n bytes each, held as f32 elements (4 bytes on every backend), zeroed */
@@ -403,7 +395,10 @@ zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, i
         kv->dims.kv_fp8 = 1;
         kv->dims.k_scale = kv->scales;
         kv->dims.v_scale = kv->scales + (size_t)L * G;
-        zp_status s = m->be->alloc(m->be, (n + 3) / 4, ZP_ACT_F32, &kv->k);
+        zp_status s = m->be->alloc(m->be, 2 * (size_t)L * G, ZP_ACT_F32, &kv->scales_dev);
+        if (s == ZP_OK) s = m->be->from_host(m->be, kv->scales_dev, ZP_ACT_F32, kv->scales, 0, 2 * (size_t)L * G);
+        kv->dims.dev_scales = kv->scales_dev;
+        if (s == ZP_OK) s = m->be->alloc(m->be, (n + 3) / 4, ZP_ACT_F32, &kv->k);
         if (s == ZP_OK) s = m->be->alloc(m->be, (n + 3) / 4, ZP_ACT_F32, &kv->v);
         if (s != ZP_OK) zp_model_kv_free(m, kv);
         return s;
@@ -438,9 +433,10 @@ void zp_model_kv_free(zp_model *m, zp_kv_storage *kv) {
     release(m->be, &kv->v);
     release(m->be, &kv->q);
     release(m->be, &kv->score);
+    release(m->be, &kv->scales_dev);
     free(kv->scales);
     kv->scales = NULL;
-    kv->dims.k_scale = kv->dims.v_scale = NULL;
+    kv->dims.k_scale = kv->dims.v_scale = kv->dims.dev_scales = NULL;
 }
 
 /* ---------------------------------------------------------------- forward */
@@ -570,6 +566,8 @@ zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, fl
         kv->calibrate = pending && writes;
         zp_status s = forward_body(m, b, kv);
         kv->calibrate = pending && !(writes && s == ZP_OK);
+        if (s == ZP_OK && pending && writes) /* the calibrated scales to where the backend's kernels read them */
+            s = be->from_host(be, kv->scales_dev, ZP_ACT_F32, kv->scales, 0, 2 * (size_t)kv->dims.n_layers * kv->dims.n_kv_heads);
         if (recording) {
             zp_status e = be->graph_end(be, s == ZP_OK);
             if (s == ZP_OK) s = e;

@@ -32,6 +32,7 @@ typedef struct {
     void *score;       /* score cache [L][num_blocks*block_size][H_kv] (fp32), or NULL */
     int history_live;  /* 1: every forward adds its queries' attention to score (attn_history) */
     float *scales;     /* kv_fp8: [2][L][H_kv] host, the K then the V scale of each (layer, KV head) (dims points here) */
+    void *scales_dev;  /* kv_fp8: the same in the backend's memory (dims.dev_scales: what CUDA kernels read) */
     int calibrate;     /* kv_scales prompt: the scales are set by the next forward that writes the cache (kv_scales.h) */
     zp_attn_dims dims;
 } zp_kv_storage;
@@ -79,8 +80,6 @@ zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_s
 zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, int kv_fp8, int calibrate, zp_kv_storage *kv);
 /* kv_dtype's value: "auto" (or NULL) -> 0, "fp8" -> 1; anything else is refused, naming it. */
 zp_status zp_kv_dtype_parse(const char *kv_dtype, int *kv_fp8);
-/* The same, and fp8 refused on a device other than the CPU (its kernels read bf16/fp32 caches only). */
-zp_status zp_kv_dtype_check(const char *kv_dtype, const char *device, int *kv_fp8);
 /* Adds the compression state: a query cache of n_qslots x window rows, and a score cache. */
 zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, const zp_kv_geometry *geo, int n_qslots, int with_scores);
 void zp_model_kv_free(zp_model *m, zp_kv_storage *kv);

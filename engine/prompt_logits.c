@@ -13,7 +13,7 @@ zp_status zp_prompt_logits(const zp_engine_config *cfg, const int *prompt, int n
     if (n_prompt <= 0) return zp_fail(ZP_ERR_INVALID, "logits: an empty prompt");
     if (cfg->tp > 1) return zp_fail(ZP_ERR_INVALID, "logits: the model alone runs on one device (tp %d refused)", cfg->tp);
     int fp8, calibrate;
-    ZP_TRY(zp_kv_dtype_check(cfg->kv_dtype, cfg->device, &fp8));
+    ZP_TRY(zp_kv_dtype_parse(cfg->kv_dtype, &fp8));
     ZP_TRY(zp_kv_scales_parse(cfg->kv_scales, fp8, &calibrate));
     zp_backend *be;
     ZP_TRY(zp_backend_create(cfg->device, cfg->precision, cfg->n_threads, &cfg->backend, &be));

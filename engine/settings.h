@@ -55,7 +55,7 @@ enum { ZP_SETTING_AXIS = 1 }; /* flags: an experiment may give a list of values 
     X(kv_pool_tokens, ZP_SET_I64, kv_pool_tokens, 0, NULL, 0, 1e12, ZP_SETTING_AXIS,                                              \
       "KV pool size in tokens (0, the default: CPU 32768, at most 2 GiB; CUDA from free memory)")                                  \
     X(kv_dtype, ZP_SET_STR, kv_dtype, 0, "auto", 0, 0, ZP_SETTING_AXIS,                                                           \
-      "K/V cache type: auto (the storage type, default) or fp8 (E4M3, as vLLM's --kv-cache-dtype fp8; CPU only so far)")              \
+      "K/V cache type: auto (the storage type, default) or fp8 (E4M3, as vLLM's --kv-cache-dtype fp8)")              \
     X(kv_scales, ZP_SET_STR, kv_scales, 0, "checkpoint", 0, 0, 0,                                                                \
       "fp8 cache scales: checkpoint (default: the checkpoint's per-tensor k_scale/v_scale, else 1.0) or prompt (per layer and KV " \
       "head from the first prefill's keys and values, max/200 and max/100 as vLLM's dynamic scales)")

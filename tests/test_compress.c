@@ -47,7 +47,7 @@ static void test_compaction_shift(void) {
     enum { BS = 4, NB = 6, HKV = 2, D = 8, L = 1, N = 12 };
     zp_backend *be;
     CHECK_OK(zp_backend_cpu_create(1, &be));
-    zp_attn_dims d = {L, 4, HKV, D, BS, NB, 1.f, 1e-6f, 4, 1, 0, 0, NULL, NULL};
+    zp_attn_dims d = {L, 4, HKV, D, BS, NB, 1.f, 1e-6f, 4, 1, 0, 0, NULL, NULL, NULL};
     float k[NB * BS * HKV * D], v[NB * BS * HKV * D], before[NB * BS * HKV * D];
     for (int i = 0; i < NB * BS * HKV * D; i++) { k[i] = (float)sin(0.37 * i); v[i] = (float)i; }
     memcpy(before, k, sizeof k);
@@ -83,7 +83,7 @@ static void test_compaction_op(void) {
     enum { BS = 4, NB = 10, HKV = 2, D = 3, L = 2, N = 12, LAYER = 1 };
     zp_backend *be;
     CHECK_OK(zp_backend_cpu_create(1, &be));
-    zp_attn_dims d = {L, 4, HKV, D, BS, NB, 1.f, 1e-6f, 4, 1, 0, 0, NULL, NULL};
+    zp_attn_dims d = {L, 4, HKV, D, BS, NB, 1.f, 1e-6f, 4, 1, 0, 0, NULL, NULL, NULL};
     float k[L * NB * BS * HKV * D], v[L * NB * BS * HKV * D], sc[L * NB * BS * HKV];
     for (int i = 0; i < L * NB * BS * HKV * D; i++) { k[i] = (float)i; v[i] = -(float)i; }
     for (int i = 0; i < L * NB * BS * HKV; i++) sc[i] = -1.f;

@@ -138,7 +138,7 @@ static void test_attention_path(pair *p) {
     enum { Hq = 4, Hkv = 2, D = 64, BS = 16, NB = 12, L = 2, LAYER = 1, W = 4 };
     const int len[2] = {37, 20}, T = 57;
     const int bt[2][3] = {{9, 2, 6}, {5, 11, -1}};
-    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / 8.0f, 1e-6f, W, 2, 0, 0, NULL, NULL};
+    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / 8.0f, 1e-6f, W, 2, 0, 0, NULL, NULL, NULL};
     float inv[D / 2], *qkv = malloc(sizeof(float) * T * (Hq + 2 * Hkv) * D), qn[D], kn[D];
     for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
     for (int i = 0; i < T * (Hq + 2 * Hkv) * D; i++) qkv[i] = rnd((uint32_t)i, 7);
@@ -254,7 +254,7 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
         maxb = (len[s] + BS - 1) / BS > maxb ? (len[s] + BS - 1) / BS : maxb;
     }
     const int NB = nb + 3;
-    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / sqrtf((float)D), 1e-6f, 0, 0, 0, 0, NULL, NULL};
+    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / sqrtf((float)D), 1e-6f, 0, 0, 0, 0, NULL, NULL, NULL};
     int *tables = malloc(sizeof(int) * S * maxb), *slots = malloc(sizeof(int) * total), *pos = malloc(sizeof(int) * total);
     int *ids = calloc((size_t)total, sizeof(int)), *q0 = malloc(sizeof(int) * S), *qlen = malloc(sizeof(int) * S), next = 0, t = 0;
     for (int s = 0, r = 0; s < S; s++) {

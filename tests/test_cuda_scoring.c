@@ -104,7 +104,7 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
     m.be = be;
     m.cfg.n_layers = L; m.cfg.n_heads = HQ; m.cfg.n_kv_heads = HKV; m.cfg.head_dim = D;
     caches c;
-    zp_attn_dims dims = {L, HQ, HKV, D, BS, NB, 1.0f / 8.0f, 1e-6f, W, NREQ, 3, 0, NULL, NULL}; /* KV head 0 of the model is head 3 (a tensor-parallel rank): seeded draws hash 3.. */
+    zp_attn_dims dims = {L, HQ, HKV, D, BS, NB, 1.0f / 8.0f, 1e-6f, W, NREQ, 3, 0, NULL, NULL, NULL}; /* KV head 0 of the model is head 3 (a tensor-parallel rank): seeded draws hash 3.. */
     for (int k = 0; k < 2; k++) {
         zp_kv_storage *kv = &c.kv[k];
         kv->dims = dims;

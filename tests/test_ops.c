@@ -109,7 +109,7 @@ static void test_paged_attention(zp_backend *be) {
     enum { Hq = 4, Hkv = 2, D = 16, BS = 4, NB = 12, L = 2, LAYER = 1 };
     const int len[2] = {7, 10}, T = 17;
     const int bt[2][4] = {{9, 2, -1, -1}, {5, 11, 0, 7}}; /* scattered physical blocks */
-    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / sqrtf(D), 1e-6f, 0, 0, 0, 0, NULL, NULL};
+    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / sqrtf(D), 1e-6f, 0, 0, 0, 0, NULL, NULL, NULL};
     float inv[D / 2];
     for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
     CHECK_OK(be->rope_init(be, inv, D / 2, 1.0f));

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cuda_common.cuh"
+#include "kv_elem.cuh" /* the K/V cache's element types */
 #include "../dtype.h" /* zp_bf16_to_f32, zp_f32_to_bf16 (host) */
 
 /* ---------------------------------------------------------------- kernels */
@@ -105,10 +106,11 @@ __global__ static void gather_rows_kernel(float *out, const float *x, const int 
  * d +- D/2, another lane's value). D even, D <= QKV_MAX_D. */
 #define QKV_WARPS 4
 #define QKV_MAX_D ZP_MAX_HEAD_DIM
-template <typename T> /* qkv is of the operand type, T */
+template <typename T, typename KT> /* qkv is of the operand type, T; the caches of KT (kv_elem.cuh), with the
+                                      layer's scales ks, vs [Hkv] (NULL: 1.0) */
 __global__ static void __launch_bounds__(QKV_WARPS * 32)
-qkv_rope_kernel(const T *qkv, float *q_out, const T *q_norm, const T *k_norm, T *kc, T *vc, const int *positions, const int *slots,
-                const float *inv_freq, float rope_scale, int Hq, int Hkv, int D, float eps) {
+qkv_rope_kernel(const T *qkv, float *q_out, const T *q_norm, const T *k_norm, KT *kc, KT *vc, const float *ks, const float *vs,
+                const int *positions, const int *slots, const float *inv_freq, float rope_scale, int Hq, int Hkv, int D, float eps) {
     __shared__ float cs[QKV_MAX_D / 2], sn[QKV_MAX_D / 2], xs[QKV_WARPS][QKV_MAX_D];
     const int t = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, half = D / 2;
     const int h = blockIdx.y * QKV_WARPS + warp, slot = slots[t];
@@ -124,7 +126,8 @@ qkv_rope_kernel(const T *qkv, float *q_out, const T *q_norm, const T *k_norm, T 
     const T *src = qkv + (size_t)t * (Hq + 2 * Hkv) * D + (size_t)h * D;
     if (h >= Hq + Hkv) { /* a value head */
         if (slot >= 0)
-            for (int d = lane; d < D; d += 32) zp_st(&vc[((size_t)slot * Hkv + (h - Hq - Hkv)) * D + d], zp_ld(src[d]));
+            for (int d = lane; d < D; d += 32)
+                kv_st(&vc[((size_t)slot * Hkv + (h - Hq - Hkv)) * D + d], zp_ld(src[d]), kv_head_scale(vs, h - Hq - Hkv));
         return;
     }
     const int is_q = h < Hq;
@@ -145,7 +148,7 @@ qkv_rope_kernel(const T *qkv, float *q_out, const T *q_norm, const T *k_norm, T 
         const int i = d < half ? d : d - half;
         const float r = d < half ? x[d] * cs[i] - x[d + half] * sn[i] : x[d] * cs[i] + x[d - half] * sn[i];
         if (is_q) q_out[((size_t)t * Hq + h) * D + d] = r;
-        else zp_st(&kc[((size_t)slot * Hkv + (h - Hq)) * D + d], r);
+        else kv_st(&kc[((size_t)slot * Hkv + (h - Hq)) * D + d], r, kv_head_scale(ks, h - Hq));
     }
 }
 
@@ -394,11 +397,13 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
     if (d->head_dim > QKV_MAX_D || d->head_dim % 2 || d->head_dim / 2 != c->half_dim)
         return zp_fail(ZP_ERR_UNSUPPORTED, "cuda qkv_rope_store: head_dim %d (rope table %d) unsupported", d->head_dim, c->half_dim * 2);
     if (c->b.n_tokens == 0) return ZP_OK;
+    ZP_TRY(kv_check(d, "qkv_rope_store"));
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
     dim3 grid(c->b.n_tokens, zp_ceil_div(d->n_heads + 2 * d->n_kv_heads, QKV_WARPS));
-    ZP_DISPATCH_STORAGE(c->fp32, qkv_rope_kernel<T><<<grid, QKV_WARPS * 32, 0, c->stream>>>(
-                                     (const T *)qkv, (float *)q_out, (const T *)q_norm, (const T *)k_norm, (T *)k_cache + layer_off,
-                                     (T *)v_cache + layer_off, c->d.positions, c->d.slots, c->inv_freq, c->rope_scale, d->n_heads,
+    const float *ks = kv_layer_scales(d, 0, layer), *vs = kv_layer_scales(d, 1, layer);
+    ZP_DISPATCH_KV(c->fp32, d->kv_fp8, qkv_rope_kernel<T, KT><<<grid, QKV_WARPS * 32, 0, c->stream>>>(
+                                     (const T *)qkv, (float *)q_out, (const T *)q_norm, (const T *)k_norm, (KT *)k_cache + layer_off,
+                                     (KT *)v_cache + layer_off, ks, vs, c->d.positions, c->d.slots, c->inv_freq, c->rope_scale, d->n_heads,
                                      d->n_kv_heads, d->head_dim, d->qk_norm_eps));
     ZP_LAUNCH_CHECK("qkv_rope_store");
     return ZP_OK;

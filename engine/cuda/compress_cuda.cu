@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cuda_common.cuh"
+#include "kv_elem.cuh" /* the K/V cache's element types: an fp8 cache's rows move as bytes */
 #include "../../scorers/cuda/plan_cuda.cuh"
 
 template <typename T>
@@ -26,12 +27,13 @@ __global__ static void to_f32_kernel(float *out, const T *x, size_t n) {
     if (i < n) out[i] = zp_ld(x[i]);
 }
 
-/* out[g][t][:] = k[slot(t)][g][:], grid (n, Hkv), D threads. */
-template <typename T>
-__global__ static void key_gather_kernel(float *out, const T *kc, const int *table, int n, int Hkv, int D, int bs) {
+/* out[g][t][:] = k[slot(t)][g][:] (keys of KT, with the layer's scales ks), grid (n, Hkv), D threads. */
+template <typename KT>
+__global__ static void key_gather_kernel(float *out, const KT *kc, const float *ks, const int *table, int n, int Hkv, int D, int bs) {
     const int t = blockIdx.x, g = blockIdx.y;
     const size_t slot = (size_t)table[t / bs] * bs + t % bs;
-    for (int e = threadIdx.x; e < D; e += blockDim.x) out[((size_t)g * n + t) * D + e] = zp_ld(kc[(slot * Hkv + g) * D + e]);
+    const float s = kv_head_scale(ks, g);
+    for (int e = threadIdx.x; e < D; e += blockDim.x) out[((size_t)g * n + t) * D + e] = kv_ld(kc[(slot * Hkv + g) * D + e], s);
 }
 
 template <typename T>
@@ -56,11 +58,13 @@ __device__ static float shift_element(float x, float partner, int e, int half, c
 
 /* One block per KV head, D threads; tokens in order (each write lands at or before its read).
  * inv_freq (not NULL): StreamingLLM's position shift, each moved key re-rotated from its index
- * to its new one (a moved key's source row is never a target of the same move). */
+ * to its new one (a moved key's source row is never a target of the same move; an fp8 key is
+ * decoded with the layer's scale ks[g], rotated and rounded again). */
 template <typename T>
-__global__ static void compact_kernel(T *kc, T *vc, float *sc, const int *src, const int *dst, int n, const uint8_t *keep,
+__global__ static void compact_kernel(T *kc, T *vc, float *sc, const float *ks, const int *src, const int *dst, int n, const uint8_t *keep,
                                       const float *scores, int Hkv, int D, int bs, const float *inv_freq) {
     const int g = blockIdx.x, half = D / 2;
+    const float s = kv_head_scale(ks, g);
     int i = 0;
     for (int t = 0; t < n; t++) {
         if (!keep[(size_t)g * n + t]) continue;
@@ -68,8 +72,8 @@ __global__ static void compact_kernel(T *kc, T *vc, float *sc, const int *src, c
         for (int e = threadIdx.x; e < D; e += blockDim.x) {
             T kv = kc[from * D + e], vv = vc[from * D + e];
             if (inv_freq && t != i) {
-                const float r = shift_element(zp_ld(kv), zp_ld(kc[from * D + (e < half ? e + half : e - half)]), e, half, inv_freq, t, i);
-                zp_st(&kc[to * D + e], r);
+                const float r = shift_element(kv_ld(kv, s), kv_ld(kc[from * D + (e < half ? e + half : e - half)], s), e, half, inv_freq, t, i);
+                kv_st(&kc[to * D + e], r, s);
             } else {
                 kc[to * D + e] = kv;
             }
@@ -216,9 +220,10 @@ zp_status cuda_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_c
     int *dt;
     ZP_TRY(upload_tables(c, table, nb, NULL, 0, &dt, NULL));
     dim3 grid(n, d->n_kv_heads);
-    ZP_DISPATCH_STORAGE(c->fp32, key_gather_kernel<T><<<grid, d->head_dim < 256 ? d->head_dim : 256, 0, c->stream>>>(
-                                     c->gather, (const T *)k_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads * d->head_dim, dt,
-                                     n, d->n_kv_heads, d->head_dim, bs));
+    ZP_TRY(kv_check(d, "key_gather"));
+    ZP_DISPATCH_KV(c->fp32, d->kv_fp8, key_gather_kernel<KT><<<grid, d->head_dim < 256 ? d->head_dim : 256, 0, c->stream>>>(
+                                     c->gather, (const KT *)k_cache + (size_t)layer * d->num_blocks * bs * d->n_kv_heads * d->head_dim,
+                                     kv_layer_scales(d, 0, layer), dt, n, d->n_kv_heads, d->head_dim, bs));
     return gather_finish(c, out, total, "key_gather");
 }
 
@@ -286,9 +291,10 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
     const size_t layer_off = (size_t)layer * d->num_blocks * bs * Hkv * D;
     const size_t score_off = (size_t)layer * d->num_blocks * bs * Hkv;
     const int has_scores = score_cache && scores;
-    ZP_DISPATCH_STORAGE(c->fp32, compact_kernel<T><<<Hkv, D < 256 ? D : 256, 0, c->stream>>>(
-                                     (T *)k_cache + layer_off, (T *)v_cache + layer_off, has_scores ? (float *)score_cache + score_off : (float *)NULL,
-                                     dsrc, ddst, n, c->keep, c->scores, Hkv, D, bs, inv_freq));
+    ZP_TRY(kv_check(d, "kv_compact"));
+    ZP_DISPATCH_KV(c->fp32, d->kv_fp8, compact_kernel<KT><<<Hkv, D < 256 ? D : 256, 0, c->stream>>>(
+                                     (KT *)k_cache + layer_off, (KT *)v_cache + layer_off, has_scores ? (float *)score_cache + score_off : (float *)NULL,
+                                     kv_layer_scales(d, 0, layer), dsrc, ddst, n, c->keep, c->scores, Hkv, D, bs, inv_freq));
     if (order && max_kept > 0) { /* then the kept rows into the given order */
         int *perm = (int *)malloc(sizeof(int) * (size_t)Hkv * max_kept), *dperm = NULL;
         if (!perm) return zp_fail(ZP_ERR_OOM, "cuda kv_compact: no memory for %d x %d order entries", Hkv, max_kept);
@@ -297,10 +303,10 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
         if (st == ZP_OK && e == cudaSuccess) e = cudaMemcpyAsync(dperm, perm, sizeof(int) * (size_t)Hkv * max_kept, cudaMemcpyHostToDevice, c->stream);
         size_t smem = 0;
         if (st == ZP_OK && e == cudaSuccess)
-            ZP_DISPATCH_STORAGE(c->fp32, {
-                st = permute_smem<T>((const void *)permute_kernel<T>, max_kept, D, &smem);
+            ZP_DISPATCH_KV(c->fp32, d->kv_fp8, {
+                st = permute_smem<KT>((const void *)permute_kernel<KT>, max_kept, D, &smem);
                 if (st == ZP_OK)
-                    permute_kernel<T><<<Hkv, 256, smem, c->stream>>>((T *)k_cache + layer_off, (T *)v_cache + layer_off,
+                    permute_kernel<KT><<<Hkv, 256, smem, c->stream>>>((KT *)k_cache + layer_off, (KT *)v_cache + layer_off,
                                                                   has_scores ? (float *)score_cache + score_off : (float *)NULL, ddst, dperm,
                                                                   max_kept, Hkv, D, bs);
             });
@@ -325,7 +331,8 @@ zp_status cuda_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, 
  * written, so a target block that is also a source block is never overwritten before it is
  * read (every write lands at or before its read). Shared: K and V rows [chunk][D] each.
  * inv_freq (not NULL): StreamingLLM's position shift, each moved key re-rotated from its source
- * index to its target index (shift_element, from the staged row). */
+ * index to its target index (shift_element, from the staged row; an fp8 key decoded with its
+ * (layer, head)'s scale and rounded again). */
 template <typename T>
 __global__ static void compact_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc, T *vc, float *sc, const float *inv_freq) {
     extern __shared__ unsigned char smem_raw[];
@@ -337,6 +344,7 @@ __global__ static void compact_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc
     const int *src = J.tables + rq[ZP_REQ_SRC], *dst = J.tables + rq[ZP_REQ_DST];
     const size_t lk = (size_t)jb.y * d.num_blocks * bs, off = (size_t)jb.w; /* lk: the layer's first slot */
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const float ks = kv_scale(d, 0, jb.y, g);
     if (threadIdx.x == 0) n_done = 0;
     for (int t0 = 0; t0 < n; t0 += blockDim.x) {
         const int t = t0 + threadIdx.x, flag = t < n && J.keep[off + t];
@@ -365,7 +373,7 @@ __global__ static void compact_jobs_kernel(zp_plan_jobs J, zp_attn_dims d, T *kc
                 const int p = done + c0 + i / D, s = idx[c0 + i / D], e = i % D, half = D / 2;
                 const size_t to = (lk + (size_t)dst[p / bs] * bs + p % bs) * Hkv + g;
                 if (inv_freq && s != p)
-                    zp_st(&kc[to * D + e], shift_element(zp_ld(kb[i]), zp_ld(kb[i - e + (e < half ? e + half : e - half)]), e, half, inv_freq, s, p));
+                    kv_st(&kc[to * D + e], shift_element(kv_ld(kb[i], ks), kv_ld(kb[i - e + (e < half ? e + half : e - half)], ks), e, half, inv_freq, s, p), ks);
                 else
                     kc[to * D + e] = kb[i];
                 vc[to * D + e] = vb[i];
@@ -480,16 +488,18 @@ zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_pl
     ZP_TRY(shift_frequencies(c, d, plan->shift_positions, plan->order_score, &inv_freq));
     zp_plan_jobs j;
     ZP_TRY(compress_pack(c, d, budget, layer0, layer1, reqs, n_req, &j));
+    ZP_TRY(kv_check(d, "compress"));
     ZP_TRY(cuda_plan_select(c->cstream, c->fp32, d, plan, budget, &j, k_cache, q_cache, score_cache));
-    const size_t smem = 2 * COMPACT_CHUNK * (size_t)d->head_dim * c->elem;
-    ZP_DISPATCH_STORAGE(c->fp32, compact_jobs_kernel<T><<<j.n_jobs, 256, smem, c->cstream>>>(j, *d, (T *)k_cache, (T *)v_cache,
-                                                                                              (float *)score_cache, inv_freq));
+    ZP_DISPATCH_KV(c->fp32, d->kv_fp8, {
+        const size_t smem = 2 * COMPACT_CHUNK * (size_t)d->head_dim * sizeof(KT);
+        compact_jobs_kernel<KT><<<j.n_jobs, 256, smem, c->cstream>>>(j, *d, (KT *)k_cache, (KT *)v_cache, (float *)score_cache, inv_freq);
+    });
     ZP_LAUNCH_CHECK("compact_jobs");
     if (plan->order_score) {
         size_t psmem = 0;
-        ZP_DISPATCH_STORAGE(c->fp32, {
-            ZP_TRY(permute_smem<T>((const void *)permute_jobs_kernel<T>, budget, d->head_dim, &psmem));
-            permute_jobs_kernel<T><<<j.n_jobs, 256, psmem, c->cstream>>>(j, *d, (T *)k_cache, (T *)v_cache, (float *)score_cache, budget);
+        ZP_DISPATCH_KV(c->fp32, d->kv_fp8, {
+            ZP_TRY(permute_smem<KT>((const void *)permute_jobs_kernel<KT>, budget, d->head_dim, &psmem));
+            permute_jobs_kernel<KT><<<j.n_jobs, 256, psmem, c->cstream>>>(j, *d, (KT *)k_cache, (KT *)v_cache, (float *)score_cache, budget);
         });
         ZP_LAUNCH_CHECK("permute_jobs");
     }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../backend.h"
+#include "fp8_cuda.cuh" /* zp_e4m3_decode: raw_vec of E4M3 bytes */
 
 typedef __nv_bfloat16 bf16;
 
@@ -87,13 +88,24 @@ struct raw_vec {
     __device__ __forceinline__ void to_float(float *o) const {
 #pragma unroll
         for (int i = 0; i < W; i++) {
-            if constexpr (sizeof(T) == 2) {
+            if constexpr (sizeof(T) == 1) { /* E4M3 bytes (kv_elem.cuh): decoded, not yet scaled */
+#pragma unroll
+                for (int j = 0; j < 4; j++) o[4 * i + j] = zp_e4m3_decode((uint8_t)(w[i] >> (8 * j)));
+            } else if constexpr (sizeof(T) == 2) {
                 const float2 f = __bfloat1622float2(*(const __nv_bfloat162 *)&w[i]);
                 o[2 * i] = f.x;
                 o[2 * i + 1] = f.y;
             } else {
                 o[i] = __uint_as_float(w[i]);
             }
+        }
+    }
+    /* the same, each value times s when T is an E4M3 byte (an fp8 K/V cache's scale) */
+    __device__ __forceinline__ void to_float(float *o, float s) const {
+        to_float(o);
+        if constexpr (sizeof(T) == 1) {
+#pragma unroll
+            for (int i = 0; i < N; i++) o[i] *= s;
         }
     }
 };

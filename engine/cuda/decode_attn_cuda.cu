@@ -14,10 +14,10 @@
  *                             memory;
  *   decode_attn_kernel        fp32 caches (the parity mode) and head dim 256: fp32 FMAs, keys
  *                             by groups of D/16 lanes, values across the warp;
- *   the exact row kernel      other head sizes (any even one up to 512) and groups beyond
- *                             DEC_MAX_G (prefill_attn_cuda.cu; one block per (sequence, query
- *                             head), no partitions): a correct fallback for shapes no supported
- *                             model has, not a fast path.
+ *   the exact row kernel      other head sizes (any even one up to 512), groups beyond
+ *                             DEC_MAX_G and fp8 caches so far (prefill_attn_cuda.cu; one block per
+ *                             (sequence, query head), no partitions): a correct fallback for shapes
+ *                             no supported model has, not a fast path.
  * Partitions: enough to give every SM four blocks (decode_parts_default). No [seq, seq] or
  * [n_kv] matrix leaves shared memory. Variants measured and not taken (a register pipeline,
  * other split rules) live in dev/cuda/, with their validator and timer.
@@ -248,7 +248,8 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     zp_prof_scope prof(c, ZP_OP_ATTENTION);
     const int S = c->b.n_seqs, G = d->n_heads / d->n_kv_heads, D = d->head_dim;
     if (S == 0) return ZP_OK;
-    if ((D != 64 && D != 128 && D != 256) || G > DEC_MAX_G) { /* other shapes: the exact row kernel, one block per (seq, head) */
+    /* other shapes and fp8 caches (so far): the exact row kernel, one block per (seq, head) */
+    if ((D != 64 && D != 128 && D != 256) || G > DEC_MAX_G || d->kv_fp8) {
         return cuda_attn_rows(c, d, cuda_operand_f32(c, out), cuda_operand_bf16(c, out), (const float *)q, k_cache, v_cache, layer);
     }
     const int max_parts = zp_ceil_div((long)c->b.max_blocks * d->block_size, DEC_GRAIN);

@@ -11,20 +11,22 @@
  * It does not select or evict; its cost is two passes over the visible keys per query head.
  */
 #include "cuda_common.cuh"
+#include "kv_elem.cuh" /* the keys of an fp8 cache: E4M3 x the layer's scale of the head */
 
 #define HIST_WARPS 4
 #define HIST_KEYS_PER_WARP 8
 
-/* q . k over D elements split across the lanes of a warp; every lane gets the sum. */
-template <typename T>
-__device__ static float warp_dot(const float *q, const T *k, int D) {
+/* q . k over D elements split across the lanes of a warp (keys of KT with scale sk); every
+ * lane gets the sum. */
+template <typename KT>
+__device__ static float warp_dot(const float *q, const KT *k, float sk, int D) {
     float s = 0.f;
-    for (int e = threadIdx.x % 32; e < D; e += 32) s += q[e] * zp_ld(k[e]);
+    for (int e = threadIdx.x % 32; e < D; e += 32) s += q[e] * kv_ld(k[e], sk);
     return zp_warp_sum(s);
 }
 
 template <typename T>
-__global__ static void history_stats_kernel(float *stats, const float *q, const T *kc, const int *row_seq, const int *q_start,
+__global__ static void history_stats_kernel(float *stats, const float *q, const T *kc, const float *ks, const int *row_seq, const int *q_start,
                                             const int *q_len, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int D,
                                             int bs, float scale) {
     __shared__ float wm[HIST_WARPS], ws[HIST_WARPS];
@@ -35,7 +37,7 @@ __global__ static void history_stats_kernel(float *stats, const float *q, const 
     float mx = -INFINITY, sum = 0.f;
     for (int j = warp; j < n_vis; j += HIST_WARPS) {
         const size_t slot = (size_t)bt[j / bs] * bs + j % bs;
-        const float z = warp_dot(qh, kc + (slot * Hkv + g) * D, D) * scale;
+        const float z = warp_dot(qh, kc + (slot * Hkv + g) * D, kv_head_scale(ks, g), D) * scale;
         if (z > mx) { sum *= expf(mx - z); mx = z; }
         sum += expf(z - mx);
     }
@@ -52,7 +54,7 @@ __global__ static void history_stats_kernel(float *stats, const float *q, const 
 }
 
 template <typename T>
-__global__ static void history_sums_kernel(float *sc, const float *stats, const float *q, const T *kc, const int *q_start,
+__global__ static void history_sums_kernel(float *sc, const float *stats, const float *q, const T *kc, const float *ks, const int *q_start,
                                            const int *q_len, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv,
                                            int D, int bs, float scale) {
     const int s = blockIdx.y, g = blockIdx.z, G = Hq / Hkv, warp = threadIdx.x / 32;
@@ -67,7 +69,7 @@ __global__ static void history_sums_kernel(float *sc, const float *stats, const 
         for (int i = j > base ? j - base : 0; i < ql; i++)
             for (int h = g * G; h < (g + 1) * G; h++) {
                 const float *st = stats + ((size_t)(q0 + i) * Hq + h) * 2;
-                acc += expf(warp_dot(q + ((size_t)(q0 + i) * Hq + h) * D, kj, D) * scale - st[0]) * st[1];
+                acc += expf(warp_dot(q + ((size_t)(q0 + i) * Hq + h) * D, kj, kv_head_scale(ks, g), D) * scale - st[0]) * st[1];
             }
         if (threadIdx.x % 32 == 0) sc[slot * Hkv + g] = (j >= base ? 0.f : sc[slot * Hkv + g]) + acc / (float)G;
     }
@@ -83,13 +85,15 @@ zp_status cuda_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q
     const size_t layer_off = (size_t)layer * d->num_blocks * bs * Hkv * D;
     float *sc = (float *)score_cache + (size_t)layer * d->num_blocks * bs * Hkv;
     const int per_block = HIST_WARPS * HIST_KEYS_PER_WARP;
+    ZP_TRY(kv_check(d, "attn_history"));
+    const float *ks = kv_layer_scales(d, 0, layer);
     dim3 g1(c->b.n_tokens, d->n_heads), g2(zp_ceil_div((long)c->b.max_blocks * bs, per_block), c->b.n_seqs, Hkv);
-    ZP_DISPATCH_STORAGE(c->fp32, {
-        history_stats_kernel<T><<<g1, 32 * HIST_WARPS, 0, c->stream>>>((float *)stats, (const float *)q, (const T *)k_cache + layer_off,
-                                                                      c->d.row_seq, c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables,
+    ZP_DISPATCH_KV(c->fp32, d->kv_fp8, {
+        history_stats_kernel<KT><<<g1, 32 * HIST_WARPS, 0, c->stream>>>((float *)stats, (const float *)q, (const KT *)k_cache + layer_off,
+                                                                      ks, c->d.row_seq, c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables,
                                                                       c->b.max_blocks, d->n_heads, Hkv, D, bs, d->scale);
-        history_sums_kernel<T><<<g2, 32 * HIST_WARPS, 0, c->stream>>>(sc, (const float *)stats, (const float *)q,
-                                                                     (const T *)k_cache + layer_off, c->d.q_start, c->d.q_len,
+        history_sums_kernel<KT><<<g2, 32 * HIST_WARPS, 0, c->stream>>>(sc, (const float *)stats, (const float *)q,
+                                                                     (const KT *)k_cache + layer_off, ks, c->d.q_start, c->d.q_len,
                                                                      c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads, Hkv, D,
                                                                      bs, d->scale);
     });

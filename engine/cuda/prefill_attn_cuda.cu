@@ -3,8 +3,8 @@
  * accumulation): a thread block per (16-row query tile of a sequence, KV head), one warp per
  * query head of the GQA group, so each K/V tile staged in shared memory serves G heads; online
  * softmax per row in fp32, P rounded to bf16 for the P.V product (as flash attention does).
- * fp32 storage (the parity mode), head sizes other than 64/128/256 and shapes whose tiles do
- * not fit in shared memory use the row kernel: one thread block per (row, head), exact fp32,
+ * fp32 storage (the parity mode), fp8 caches (so far), head sizes other than 64/128/256 and shapes
+ * whose tiles do not fit in shared memory use the row kernel: one thread block per (row, head), exact fp32,
  * any even head size up to ATT_MAX_D; the decode path uses it too where its own kernels do
  * not apply. No [seq, seq] matrix anywhere.
  * Not here: the tensor-core decode kernels (one row per sequence; decode_attn_cuda.cu).
@@ -13,6 +13,7 @@
 #include <mma.h>
 
 #include "cuda_common.cuh"
+#include "kv_elem.cuh"
 
 using namespace nvcuda;
 
@@ -21,16 +22,19 @@ using namespace nvcuda;
  * softmax. Tiles of blockDim keys: thread j scores key j of the tile, then thread d < D
  * accumulates output dimension d. Exact fp32; also the decode path of head sizes and groups
  * the tensor-core kernels do not take (a decode row is a prefill row with q_len 1). out and
- * out_bf (the output projection's bf16 operand) may each be NULL. */
+ * out_bf (the output projection's bf16 operand) may each be NULL. The caches are of KT (kv_elem.cuh: the
+ * storage type, or E4M3 bytes read with the layer's scales ks, vs [Hkv]; NULL: 1.0): the path of
+ * every fp8 cache so far. */
 #define ATT_MAX_D ZP_MAX_HEAD_DIM
-template <typename T>
-__global__ static void attention_kernel(float *out, bf16 *out_bf, const float *q, const T *kc, const T *vc, const int *row_seq,
-                                        const int *q_start, const int *q_len, const int *kv_len, const int *tables,
-                                        int max_blocks, int Hq, int Hkv, int D, int bs, float scale) {
+template <typename KT>
+__global__ static void attention_kernel(float *out, bf16 *out_bf, const float *q, const KT *kc, const KT *vc, const float *ks,
+                                        const float *vs, const int *row_seq, const int *q_start, const int *q_len, const int *kv_len,
+                                        const int *tables, int max_blocks, int Hq, int Hkv, int D, int bs, float scale) {
     __shared__ float qs[ATT_MAX_D], sc[ATT_MAX_D], red[32];
     const int t = blockIdx.x, h = blockIdx.y, tid = threadIdx.x, nt = blockDim.x, kh = h / (Hq / Hkv);
     const int s = row_seq[t], i = t - q_start[s], n_vis = kv_len[s] - q_len[s] + i + 1;
     const int *bt = tables + (size_t)s * max_blocks;
+    const float sk = kv_head_scale(ks, kh), sv = kv_head_scale(vs, kh);
     if (tid < D) qs[tid] = q[((size_t)t * Hq + h) * D + tid];
     __syncthreads();
     float m = -INFINITY, l = 0.f, acc = 0.f;
@@ -38,9 +42,9 @@ __global__ static void attention_kernel(float *out, bf16 *out_bf, const float *q
         const int j = j0 + tid;
         float z = -INFINITY;
         if (j < n_vis) {
-            const T *k = kc + (((size_t)bt[j / bs] * bs + j % bs) * Hkv + kh) * D;
+            const KT *k = kc + (((size_t)bt[j / bs] * bs + j % bs) * Hkv + kh) * D;
             float dot = 0.f;
-            for (int e = 0; e < D; e++) dot += qs[e] * zp_ld(k[e]);
+            for (int e = 0; e < D; e++) dot += qs[e] * kv_ld(k[e], sk);
             z = dot * scale;
         }
         sc[tid] = z;
@@ -59,7 +63,7 @@ __global__ static void attention_kernel(float *out, bf16 *out_bf, const float *q
             const int jk = j0 + jj;
             float p = expf(sc[jj] - m_new);
             l += p;
-            if (tid < D) acc += p * zp_ld(vc[(((size_t)bt[jk / bs] * bs + jk % bs) * Hkv + kh) * D + tid]);
+            if (tid < D) acc += p * kv_ld(vc[(((size_t)bt[jk / bs] * bs + jk % bs) * Hkv + kh) * D + tid], sv);
         }
         m = m_new;
         __syncthreads();
@@ -75,10 +79,12 @@ zp_status cuda_attn_rows(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *o
     const int D = d->head_dim;
     if (D % 2 || D > ATT_MAX_D)
         return zp_fail(ZP_ERR_UNSUPPORTED, "cuda attention: head_dim %d must be even and at most %d", D, ATT_MAX_D);
+    ZP_TRY(kv_check(d, "attention"));
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * D;
     dim3 grid(c->b.n_tokens, d->n_heads);
-    ZP_DISPATCH_STORAGE(c->fp32, attention_kernel<T><<<grid, (D + 31) / 32 * 32, 0, c->stream>>>(
-                                     out, out_bf, q, (const T *)k_cache + layer_off, (const T *)v_cache + layer_off, c->d.row_seq,
+    const float *ks = kv_layer_scales(d, 0, layer), *vs = kv_layer_scales(d, 1, layer);
+    ZP_DISPATCH_KV(c->fp32, d->kv_fp8, attention_kernel<KT><<<grid, (D + 31) / 32 * 32, 0, c->stream>>>(
+                                     out, out_bf, q, (const KT *)k_cache + layer_off, (const KT *)v_cache + layer_off, ks, vs, c->d.row_seq,
                                      c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads, d->n_kv_heads, D,
                                      d->block_size, d->scale));
     ZP_LAUNCH_CHECK("attention (rows)");
@@ -228,7 +234,7 @@ zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, co
     zp_prof_scope prof(c, ZP_OP_ATTENTION);
     if (c->b.n_tokens == 0) return ZP_OK;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
-    if (!c->fp32 && c->n_ptiles > 0) {
+    if (!c->fp32 && !d->kv_fp8 && c->n_ptiles > 0) { /* an fp8 cache: the row kernel, so far */
         const bf16 *kc = (const bf16 *)k_cache + layer_off, *vc = (const bf16 *)v_cache + layer_off;
         const int G = d->n_heads / d->n_kv_heads, D = d->head_dim;
         const float *qf = (const float *)q;

@@ -11,10 +11,13 @@
  *   finish   one block per job: redundancy r, softmax, max-norm, the lambda mix, sinks, and the
  *            keep-recent top-k by exact rank (ties: the earlier token wins, as scorer_topk).
  * Sums run in a different order than on the host, so scores agree to float rounding, not bits.
+ * Keys are of KT (the storage type, or E4M3 bytes read as value x the (layer, KV head)'s scale,
+ * as the host reads an fp8 cache); the query cache is of the storage type T.
  */
 #include <math.h>
 
 #include "../key_hash.h"
+#include "../../engine/cuda/kv_elem.cuh" /* keys of an fp8 cache: E4M3 x the (layer, head)'s scale */
 #include "plan_cuda.cuh"
 
 #define PAIRS_Y 128            /* tokens per block of the pairs stage */
@@ -69,8 +72,8 @@ __device__ __forceinline__ void logit_chunk(float *acc, const float *kv, const f
  * a constant, or 0 for d.head_dim; with bf16 keys and a constant DT, each half of a key row is
  * loaded at once (8 loads of 16 bytes in flight for D 128) before its dots. */
 template <typename T, int DT>
-__device__ static void head_logits(const zp_attn_dims &d, const T *kl, const int *table, int g, int vis, const float *qs, int h0, int nh,
-                                   float *lg, int n) {
+__device__ static void head_logits(const zp_attn_dims &d, const T *kl, float ks, const int *table, int g, int vis, const float *qs, int h0,
+                                   int nh, float *lg, int n) {
     const int D = DT ? DT : d.head_dim, bs = d.block_size, Hkv = d.n_kv_heads;
     for (int t = threadIdx.x; t < vis; t += blockDim.x) {
         const T *k = key_row(kl, table, t, bs, Hkv, g, D);
@@ -101,11 +104,11 @@ __device__ static void head_logits(const zp_attn_dims &d, const T *kl, const int
                 raw_vec<T, 8> r;
                 float kv[8];
                 r.load(k + e);
-                r.to_float(kv);
+                r.to_float(kv, ks);
                 logit_chunk(acc, kv, qs, h0, nh, D, e);
             }
             for (; e < D; e++) {
-                const float kv = zp_ld(k[e]);
+                const float kv = kv_ld(k[e], ks);
                 for (int hh = 0; hh < nh; hh++) acc[hh] += qs[(size_t)(h0 + hh) * D + e] * kv;
             }
         }
@@ -118,7 +121,7 @@ __device__ static void head_logits(const zp_attn_dims &d, const T *kl, const int
 /* A[n] += one window row j (group-reduced probabilities over the visible keys). The G query
  * heads go through the keys hg at a time (lg holds [hg][n] logits). */
 template <typename T, int DT>
-__device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims &d, const T *kl, const int *table, int g, int n,
+__device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims &d, const T *kl, float ks, const int *table, int g, int n,
                                      int j, int hg, const float *qs, float *row, float *lg, float *A, float *red) {
     const int G = d.n_heads / d.n_kv_heads, w = d.window;
     const int vis = P.attn.exclude_window ? n - w - P.attn.skip_newest : n - w + j + 1;
@@ -128,7 +131,7 @@ __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims 
     for (int h0 = 0; h0 < G; h0 += hg) {
         const int nh = G - h0 < hg ? G - h0 : hg;
         __syncthreads(); /* lg of the previous group is consumed */
-        head_logits<T, DT>(d, kl, table, g, vis, qs, h0, nh, lg, n);
+        head_logits<T, DT>(d, kl, ks, table, g, vis, qs, h0, nh, lg, n);
         if (logit_mix) { /* each thread combines its own keys' logits, heads in order */
             for (int t = threadIdx.x; t < vis; t += blockDim.x)
                 for (int hh = 0; hh < nh; hh++) {
@@ -152,13 +155,13 @@ __device__ static void attention_row(const zp_score_plan &P, const zp_attn_dims 
  * seeded draw of (layer, head, n, t) (key_hash.h); a thread per token, each sum in the host's
  * order without fused multiply-adds. nrm [n] and anchor [D] are shared scratch. */
 template <typename T>
-__device__ static void key_scores(const zp_score_plan &P, const T *kl, const int *table, int layer, int n, int bs, int Hkv, int g, int head0,
-                                  int D, float *A, float *nrm, float *anchor) {
+__device__ static void key_scores(const zp_score_plan &P, const T *kl, float ks, const int *table, int layer, int n, int bs, int Hkv, int g,
+                                  int head0, int D, float *A, float *nrm, float *anchor) {
     for (int t = threadIdx.x; t < n; t += blockDim.x) {
         if (P.key_score == ZP_KEYS_RANDOM) { A[t] = zp_key_draw(P.seed, layer, head0 + g, n, t); continue; }
         const T *k = key_row(kl, table, t, bs, Hkv, g, D);
         float s = 0.f;
-        for (int i = 0; i < D; i++) s = __fadd_rn(s, __fmul_rn(zp_ld(k[i]), zp_ld(k[i])));
+        for (int i = 0; i < D; i++) s = __fadd_rn(s, __fmul_rn(kv_ld(k[i], ks), kv_ld(k[i], ks)));
         nrm[t] = sqrtf(s);
         A[t] = P.key_score == ZP_KEYS_NORM ? -zp_round_bits(nrm[t], ZP_KEY_NORM_BITS) : -nrm[t];
     }
@@ -166,7 +169,7 @@ __device__ static void key_scores(const zp_score_plan &P, const T *kl, const int
     __syncthreads();
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
         float a = 0.f;
-        for (int t = 0; t < n; t++) a = __fadd_rn(a, __fmul_rn(zp_ld(key_row(kl, table, t, bs, Hkv, g, D)[i]), 1.0f / fmaxf(nrm[t], ZP_KEY_NORM_EPS)));
+        for (int t = 0; t < n; t++) a = __fadd_rn(a, __fmul_rn(kv_ld(key_row(kl, table, t, bs, Hkv, g, D)[i], ks), 1.0f / fmaxf(nrm[t], ZP_KEY_NORM_EPS)));
         anchor[i] = a / (float)n;
     }
     __syncthreads();
@@ -176,14 +179,14 @@ __device__ static void key_scores(const zp_score_plan &P, const T *kl, const int
     for (int t = threadIdx.x; t < n; t += blockDim.x) {
         const T *k = key_row(kl, table, t, bs, Hkv, g, D);
         float dot = 0.f;
-        for (int i = 0; i < D; i++) dot = __fadd_rn(dot, __fmul_rn(zp_ld(k[i]), anchor[i]));
+        for (int i = 0; i < D; i++) dot = __fadd_rn(dot, __fmul_rn(kv_ld(k[i], ks), anchor[i]));
         A[t] = -dot / __fmul_rn(fmaxf(nrm[t], ZP_COS_EPS), fmaxf(an, ZP_COS_EPS));
     }
 }
 
-/* Stage 1, one block per job. Shared: q [G*D] | row [n] | A [n] | lg [hg][n]. */
-template <typename T, int DT>
-__global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_attn_dims d, const T *kc, const T *qc, const float *sc, int hg,
+/* Stage 1, one block per job. Shared: q [G*D] | row [n] | A [n] | lg [hg][n]. Keys of KT, queries of T. */
+template <typename T, typename KT, int DT>
+__global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_attn_dims d, const KT *kc, const T *qc, const float *sc, int hg,
                                           int max_n) {
     extern __shared__ float smem[];
     __shared__ float red[32];
@@ -193,7 +196,8 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
     const int *table = J.tables + rq[ZP_REQ_SRC];
     const int G = d.n_heads / d.n_kv_heads, D = d.head_dim, w = d.window, bs = d.block_size, Hkv = d.n_kv_heads;
     float *qs = smem, *row = qs + G * D, *A = row + max_n, *lg = A + max_n;
-    const T *kl = kc + (size_t)layer * d.num_blocks * bs * Hkv * D;
+    const KT *kl = kc + (size_t)layer * d.num_blocks * bs * Hkv * D;
+    const float ks = kv_scale(d, 0, layer, g);
     for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] = 0.f;
     if (P.attention) {
         const int rows = w - (P.attn.skip_newest != 0); /* the newest row skipped: MorphKV's previous queries */
@@ -202,13 +206,13 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
             __syncthreads(); /* everyone is done with the previous row's queries */
             for (int i = threadIdx.x; i < G * D; i += blockDim.x) qs[i] = zp_ld(qrow[i]);
             __syncthreads();
-            attention_row<T, DT>(P, d, kl, table, g, n, j, hg, qs, row, lg, A, red);
+            attention_row<KT, DT>(P, d, kl, ks, table, g, n, j, hg, qs, row, lg, A, red);
         }
         if (P.attn.qred == ZP_QRED_MEAN)
             for (int t = threadIdx.x; t < n; t += blockDim.x) A[t] /= (float)rows;
     } else if (P.key_score != ZP_KEYS_NONE) {
         __syncthreads(); /* A's zeros are written */
-        key_scores<T>(P, kl, table, layer, n, bs, Hkv, g, d.kv_head0, D, A, row, qs); /* row: the norms; qs (G*D >= D): the anchor */
+        key_scores<KT>(P, kl, ks, table, layer, n, bs, Hkv, g, d.kv_head0, D, A, row, qs); /* row: the norms; qs (G*D >= D): the anchor */
     }
     if (P.max_norm) max_normalize(A, n, P.norm_candidates ? n - w : n, red);
     const int hist_m = !P.history_excludes_window ? n_hist : n_hist > w ? n_hist - w : 0;
@@ -239,12 +243,12 @@ __global__ static void plan_stage1_kernel(zp_plan_jobs J, zp_score_plan P, zp_at
 /* 1 / max(||k||, 1e-6) of rows [r0, r0+nr) of one (layer, KV head) to inv[i]: one warp per
  * row, each lane summing dims lane, lane+32, ... then a butterfly (the unit-key rule). */
 template <typename T>
-__device__ static void unit_inv_norms(const T *kl, const int *table, int r0, int nr, int bs, int Hkv, int g, int D, float *inv) {
+__device__ static void unit_inv_norms(const T *kl, float ks, const int *table, int r0, int nr, int bs, int Hkv, int g, int D, float *inv) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
     for (int i = warp; i < nr; i += nw) {
         const T *k = key_row(kl, table, r0 + i, bs, Hkv, g, D);
         float ss = 0.f;
-        for (int e = lane; e < D; e += 32) ss += zp_ld(k[e]) * zp_ld(k[e]);
+        for (int e = lane; e < D; e += 32) ss += kv_ld(k[e], ks) * kv_ld(k[e], ks);
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
         if (lane == 0) inv[i] = 1.0f / fmaxf(sqrtf(ss), 1e-6f);
     }
@@ -265,6 +269,11 @@ __device__ __forceinline__ void load8(const float *p, float *v) {
     const float4 a = *(const float4 *)p, b = *(const float4 *)(p + 4);
     v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
 }
+__device__ __forceinline__ void load8(const e4m3 *p, float *v) { /* not yet scaled */
+    raw_vec<e4m3, 8> r;
+    r.load(p);
+    r.to_float(v);
+}
 
 /* Unit keys of rows [r0, r0+nr) (of `rows` staged; blockDim a multiple of rows), dims
  * [e0, e0+ne), transposed to out[(e - e0) * rows + i]; rows past nr and dims past D are 0.
@@ -272,21 +281,22 @@ __device__ __forceinline__ void load8(const float *p, float *v) {
  * 8, a thread loads 8 dims at once (the warp's 32 rows in 32 loads instead of 256); the
  * stores go to 32 consecutive rows, one bank each. Same products either way. */
 template <typename T>
-__device__ static void stage_unit_keys_t(const T *kl, const int *table, int r0, int nr, int rows, int bs, int Hkv, int g, int D,
+__device__ static void stage_unit_keys_t(const T *kl, float ks, const int *table, int r0, int nr, int rows, int bs, int Hkv, int g, int D,
                                          int e0, int ne, const float *inv, float *out) {
     const int r = threadIdx.x % rows, step = blockDim.x / rows;
     const T *k = r < nr ? key_row(kl, table, r0 + r, bs, Hkv, g, D) : NULL;
     const float s = r < nr ? inv[r] : 0.f;
+    const float fs = sizeof(T) == 1 ? ks : 1.0f; /* an E4M3 byte's scale (load8 leaves it out) */
     if (D % 8 == 0 && e0 % 8 == 0 && ne % 8 == 0) {
         for (int e = 8 * (threadIdx.x / rows); e < ne; e += 8 * step) {
             float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
             if (k && e0 + e < D) load8(k + e0 + e, v);
 #pragma unroll
-            for (int j = 0; j < 8; j++) out[(e + j) * rows + r] = k && e0 + e < D ? v[j] * s : 0.f;
+            for (int j = 0; j < 8; j++) out[(e + j) * rows + r] = k && e0 + e < D ? (v[j] * fs) * s : 0.f;
         }
         return;
     }
-    for (int e = threadIdx.x / rows; e < ne; e += step) out[e * rows + r] = k && e0 + e < D ? zp_ld(k[e0 + e]) * s : 0.f;
+    for (int e = threadIdx.x / rows; e < ne; e += step) out[e * rows + r] = k && e0 + e < D ? kv_ld(k[e0 + e], ks) * s : 0.f;
 }
 
 /* Pairs stage: block (x: PAIRS_Y-token tile, y: job), 256 threads. The tile's unit keys stay
@@ -308,10 +318,11 @@ __global__ static void __launch_bounds__(256) plan_pairs_kernel(zp_plan_jobs J, 
     const int D = d.head_dim, DP = (D + PAIRS_E - 1) / PAIRS_E * PAIRS_E, bs = d.block_size, Hkv = d.n_kv_heads, g = jb.z;
     const int ny = n - y0 < PAIRS_Y ? n - y0 : PAIRS_Y;
     const T *kl = kc + (size_t)jb.y * d.num_blocks * bs * Hkv * D;
+    const float ks = kv_scale(d, 0, jb.y, g);
     float *ky = smem, *kx = ky + DP * PAIRS_Y, *dots = kx + PAIRS_E * PAIRS_X, *inv_y = dots + PAIRS_Y * PAIRS_CS, *inv_x = inv_y + PAIRS_Y;
-    unit_inv_norms(kl, table, y0, ny, bs, Hkv, g, D, inv_y);
+    unit_inv_norms(kl, ks, table, y0, ny, bs, Hkv, g, D, inv_y);
     __syncthreads();
-    stage_unit_keys_t(kl, table, y0, ny, PAIRS_Y, bs, Hkv, g, D, 0, DP, inv_y, ky);
+    stage_unit_keys_t(kl, ks, table, y0, ny, PAIRS_Y, bs, Hkv, g, D, 0, DP, inv_y, ky);
     const int t = threadIdx.x, y = y0 + t, valid = t < ny, tx = t % 16, ty = t / 16;
     const int lo = lightning ? (y / bs) * bs : 0, hi = lightning ? (lo + bs < n ? lo + bs : n) : n;
     const int xlo = lightning ? (y0 / bs) * bs : 0;
@@ -320,7 +331,7 @@ __global__ static void __launch_bounds__(256) plan_pairs_kernel(zp_plan_jobs J, 
     int last = -1;
     for (int xb = xlo; xb < xhi; xb += PAIRS_X) {
         const int nx = xhi - xb < PAIRS_X ? xhi - xb : PAIRS_X;
-        unit_inv_norms(kl, table, xb, nx, bs, Hkv, g, D, inv_x);
+        unit_inv_norms(kl, ks, table, xb, nx, bs, Hkv, g, D, inv_x);
         float acc[8][4];
 #pragma unroll
         for (int i = 0; i < 8; i++)
@@ -328,7 +339,7 @@ __global__ static void __launch_bounds__(256) plan_pairs_kernel(zp_plan_jobs J, 
             for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
         for (int e0 = 0; e0 < DP; e0 += PAIRS_E) {
             __syncthreads(); /* inv_x written; the previous slice read */
-            stage_unit_keys_t(kl, table, xb, nx, PAIRS_X, bs, Hkv, g, D, e0, PAIRS_E, inv_x, kx);
+            stage_unit_keys_t(kl, ks, table, xb, nx, PAIRS_X, bs, Hkv, g, D, e0, PAIRS_E, inv_x, kx);
             __syncthreads();
 #pragma unroll 8
             for (int e = 0; e < PAIRS_E; e++) {
@@ -496,9 +507,9 @@ static zp_status smem_limit(const void *fn, size_t bytes, const char *stage, int
     return ZP_OK;
 }
 
-template <typename T>
+template <typename T, typename KT>
 static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, const zp_score_plan *plan, int budget,
-                                   const zp_plan_jobs *j, const T *kc, const T *qc, const float *sc) {
+                                   const zp_plan_jobs *j, const KT *kc, const T *qc, const float *sc) {
     const int G = d->n_heads / d->n_kv_heads, D = d->head_dim;
     int optin = 0;
     ZP_TRY(smem_optin(&optin));
@@ -506,16 +517,16 @@ static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, c
     while (hg > 1 && sizeof(float) * ((size_t)G * D + (2 + (size_t)hg) * j->max_n) + 32 * sizeof(float) > (size_t)optin) hg--;
     size_t s1 = sizeof(float) * ((size_t)G * D + (2 + (size_t)hg) * j->max_n);
     /* the common head dims as constants (unrolled key loads), any other at run time */
-    auto s1k = D == 128 ? plan_stage1_kernel<T, 128> : D == 64 ? plan_stage1_kernel<T, 64> : plan_stage1_kernel<T, 0>;
+    auto s1k = D == 128 ? plan_stage1_kernel<T, KT, 128> : D == 64 ? plan_stage1_kernel<T, KT, 64> : plan_stage1_kernel<T, KT, 0>;
     ZP_TRY(smem_limit((const void *)s1k, s1, "window attention", j->max_n));
     s1k<<<j->n_jobs, 256, s1, stream>>>(*j, *plan, *d, kc, qc, sc, hg, j->max_n);
     ZP_LAUNCH_CHECK("plan_stage1");
     if (plan->redundancy != ZP_RED_NONE) {
         const size_t DP = (size_t)(D + PAIRS_E - 1) / PAIRS_E * PAIRS_E;
         size_t s2 = sizeof(float) * (DP * PAIRS_Y + PAIRS_E * PAIRS_X + PAIRS_Y * PAIRS_CS + PAIRS_Y + PAIRS_X);
-        ZP_TRY(smem_limit((const void *)plan_pairs_kernel<T>, s2, "redundancy", j->max_n));
+        ZP_TRY(smem_limit((const void *)plan_pairs_kernel<KT>, s2, "redundancy", j->max_n));
         dim3 grid(zp_ceil_div(j->max_n, PAIRS_Y), j->n_jobs);
-        plan_pairs_kernel<T><<<grid, 256, s2, stream>>>(*j, *d, kc, plan->redundancy == ZP_RED_LIGHTNING, plan->theta);
+        plan_pairs_kernel<KT><<<grid, 256, s2, stream>>>(*j, *d, kc, plan->redundancy == ZP_RED_LIGHTNING, plan->theta);
         ZP_LAUNCH_CHECK("plan_pairs");
     }
     size_t s3 = sizeof(float) * 2 * (size_t)j->max_n, k2 = 1;
@@ -533,7 +544,7 @@ zp_status cuda_plan_select(cudaStream_t stream, int fp32, const zp_attn_dims *d,
     if (d->window <= 0 || d->window > j->max_n) return zp_fail(ZP_ERR_INVALID, "cuda compression: window %d must be in [1, n]", d->window);
     if (plan->attention && plan->attn.skip_newest && d->window < 2)
         return zp_fail(ZP_ERR_INVALID, "cuda compression: skipping the newest of %d window queries leaves none", d->window);
-    ZP_DISPATCH_STORAGE(fp32, return plan_select_typed<T>(stream, d, plan, budget, j, (const T *)k_cache, (const T *)q_cache,
-                                                          (const float *)score_cache));
+    ZP_DISPATCH_KV(fp32, d->kv_fp8, return (plan_select_typed<T, KT>(stream, d, plan, budget, j, (const KT *)k_cache, (const T *)q_cache,
+                                                                      (const float *)score_cache)));
     return ZP_OK;
 }

@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
     TRY(zp_backend_cpu_create(1, &r.be));
     r.m.be = r.be;
     r.m.cfg.n_layers = 1, r.m.cfg.n_heads = Hq, r.m.cfg.n_kv_heads = r.H, r.m.cfg.head_dim = r.D;
-    r.kv.dims = (zp_attn_dims){1, Hq, r.H, r.D, r.bs, NB, 1.0f / sqrtf((float)r.D), 1e-6f, r.w, 1, 0, 0, NULL, NULL};
+    r.kv.dims = (zp_attn_dims){1, Hq, r.H, r.D, r.bs, NB, 1.0f / sqrtf((float)r.D), 1e-6f, r.w, 1, 0, 0, NULL, NULL, NULL};
 
     TRY(r.be->alloc_cache(r.be, (size_t)NB * r.bs * r.H * r.D, &r.kv.k));
     TRY(r.be->alloc_cache(r.be, (size_t)NB * r.bs * r.H * r.D, &r.kv.v));

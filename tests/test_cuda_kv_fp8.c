@@ -8,7 +8,9 @@
  *     attention and the attention history within the tolerances of test_cuda_ops;
  *   compaction: in position order and in a policy's order, the bytes exactly; with
  *     StreamingLLM's position shift (decode, re-rotate, round again) all but a few bytes, those
- *     a neighbouring code.
+ *     a neighbouring code;
+ *   decode attention over random bytes at head sizes 128 and 256 (the flash-decoding kernel,
+ *     a 3,000-token sequence over partitions) and 64 (the row kernel).
  * Exits 77 (skipped) without a GPU. */
 #include <math.h>
 #include <stdlib.h>
@@ -183,6 +185,58 @@ static void run(int fp32) {
     }
 }
 
+/* Decode attention over random E4M3 bytes (no NaN) with head size Dd (128, 256: the flash-decoding
+ * kernel reads the bytes in registers; 64: the row kernel), a long sequence split over
+ * partitions among short ones, GQA groups of 4, per-head scales. */
+static void decode_random(int fp32, int Dd) {
+    enum { S = 3, H = 8, G = 2, BSZ = 16 };
+    const int len[S] = {3000, 17, 700};
+    int nb = 0, maxb = 0;
+    for (int s = 0; s < S; s++) { nb += (len[s] + BSZ - 1) / BSZ; maxb = (len[s] + BSZ - 1) / BSZ > maxb ? (len[s] + BSZ - 1) / BSZ : maxb; }
+    const int NBr = nb + 2;
+    const size_t cache = (size_t)NBr * BSZ * G * Dd, cf = (cache + 3) / 4;
+    const float scales[2 * G] = {0.25f, 2.0f, 0.5f, 1.0f};
+    zp_attn_dims d = {1, H, G, Dd, BSZ, NBr, 1.0f / sqrtf((float)Dd), 1e-6f, 0, 0, 0, 1, scales, scales + G, NULL};
+    int *tables = malloc(sizeof(int) * S * maxb), next = 0, ids[S] = {0}, pos[S] = {0}, slots[S] = {-1, -1, -1}, q0[S], ql[S];
+    for (int s = 0; s < S; s++) {
+        for (int b = 0; b < maxb; b++) tables[s * maxb + b] = b < (len[s] + BSZ - 1) / BSZ ? (next++ * 37) % NBr : -1;
+        q0[s] = s, ql[s] = 1;
+    }
+    float *kb = malloc(sizeof(float) * cf), *vb = malloc(sizeof(float) * cf), *q = malloc(sizeof(float) * S * H * Dd);
+    uint8_t *k8 = (uint8_t *)kb, *v8 = (uint8_t *)vb;
+    for (size_t i = 0; i < 4 * cf; i++) {
+        uint8_t a = (uint8_t)(zp_rng_uniform(5, 1, 0, (uint32_t)i) * 256), b = (uint8_t)(zp_rng_uniform(5, 2, 0, (uint32_t)i) * 256);
+        k8[i] = (a & 0x7f) == 0x7f ? (uint8_t)(a - 1) : a; /* E4M3's NaN codes left out */
+        v8[i] = (b & 0x7f) == 0x7f ? (uint8_t)(b - 1) : b;
+    }
+    for (int i = 0; i < S * H * Dd; i++) q[i] = 0.05f * rnd((uint32_t)i, 9);
+    zp_batch dec = {S, S, ids, pos, slots, q0, ql, len, tables, maxb, 0, NULL, 0, 0, NULL, NULL, 1, NULL};
+    zp_backend *be[2];
+    CHECK_OK(zp_backend_cpu_create(2, &be[0]));
+    CHECK_OK(zp_backend_cuda_create(0, fp32, NULL, &be[1]));
+    void *KC[2], *VC[2], *Q[2], *O[2], *DS[2];
+    for (int k = 0; k < 2; k++) {
+        zp_attn_dims dk = d;
+        KC[k] = up(be[k], kb, ZP_ACT_F32, cf);
+        VC[k] = up(be[k], vb, ZP_ACT_F32, cf);
+        Q[k] = up(be[k], q, ZP_ACT_F32, (size_t)S * H * Dd);
+        O[k] = buf(be[k], ZP_ACT_OPERAND, (size_t)S * H * Dd);
+        DS[k] = up(be[k], scales, ZP_ACT_F32, 2 * G);
+        dk.dev_scales = DS[k];
+        CHECK_OK(be[k]->set_batch(be[k], &dec));
+        CHECK_OK(be[k]->attn_decode(be[k], &dk, O[k], Q[k], KC[k], VC[k], 0));
+    }
+    char what[48];
+    snprintf(what, sizeof what, "attn_decode D %d", Dd);
+    compare(what, be[0], be[1], O[0], O[1], ZP_ACT_OPERAND, (size_t)S * H * Dd, fp32 ? 1e-4 : 2e-2);
+    for (int k = 0; k < 2; k++) {
+        void *bufs[] = {KC[k], VC[k], Q[k], O[k], DS[k]};
+        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be[k]->release(be[k], bufs[i]);
+        be[k]->destroy(be[k]);
+    }
+    free(tables); free(kb); free(vb); free(q);
+}
+
 int main(void) {
     zp_backend *probe = NULL;
     if (zp_backend_cuda_create(0, 0, NULL, &probe) != ZP_OK) {
@@ -192,5 +246,10 @@ int main(void) {
     probe->destroy(probe);
     run(1);
     run(0);
+    for (int fp32 = 1; fp32 >= 0; fp32--) {
+        decode_random(fp32, 128);
+        decode_random(fp32, 256);
+        decode_random(fp32, 64);
+    }
     return zp_test_finish("test_cuda_kv_fp8");
 }

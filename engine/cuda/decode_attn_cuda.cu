@@ -12,12 +12,14 @@
  *   decode_attn_async_kernel  bf16, head dim 64/128 otherwise: QK^T and PV on tensor cores
  *                             (mma.sync), K/V tiles copied by cp.async two ahead through shared
  *                             memory;
- *   decode_attn_kernel        fp32 caches (the parity mode) and head dim 256: fp32 FMAs, keys
- *                             by groups of D/16 lanes, values across the warp;
+ *   decode_attn_kernel        fp32 caches (the parity mode), head dim 256, and fp8 caches (kv_dtype
+ *                             fp8, head dim 128 or 256: E4M3 bytes decoded x the head's scale in
+ *                             registers): fp32 FMAs, keys by groups of D/16 lanes, values across
+ *                             the warp;
  *   the exact row kernel      other head sizes (any even one up to 512), groups beyond
- *                             DEC_MAX_G and fp8 caches so far (prefill_attn_cuda.cu; one block per
- *                             (sequence, query head), no partitions): a correct fallback for shapes
- *                             no supported model has, not a fast path.
+ *                             DEC_MAX_G and fp8 caches of head dim 64 (prefill_attn_cuda.cu; one
+ *                             block per (sequence, query head), no partitions): a correct fallback
+ *                             for shapes no supported model has, not a fast path.
  * Partitions: enough to give every SM four blocks (decode_parts_default). No [seq, seq] or
  * [n_kv] matrix leaves shared memory. Variants measured and not taken (a register pipeline,
  * other split rules) live in dev/cuda/, with their validator and timer.
@@ -27,6 +29,7 @@
 
 #include "cuda_common.cuh"
 #include "decode_frame.cuh" /* decode_mma.cuh, the partitions and merges */
+#include "kv_elem.cuh"      /* an fp8 cache's element and scales */
 
 #define DEC_QPAD 20                       /* floats per 16-dim query chunk in shared (bank spread) */
 
@@ -40,8 +43,9 @@
  * (seq, head, partition). */
 template <typename T, int D>
 __global__ static void __launch_bounds__(DEC_WARPS * 32)
-decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const T *kc, const T *vc, const int *q_start,
-                   const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale, int n_parts) {
+decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const T *kc, const T *vc, const float *ks,
+                   const float *vs, const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs,
+                   float scale, int n_parts) {
     constexpr int LPK = D / 16, KPP = 32 / LPK, DV = D / 32; /* lanes per key, keys per pass, value dims per lane */
     /* passes (keys) whose K (V) loads are in flight together: at most RB registers of raw data */
     constexpr int RB = D > 128 ? 32 : 64, KB = 16 * (int)sizeof(T) / 4, KG = LPK < RB / KB ? LPK : RB / KB;
@@ -56,6 +60,7 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
     float *lw = lg + warp * G * DEC_TILE;
     const int *bt = tables + (size_t)s * max_blocks;
     const size_t head0 = (size_t)s * Hq + (size_t)kh * G; /* first query head of the group, as (seq, head) index */
+    const float sk = kv_head_scale(ks, kh), sv = kv_head_scale(vs, kh); /* an fp8 cache's scales (kv_elem.cuh) */
     if (t0 >= n) return decode_part_empty(part_ml, head0, p, n_parts, G);
     for (int i = tid; i < G * D; i += blockDim.x) qs[(i / 16) * DEC_QPAD + i % 16] = q[((size_t)row * Hq + (size_t)kh * G) * D + i];
     float m[DEC_MAX_G], l[DEC_MAX_G], acc[DEC_MAX_G][DV];
@@ -85,7 +90,7 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
             for (int i = 0; i < KG; i++) {
                 const int j = (pg + i) * KPP + kk;
                 float kf[16], dot[DEC_MAX_G];
-                kr[i].to_float(kf);
+                kr[i].to_float(kf, sk);
 #pragma unroll
                 for (int g = 0; g < DEC_MAX_G; g++) {
                     dot[g] = 0.f;
@@ -135,7 +140,7 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
             for (int i = 0; i < VG; i++) {
                 if (v0 + i >= nc) break;
                 float v[DV];
-                vr[i].to_float(v);
+                vr[i].to_float(v, sv);
 #pragma unroll
                 for (int g = 0; g < DEC_MAX_G; g++) {
                     if (g >= G) break;
@@ -208,7 +213,7 @@ decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_
 
 template <typename T, int D>
 static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q,
-                               const T *kc, const T *vc, int n_parts) {
+                               const T *kc, const T *vc, const float *ks, const float *vs, int n_parts) {
     dim3 grid(n_parts, d->n_kv_heads, c->b.n_seqs);
     if constexpr (sizeof(T) == 2 && D <= 128) { /* bf16 caches: tensor cores */
         /* a warp per item where the items fill the resident warps (2 blocks per SM) at least once
@@ -234,11 +239,25 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
     const int G = d->n_heads / d->n_kv_heads;
     const size_t smem = sizeof(float) * ((size_t)G * (D / 16) * DEC_QPAD + (size_t)DEC_WARPS * G * (DEC_TILE + 2 + D));
     if (smem > 48 * 1024) ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    decode_attn_kernel<T, D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len,
+    decode_attn_kernel<T, D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, ks, vs, c->d.q_start, c->d.kv_len,
                                                                     c->d.tables, c->b.max_blocks, d->n_heads, d->n_kv_heads,
                                                                     d->block_size, d->scale, n_parts);
     ZP_LAUNCH_CHECK("decode_attention");
     return ZP_OK;
+}
+
+/* decode_launch at the head size D: 64, 128 or 256; an fp8 cache (KT of one byte) 128 or 256. */
+template <typename KT>
+static zp_status decode_dims(cuda_ctx *c, const zp_attn_dims *d, int D, float *of, bf16 *obf, float *part_acc, float *part_ml, const float *q,
+                             const KT *kc, const KT *vc, const float *ks, const float *vs, int n_parts) {
+    if constexpr (sizeof(KT) == 1) { /* two value bytes a lane at D 64: the row kernel takes those (cuda_attn_decode) */
+        if (D == 128) return decode_launch<KT, 128>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
+        return decode_launch<KT, 256>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
+    } else {
+        if (D == 64) return decode_launch<KT, 64>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
+        if (D == 128) return decode_launch<KT, 128>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
+        return decode_launch<KT, 256>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
+    }
 }
 
 zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
@@ -248,8 +267,8 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     zp_prof_scope prof(c, ZP_OP_ATTENTION);
     const int S = c->b.n_seqs, G = d->n_heads / d->n_kv_heads, D = d->head_dim;
     if (S == 0) return ZP_OK;
-    /* other shapes and fp8 caches (so far): the exact row kernel, one block per (seq, head) */
-    if ((D != 64 && D != 128 && D != 256) || G > DEC_MAX_G || d->kv_fp8) {
+    /* other shapes, and fp8 caches of head size 64: the exact row kernel, one block per (seq, head) */
+    if ((D != 64 && D != 128 && D != 256) || G > DEC_MAX_G || (d->kv_fp8 && D == 64)) {
         return cuda_attn_rows(c, d, cuda_operand_f32(c, out), cuda_operand_bf16(c, out), (const float *)q, k_cache, v_cache, layer);
     }
     const int max_parts = zp_ceil_div((long)c->b.max_blocks * d->block_size, DEC_GRAIN);
@@ -262,11 +281,11 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * D;
     float *of = cuda_operand_f32(c, out); /* out is of the operand type: fp32 rows or bf16 rows */
     bf16 *obf = cuda_operand_bf16(c, out);
-    ZP_DISPATCH_STORAGE(c->fp32, {
-        const T *kc = (const T *)k_cache + layer_off, *vc = (const T *)v_cache + layer_off;
-        if (D == 64) ZP_TRY((decode_launch<T, 64>(c, d, of, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
-        else if (D == 128) ZP_TRY((decode_launch<T, 128>(c, d, of, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
-        else ZP_TRY((decode_launch<T, 256>(c, d, of, obf, part_acc, part_ml, (const float *)q, kc, vc, n_parts)));
+    ZP_TRY(kv_check(d, "attn_decode"));
+    const float *ks = kv_layer_scales(d, 0, layer), *vs = kv_layer_scales(d, 1, layer);
+    ZP_DISPATCH_KV(c->fp32, d->kv_fp8, {
+        const KT *kc = (const KT *)k_cache + layer_off, *vc = (const KT *)v_cache + layer_off;
+        ZP_TRY(decode_dims<KT>(c, d, D, of, obf, part_acc, part_ml, (const float *)q, kc, vc, ks, vs, n_parts));
     });
     if (n_parts > 1) {
         decode_merge_kernel<<<dim3(S, d->n_heads), D, 0, c->stream>>>(of, obf, part_acc, part_ml, c->d.q_start, d->n_heads, D, n_parts);

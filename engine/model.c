@@ -525,7 +525,8 @@ static uint64_t graph_key(const zp_model *m, const zp_batch *b, const zp_kv_stor
                               (uint64_t)(uintptr_t)m->logits, (uint64_t)(uintptr_t)m->hstats, (uint64_t)kv->history_live,
                               (uint64_t)(uintptr_t)kv->k, (uint64_t)(uintptr_t)kv->v,
                               (uint64_t)(uintptr_t)kv->q, (uint64_t)(uintptr_t)kv->score, (uint64_t)kv->dims.num_blocks,
-                              (uint64_t)kv->dims.block_size, (uint64_t)kv->dims.window, (uint64_t)kv->dims.n_qslots};
+                              (uint64_t)kv->dims.block_size, (uint64_t)kv->dims.window, (uint64_t)kv->dims.n_qslots,
+                              (uint64_t)kv->dims.kv_fp8, (uint64_t)(uintptr_t)kv->scales_dev};
     uint64_t h = 0x5a17a9e5ull;
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) h = (h ^ parts[i]) * 0x100000001b3ull;
     return h;
@@ -556,7 +557,9 @@ zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, fl
     ZP_TRY(be->set_batch(be, b));
     int hit = 0, recording = 0;
     /* a tensor-parallel rank's sums leave the stream (comm.h): no graphs */
-    if (be->use_graphs && be->graph_begin && !b->is_prefill && !m->comm) ZP_TRY(be->graph_begin(be, graph_key(m, b, kv), &hit, &recording));
+    /* (not while kv_scales prompt waits for its first cache write: the calibration copies to the device) */
+    if (be->use_graphs && be->graph_begin && !b->is_prefill && !m->comm && !kv->calibrate)
+        ZP_TRY(be->graph_begin(be, graph_key(m, b, kv), &hit, &recording));
     if (!hit) {
         /* kv_scales prompt: only a forward that writes the cache calibrates, and only once (a
          * failed one leaves it to the next) */

@@ -95,15 +95,12 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     snprintf(path, sizeof path, "%s/fidelity.csv", exp_dir);
     ZP_TRY(upgrade_csv(path));
     ZP_TRY(build_refs(r, model_dir));
-    zp_engine_config cmp = base_config(r, model_dir);
-    cmp.policy = r->policy;
-    cmp.policy_params = r->policy_params[0] ? r->policy_params : NULL;
-    cmp.nmax = r->nmax ? r->nmax : 8;
-    cmp.window = r->window; /* resolved at expansion: the axis, or the policy's default */
-    cmp.scheduler = r->scheduler;
-    cmp.layer_budget = r->layer_budget;
-    cmp.pyramid_beta = r->pyramid_beta;
-    cmp.kv_dtype = kv_dtype; /* the reference's stays auto (base_config) */
+    zp_engine_config cmp = zp_engine_config_default();
+    exp_engine_config(r, &cmp); /* every engine setting of the run: policy, N_max, window (resolved at
+                                   expansion), layer budget, kv_dtype, kv_scales, ...; the reference's
+                                   cache stays auto (base_config) */
+    runner_model_config(r, model_dir, &cmp);
+    cmp.max_num_seqs = 1;
     fidelity_mean mean;
     ZP_TRY(fidelity_set_compare(&cache.set, &cmp, r->kl_window, NULL, &mean));
     char *row = NULL;

@@ -67,6 +67,7 @@ static void fp8_parity(const char *preset, const char *policy, const char *param
     rs.ec.async_compress = async;
     rs.ec.kv_dtype = "fp8";
     rs.check_invariants = 1;
+    rs.ec.cuda_graphs = 1; /* decode steps recorded and replayed with the fp8 kernels */
     run_result cpu, gpu;
     run_requests(&rs, &cpu);
     rs.ec.device = "cuda";
@@ -82,7 +83,7 @@ static void fp8_parity(const char *preset, const char *policy, const char *param
     printf("  fp8 KV %-10s %-9s %s %s%s%s: greedy %d/%d tokens identical up to the first difference, %lld / %lld compressions\n", preset,
            policy, async ? "async" : "sync ", fp32 ? "fp32" : "bf16", params ? " " : "", params ? params : "", agree, total,
            (long long)cpu.st.compressions, (long long)gpu.st.compressions);
-    CHECK(gpu.st.generated_tokens == cpu.st.generated_tokens && total > 0);
+    CHECK(gpu.st.generated_tokens == cpu.st.generated_tokens && total > 0 && gpu.st.graph_replays > 0);
     if (strcmp(policy, "full")) CHECK(gpu.st.compressions > 0);
     if (fp32) CHECK(agree >= 0.9 * total);
     run_result_free(&cpu);

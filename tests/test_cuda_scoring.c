@@ -6,7 +6,8 @@
  * that reads the history scores the first stored. Expected: the same tokens kept (compacted
  * K and V bit-identical, both paths copy the same stored values; in R-KV's score order the same
  * order too, except that in bf16 storage near-equal scores may swap) and history scores within
- * 1e-4 relative (only summation order differs). Both storage precisions. Exits 77 without a GPU.
+ * 1e-4 relative (only summation order differs). Both storage precisions; nine of the cases again
+ * with the K/V caches in fp8 E4M3 (per-head scales). Exits 77 without a GPU.
  */
 #include <math.h>
 #include <string.h>
@@ -99,17 +100,33 @@ static void compare_paths(zp_backend *be, caches *c, zp_seq *const *seqs, int wi
     free(b);
 }
 
-static void run_case(zp_backend *be, int fp32, const char *policy, const char *params) {
+/* kv_fp8: the K/V caches in E4M3 bytes with a scale per (layer, KV head) (powers of two), as the
+ * engine's kv_dtype fp8: both paths read the keys decoded x scale and move the bytes. */
+static void run_case(zp_backend *be, int fp32, const char *policy, const char *params, int kv_fp8) {
     zp_model m = {0};
     m.be = be;
     m.cfg.n_layers = L; m.cfg.n_heads = HQ; m.cfg.n_kv_heads = HKV; m.cfg.head_dim = D;
     caches c;
-    zp_attn_dims dims = {L, HQ, HKV, D, BS, NB, 1.0f / 8.0f, 1e-6f, W, NREQ, 3, 0, NULL, NULL, NULL}; /* KV head 0 of the model is head 3 (a tensor-parallel rank): seeded draws hash 3.. */
+    static const float scales[2 * L * HKV] = {0.5f, 0.25f, 1.0f, 2.0f, 2.0f, 0.5f, 0.125f, 1.0f}; /* [side][layer][head] */
+    void *dev_scales = NULL;
+    if (kv_fp8) {
+        CHECK_OK(be->alloc(be, 2 * L * HKV, ZP_ACT_F32, &dev_scales));
+        CHECK_OK(be->from_host(be, dev_scales, ZP_ACT_F32, scales, 0, 2 * L * HKV));
+    }
+    /* KV head 0 of the model is head 3 (a tensor-parallel rank): seeded draws hash 3.. */
+    zp_attn_dims dims = {L, HQ, HKV, D, BS, NB, 1.0f / 8.0f, 1e-6f, W, NREQ, 3, kv_fp8, kv_fp8 ? scales : NULL,
+                         kv_fp8 ? scales + L * HKV : NULL, dev_scales};
+    const size_t n_kv = (size_t)L * NB * BS * HKV * D;
     for (int k = 0; k < 2; k++) {
         zp_kv_storage *kv = &c.kv[k];
         kv->dims = dims;
-        CHECK_OK(be->alloc_cache(be, (size_t)L * NB * BS * HKV * D, &kv->k));
-        CHECK_OK(be->alloc_cache(be, (size_t)L * NB * BS * HKV * D, &kv->v));
+        if (kv_fp8) { /* n_kv bytes each, held as fp32 elements (as zp_model_kv_alloc_typed) */
+            CHECK_OK(be->alloc(be, (n_kv + 3) / 4, ZP_ACT_F32, &kv->k));
+            CHECK_OK(be->alloc(be, (n_kv + 3) / 4, ZP_ACT_F32, &kv->v));
+        } else {
+            CHECK_OK(be->alloc_cache(be, n_kv, &kv->k));
+            CHECK_OK(be->alloc_cache(be, n_kv, &kv->v));
+        }
         CHECK_OK(be->alloc_cache(be, (size_t)L * NREQ * W * HQ * D, &kv->q));
         CHECK_OK(be->alloc(be, (size_t)L * NB * BS * HKV, ZP_ACT_F32, &kv->score)); /* fp32 on every backend */
     }
@@ -141,7 +158,7 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
     zp_score_plan pl;
     CHECK_OK(policy_plan(&comp[0].policy, BUDGET, W, &pl));
     const int hist = comp[0].policy.ops->needs_history, sets = !fp32 && pl.order_score;
-    printf("  %-6s %-9s %s\n", fp32 ? "fp32" : "bf16", policy, params ? params : "");
+    printf("  %-6s %-9s%s %s\n", fp32 ? "fp32" : "bf16", policy, kv_fp8 ? " fp8 KV" : "", params ? params : "");
     for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], seqs, NREQ));
     for (int r = 0; r < NREQ; r++) { sq[r].blocks = targets[r]; sq[r].n_blocks = NMAX; sq[r].n_kv = BUDGET; sq[r].compressed = 1; }
     compare_paths(be, &c, seqs, hist, sets, "round 1");
@@ -170,6 +187,7 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
     }
     be->release(be, c.qkv);
     be->release(be, c.q);
+    if (dev_scales) be->release(be, dev_scales);
 }
 
 int main(void) {
@@ -194,7 +212,13 @@ int main(void) {
         float inv[D / 2];
         for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
         CHECK_OK(be->rope_init(be, inv, D / 2, 1.0f));
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(be, fp32, cases[i][0], cases[i][1]);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(be, fp32, cases[i][0], cases[i][1], 0);
+        /* an fp8 cache (issue 39): every stage of the plans reading E4M3 keys (window attention,
+         * key scores, both redundancies, history), compaction and its shift and order on bytes */
+        static const char *const fp8_cases[][2] = {{"streaming", "{\"position_shift\": true}"}, {"h2o", NULL}, {"snapkv-d", NULL},
+                                                   {"rkv", NULL}, {"zipage", NULL}, {"zipage", "{\"lightning\": false}"}, {"keydiff", NULL},
+                                                   {"keynorm", NULL}, {"tova", NULL}};
+        for (size_t i = 0; i < sizeof fp8_cases / sizeof fp8_cases[0]; i++) run_case(be, fp32, fp8_cases[i][0], fp8_cases[i][1], 1);
         be->destroy(be);
     }
     return zp_test_finish("test_cuda_scoring");

@@ -3,8 +3,9 @@
  * accumulation): a thread block per (16-row query tile of a sequence, KV head), one warp per
  * query head of the GQA group, so each K/V tile staged in shared memory serves G heads; online
  * softmax per row in fp32, P rounded to bf16 for the P.V product (as flash attention does).
- * fp32 storage (the parity mode), fp8 caches (so far), head sizes other than 64/128/256 and shapes
- * whose tiles do not fit in shared memory use the row kernel: one thread block per (row, head), exact fp32,
+ * An fp8 cache in bf16 storage takes the same tiles, its bytes decoded x scale into the bf16 tiles.
+ * fp32 storage (the parity mode), head sizes other than 64/128/256 and shapes whose tiles do not
+ * fit in shared memory use the row kernel: one thread block per (row, head), exact fp32,
  * any even head size up to ATT_MAX_D; the decode path uses it too where its own kernels do
  * not apply. No [seq, seq] matrix anywhere.
  * Not here: the tensor-core decode kernels (one row per sequence; decode_attn_cuda.cu).
@@ -105,13 +106,31 @@ struct pf_layout {
     static size_t bytes(int G) { return 2 * KVA + (size_t)G * WARP; }
 };
 
+/* Eight consecutive cache elements as eight bf16 for a WMMA tile: bf16 as they are; E4M3
+ * bytes decoded x scale s, rounded to bf16 (exact for a power-of-two scale: 3 mantissa bits). */
+__device__ __forceinline__ uint4 stage8(const bf16 *p, float) { return *(const uint4 *)p; }
+__device__ __forceinline__ uint4 stage8(const e4m3 *p, float s) {
+    raw_vec<e4m3, 8> r;
+    float f[8];
+    r.load(p);
+    r.to_float(f, s);
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+        w[i] = *(const uint32_t *)&h;
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 /* Grid (n_tiles, Hkv), G warps. Tile k covers rows tile_row0[k] .. +16 of sequence
  * tile_seq[k]; warp g computes query head kh*G + g of those rows. Row i of a sequence sees
  * physical keys [0, kv_len - q_len + i]; the block walks key tiles of KT up to the last key
- * its last row sees. Shared memory: pf_layout<D, KT>. */
-template <int D, int KT>
-__global__ static void prefill_tile_kernel(float *out, bf16 *out_bf, const float *q, const bf16 *kc, const bf16 *vc, const int *tile_seq,
-                                           const int *tile_row0, const int *q_start, const int *q_len, const int *kv_len,
+ * its last row sees. The caches are of C: bf16, or an fp8 cache's E4M3 bytes (kv_elem.cuh) with
+ * the layer's scales ks, vs [Hkv] (NULL: 1.0), staged as bf16. Shared memory: pf_layout<D, KT>. */
+template <int D, int KT, typename C>
+__global__ static void prefill_tile_kernel(float *out, bf16 *out_bf, const float *q, const C *kc, const C *vc, const float *ks, const float *vs,
+                                           const int *tile_seq, const int *tile_row0, const int *q_start, const int *q_len, const int *kv_len,
                                            const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale) {
     typedef pf_layout<D, KT> L;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -119,6 +138,7 @@ __global__ static void prefill_tile_kernel(float *out, bf16 *out_bf, const float
     const int s = tile_seq[blockIdx.x], i0 = tile_row0[blockIdx.x], ql = q_len[s], base = kv_len[s] - ql;
     const int nrows = ql - i0 < 16 ? ql - i0 : 16, n_keys = base + i0 + nrows, row0 = q_start[s] + i0;
     const int *bt = tables + (size_t)s * max_blocks;
+    const float sk = kv_head_scale(ks, kh), sv = kv_head_scale(vs, kh);
     bf16 *Ks = (bf16 *)smem, *Vs = (bf16 *)(smem + L::KVA);
     unsigned char *wbase = smem + 2 * L::KVA + (size_t)warp * L::WARP;
     bf16 *Qs = (bf16 *)wbase, *Ps = (bf16 *)(wbase + L::POFF);
@@ -138,14 +158,14 @@ __global__ static void prefill_tile_kernel(float *out, bf16 *out_bf, const float
     for (int k0 = 0; k0 < n_keys; k0 += KT) {
         const int nk = n_keys - k0 < KT ? n_keys - k0 : KT;
         __syncthreads(); /* every warp is done with the previous K/V tile */
-        for (int i = threadIdx.x; i < KT * (D / 8); i += blockDim.x) { /* stage K and V, 16 bytes at a time */
+        for (int i = threadIdx.x; i < KT * (D / 8); i += blockDim.x) { /* stage K and V, 8 elements at a time */
             const int j = i / (D / 8), c = (i % (D / 8)) * 8;
             uint4 kv4 = make_uint4(0, 0, 0, 0), vv4 = kv4;
             if (j < nk) {
                 const int t = k0 + j;
                 const size_t off = (((size_t)bt[t / bs] * bs + t % bs) * Hkv + kh) * D + c;
-                kv4 = *(const uint4 *)(kc + off);
-                vv4 = *(const uint4 *)(vc + off);
+                kv4 = stage8(kc + off, sk);
+                vv4 = stage8(vc + off, sv);
             }
             *(uint4 *)(Ks + j * L::LDH + c) = kv4;
             *(uint4 *)(Vs + j * L::LDH + c) = vv4;
@@ -213,18 +233,27 @@ __global__ static void prefill_tile_kernel(float *out, bf16 *out_bf, const float
 template <int D, int KT>
 static int prefill_tile_fits(int G) { return G <= 8 && pf_layout<D, KT>::bytes(G) <= 227 * 1024; }
 
-template <int D, int KT>
-static zp_status prefill_tile_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, const float *q, const bf16 *kc,
-                                     const bf16 *vc) {
+template <int D, int KT, typename C>
+static zp_status prefill_tile_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, const float *q, const C *kc,
+                                     const C *vc, const float *ks, const float *vs) {
     const int G = d->n_heads / d->n_kv_heads;
     const size_t smem = pf_layout<D, KT>::bytes(G);
     /* per call, not cached in a static: the attribute belongs to the current device */
-    ZP_CUDA_CHECK(cudaFuncSetAttribute(prefill_tile_kernel<D, KT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    prefill_tile_kernel<D, KT><<<dim3(c->n_ptiles, d->n_kv_heads), 32 * G, smem, c->stream>>>(
-        out, out_bf, q, kc, vc, c->d.tile_seq, c->d.tile_row0, c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
+    ZP_CUDA_CHECK(cudaFuncSetAttribute(prefill_tile_kernel<D, KT, C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    prefill_tile_kernel<D, KT, C><<<dim3(c->n_ptiles, d->n_kv_heads), 32 * G, smem, c->stream>>>(
+        out, out_bf, q, kc, vc, ks, vs, c->d.tile_seq, c->d.tile_row0, c->d.q_start, c->d.q_len, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
         d->n_kv_heads, d->block_size, d->scale);
     ZP_LAUNCH_CHECK("prefill attention (tiles)");
     return ZP_OK;
+}
+
+/* The tile kernel at the head size (64, 128, 256). */
+template <typename C>
+static zp_status prefill_tiles(cuda_ctx *c, const zp_attn_dims *d, bf16 *obf, const float *qf, const C *kc, const C *vc, const float *ks,
+                               const float *vs) {
+    if (d->head_dim == 64) return prefill_tile_launch<64, 64, C>(c, d, NULL, obf, qf, kc, vc, ks, vs);
+    if (d->head_dim == 128) return prefill_tile_launch<128, 64, C>(c, d, NULL, obf, qf, kc, vc, ks, vs);
+    return prefill_tile_launch<256, 32, C>(c, d, NULL, obf, qf, kc, vc, ks, vs);
 }
 
 zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
@@ -234,18 +263,16 @@ zp_status cuda_attn_prefill(zp_backend *be, const zp_attn_dims *d, void *out, co
     zp_prof_scope prof(c, ZP_OP_ATTENTION);
     if (c->b.n_tokens == 0) return ZP_OK;
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
-    if (!c->fp32 && !d->kv_fp8 && c->n_ptiles > 0) { /* an fp8 cache: the row kernel, so far */
-        const bf16 *kc = (const bf16 *)k_cache + layer_off, *vc = (const bf16 *)v_cache + layer_off;
+    if (!c->fp32 && c->n_ptiles > 0) {
+        ZP_TRY(kv_check(d, "attn_prefill"));
         const int G = d->n_heads / d->n_kv_heads, D = d->head_dim;
-        const float *qf = (const float *)q;
+        const float *qf = (const float *)q, *ks = kv_layer_scales(d, 0, layer), *vs = kv_layer_scales(d, 1, layer);
         const int fits = (D == 64 && prefill_tile_fits<64, 64>(G)) || (D == 128 && prefill_tile_fits<128, 64>(G)) ||
                          (D == 256 && prefill_tile_fits<256, 32>(G));
         bf16 *obf = (bf16 *)out; /* bf16 storage: the operand type is bf16 */
-        if (fits) {
-            if (D == 64) return prefill_tile_launch<64, 64>(c, d, NULL, obf, qf, kc, vc);
-            if (D == 128) return prefill_tile_launch<128, 64>(c, d, NULL, obf, qf, kc, vc);
-            return prefill_tile_launch<256, 32>(c, d, NULL, obf, qf, kc, vc);
-        }
+        if (fits && d->kv_fp8) /* bf16 storage: the cache is bf16 or fp8 */
+            return prefill_tiles<e4m3>(c, d, obf, qf, (const e4m3 *)k_cache + layer_off, (const e4m3 *)v_cache + layer_off, ks, vs);
+        if (fits) return prefill_tiles<bf16>(c, d, obf, qf, (const bf16 *)k_cache + layer_off, (const bf16 *)v_cache + layer_off, ks, vs);
     }
     return cuda_attn_rows(c, d, cuda_operand_f32(c, out), cuda_operand_bf16(c, out), (const float *)q, k_cache, v_cache, layer);
 }

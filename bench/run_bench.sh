@@ -50,6 +50,11 @@
 #               path, label zipage-sync-xSCALE), reserve1 (--admission-reserve 1, zipage-admit1-xSCALE), strict
 #               (the strict scheduler, zipage-strict-xSCALE), e.g. PAPER_ZIPAGE="async sync" for issue 40's
 #               async-against-sync over a whole run
+#   fp8         the fixed workload with graphs, K/V cache auto then fp8 (labels zipage-fixed-graphs-auto,
+#               -fp8: issue 39's tokens/s ratio from one call)
+#   fp8reasoning the reasoning step once per cache type of KVD (default "auto fp8"; --kv-dtype, labels with
+#               -auto / -fp8), POLICIES, REQ, RT, WARM and POOL as there (issue 39's rows at 27 and 100 GiB:
+#               e.g. REQ=960 RT=200 WARM=60 POLICIES=full, then zipage, one call each)
 #   papercheck  the replica against the full-size workload over the same part, in one call: full size (block
 #               256, POOL) cut at CHECK_RT seconds (default 200) for Zipage then full KV, then the replica
 #               (SCALE) cut at CHECK_RT / SCALE; bench/paper_check.py prints each pair's Zipage / full KV
@@ -116,11 +121,12 @@ reasoning() {
   [ "$ASYNC" = 0 ] && a="" && zl=zipage-sync
   [ -n "$RT" ] && common="$common --max-seconds $RT"
   [ -n "$WARM" ] && common="$common --warmup-seconds $WARM"
+  local kd=""; [ -n "${KV_DTYPE:-}" ] && kd="-$KV_DTYPE" && common="$common --kv-dtype $KV_DTYPE"
   case ",$POLICIES," in *,zipage,*)
-    $B/zipage bench $common $ZIPAGE $a --label $zl$g \
+    $B/zipage bench $common $ZIPAGE $a --label $zl$g$kd \
       || echo "reasoning: zipage failed";; esac
   case ",$POLICIES," in *,full,*)
-    $B/zipage bench $common --label full$g || echo "reasoning: full KV failed";; esac
+    $B/zipage bench $common --label full$g$kd || echo "reasoning: full KV failed";; esac
   case ",$POLICIES," in *,hf,*) # the same requests on transformers' continuous batching, the same K/V bytes
     $B/zipage bench --preset $P --workload reasoning --requests $REQ --max-tokens $MAXT --dump-workload $O/workload.jsonl || return
     for pool in ${POOL//,/ }; do
@@ -135,6 +141,17 @@ graphs() {
   $B/zipage bench --preset $P --device cuda --batch 1 --prompt 128 --gen 512 --cuda-graphs --csv $CSV --label zipage-batch1-graphs
   ZIPAGE_GEMM_TUNE=1 $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --csv $CSV \
     --label zipage-fixed-graphs-gemm-tune    # GEMM algorithms timed per shape (L2 flushed), tuned in the warm-up run
+}
+fp8() { # issue 39: the fixed workload with the K/V cache in the storage type and in fp8, one call
+  local kd
+  for kd in auto fp8; do
+    $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --cuda-graphs --kv-dtype $kd --csv $CSV \
+      --label zipage-fixed-graphs-$kd || echo "fp8: fixed $kd failed"
+  done
+}
+fp8reasoning() { # issue 39: the reasoning workload at POOL once per cache type in KVD (default "auto fp8")
+  local kd
+  for kd in ${KVD:-auto fp8}; do KV_DTYPE=$kd reasoning; done
 }
 profile() { $B/zipage bench --preset $P --device cuda --batch $BATCH --prompt $PROMPT --gen $GEN --profile --csv $CSV --label zipage-fixed-profile; }
 knobs() {
@@ -247,6 +264,8 @@ case $STEP in
   admission) admission ;;
   paper) paper ;;
   papercheck) papercheck ;;
+  fp8) fp8 ;;
+  fp8reasoning) fp8reasoning ;;
   kernels) kernels ;;
   redundancy) redundancy ;;
   sampler) sampler ;;

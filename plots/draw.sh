@@ -15,8 +15,10 @@ if [ -f "$R/fidelity.csv" ]; then
   # the policy_params column is quoted JSON, the last column: awk's fields before it are plain
   # (an fp8 cache, column 15, is a curve of its own: +fp8)
   tail -n +2 "$R/fidelity.csv" | awk -F, -v OFS='\t' '{ c = $2 ($2 == "streaming" && index($0, "true") ? "+shift" : "") ($14 == "pyramid" ? "+pyramid" : "") ($15 == "fp8" ? "+fp8" : "")
-    print c, $3, $13, $11, $9 }' > "$R/fidelity_plot.tsv"
-  pols=$(cut -f1 "$R/fidelity_plot.tsv" | awk '!s[$0]++' | tr '\n' ' ')
+    print c, $3, $13, $11, $9 }' > "$R/fidelity_plot.tsv.tmp"
+  pols=$(cut -f1 "$R/fidelity_plot.tsv.tmp" | awk '!s[$0]++' | tr '\n' ' ')
+  # each curve's rows together, in their order (a sweep's axes interleave them; a line breaks at a row of another curve)
+  sort -s -t "$(printf '\t')" -k1,1 "$R/fidelity_plot.tsv.tmp" > "$R/fidelity_plot.tsv" && rm -f "$R/fidelity_plot.tsv.tmp"
   strict -e "data='$R/fidelity_plot.tsv'; outdir='$R'; policies='$pols'; title='$(tex "$E")'" "$here/fidelity.gp" || exit 1
   echo "plots: $R/fidelity_agreement.png, $R/fidelity_kl.png"
 fi

@@ -7,9 +7,10 @@
 # runs with per-layer budgets, +fp8 for runs with an FP8 K/V cache (full+fp8: full KV in FP8 against
 # the reference): the names of `zipage table --plot-data` (results_curve).
 # Full KV in the storage type is the reference: agreement 1 (drawn), KL 0 (said on the axis).
-set terminal pngcairo size 900,600 enhanced font "Sans,11"
+set terminal pngcairo size 1000,600 enhanced font "Sans,11"
 set datafile separator "\t"
-set key inside right bottom box opaque
+# the key beside the plot (many curves would hide points under it); a +fp8 curve dashed
+set key outside right top box
 set grid
 sel(p, col) = strcol(1) eq p ? column(col) : 1/0
 set output outdir."/fidelity_agreement.png"
@@ -18,11 +19,12 @@ set xlabel "retained share of the context (physical / logical tokens)"
 set ylabel "top-1 agreement with full KV (share of steps)"
 set xrange [0:1]
 set yrange [0:1.05]
-plot for [p in policies] data using (sel(p, 3)):(sel(p, 4)) with linespoints lw 2 pt 7 title p, \
+fp8(p) = strstrt(p, "+fp8") > 0 ? 2 : 1
+plot for [i=1:words(policies)] data using (sel(word(policies, i), 3)):(sel(word(policies, i), 4)) with linespoints lw 2 \
+       pt (4 + i % 10) dt fp8(word(policies, i)) title word(policies, i), \
      1 with lines dt 2 lw 2 lc rgb "black" title "full KV (the reference)"
 set output outdir."/fidelity_kl.png"
 set title "teacher-forced KL(full || compressed) — ".title
-set key inside right top box opaque
 set ylabel "mean KL per step from full KV (nats; full KV: 0)"
 set yrange [*:*]
 # a log axis needs two distinct positive values: one run, or equal KLs, gets a decade around its
@@ -31,4 +33,5 @@ stats data using 5 nooutput
 kl_max = STATS_max
 if (kl_max > 0) { stats data using ($5 > 0 ? $5 : 1/0) nooutput; if (STATS_min == kl_max) { set yrange [kl_max / 3.2 : kl_max * 3.2] } }
 if (kl_max > 0) { set logscale y; set format y "10^{%L}" } else { set yrange [0:1] }
-plot for [p in policies] data using (sel(p, 3)):(sel(p, 5)) with linespoints lw 2 pt 7 title p
+plot for [i=1:words(policies)] data using (sel(word(policies, i), 3)):(sel(word(policies, i), 5)) with linespoints lw 2 \
+       pt (4 + i % 10) dt fp8(word(policies, i)) title word(policies, i)

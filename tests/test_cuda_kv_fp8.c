@@ -26,17 +26,6 @@ enum { CACHE = L * NB * BS * Hkv * D, CACHE_F = (CACHE + 3) / 4 };
 
 static float rnd(uint32_t i, uint32_t s) { return 2.0f * zp_rng_uniform(77, s, 0, i) - 1.0f; }
 
-static void *up(zp_backend *be, const float *x, zp_act_type type, size_t n) {
-    void *b;
-    CHECK_OK(be->alloc(be, n, type, &b));
-    CHECK_OK(be->from_host(be, b, type, x, 0, n));
-    return b;
-}
-static void *buf(zp_backend *be, zp_act_type type, size_t n) {
-    void *b;
-    CHECK_OK(be->alloc(be, n, type, &b));
-    return b;
-}
 /* An fp8 cache's bytes to the host (held as fp32 elements: CACHE_F of them). */
 static void bytes_down(zp_backend *be, uint8_t *dst, const void *cache) {
     float *h = malloc(sizeof(float) * CACHE_F);
@@ -97,14 +86,14 @@ static void run(int fp32) {
     zp_batch fill = {T, 2, ids, pos, slots, q0, kvl, kvl, &bt[0][0], 3, 0, NULL, 1, 0, NULL, NULL, 1, NULL};
     void *QKV[2], *Q[2], *O[2], *KC[2], *VC[2], *QN[2], *KN[2], *DS[2];
     for (int k = 0; k < 2; k++) {
-        QKV[k] = up(be[k], qkv, ZP_ACT_OPERAND, T * W);
-        QN[k] = up(be[k], qn, ZP_ACT_OPERAND, D); /* a norm weight in the storage type: weight_upload's */
-        KN[k] = up(be[k], kn, ZP_ACT_OPERAND, D);
-        Q[k] = buf(be[k], ZP_ACT_F32, T * Hq * D);
-        O[k] = buf(be[k], ZP_ACT_OPERAND, T * Hq * D);
-        KC[k] = buf(be[k], ZP_ACT_F32, CACHE_F);
-        VC[k] = buf(be[k], ZP_ACT_F32, CACHE_F);
-        DS[k] = up(be[k], scales, ZP_ACT_F32, 2 * L * Hkv);
+        QKV[k] = zp_test_up(be[k], qkv, ZP_ACT_OPERAND, T * W);
+        QN[k] = zp_test_up(be[k], qn, ZP_ACT_OPERAND, D); /* a norm weight in the storage type: weight_upload's */
+        KN[k] = zp_test_up(be[k], kn, ZP_ACT_OPERAND, D);
+        Q[k] = zp_test_buf(be[k], ZP_ACT_F32, T * Hq * D);
+        O[k] = zp_test_buf(be[k], ZP_ACT_OPERAND, T * Hq * D);
+        KC[k] = zp_test_buf(be[k], ZP_ACT_F32, CACHE_F);
+        VC[k] = zp_test_buf(be[k], ZP_ACT_F32, CACHE_F);
+        DS[k] = zp_test_up(be[k], scales, ZP_ACT_F32, 2 * L * Hkv);
         dd[k].dev_scales = DS[k];
         static const float zero[CACHE_F];
         CHECK_OK(be[k]->from_host(be[k], KC[k], ZP_ACT_F32, zero, 0, CACHE_F));
@@ -144,10 +133,10 @@ static void run(int fp32) {
     float *old = malloc(sizeof(float) * ns);
     for (size_t i = 0; i < ns; i++) old[i] = 1.0f + rnd((uint32_t)i, 4);
     for (int k = 0; k < 2; k++) {
-        QD[k] = up(be[k], qd, ZP_ACT_F32, 2 * Hq * D);
-        OD[k] = buf(be[k], ZP_ACT_OPERAND, 2 * Hq * D);
-        SC[k] = up(be[k], old, ZP_ACT_F32, ns);
-        ST[k] = buf(be[k], ZP_ACT_F32, 2 * Hq * 2);
+        QD[k] = zp_test_up(be[k], qd, ZP_ACT_F32, 2 * Hq * D);
+        OD[k] = zp_test_buf(be[k], ZP_ACT_OPERAND, 2 * Hq * D);
+        SC[k] = zp_test_up(be[k], old, ZP_ACT_F32, ns);
+        ST[k] = zp_test_buf(be[k], ZP_ACT_F32, 2 * Hq * 2);
         CHECK_OK(be[k]->set_batch(be[k], &dec));
         CHECK_OK(be[k]->attn_decode(be[k], &dd[k], OD[k], QD[k], KC[k], VC[k], LAYER));
         CHECK_OK(be[k]->attn_history(be[k], &dd[k], QD[k], KC[k], SC[k], ST[k], LAYER));
@@ -222,11 +211,11 @@ static void decode_random(int fp32, int Dd) {
     void *KC[2], *VC[2], *Q[2], *O[2], *DS[2];
     for (int k = 0; k < 2; k++) {
         zp_attn_dims dk = d;
-        KC[k] = up(be[k], kb, ZP_ACT_F32, cf);
-        VC[k] = up(be[k], vb, ZP_ACT_F32, cf);
-        Q[k] = up(be[k], q, ZP_ACT_F32, (size_t)S * H * Dd);
-        O[k] = buf(be[k], ZP_ACT_OPERAND, (size_t)S * H * Dd);
-        DS[k] = up(be[k], scales, ZP_ACT_F32, 2 * G);
+        KC[k] = zp_test_up(be[k], kb, ZP_ACT_F32, cf);
+        VC[k] = zp_test_up(be[k], vb, ZP_ACT_F32, cf);
+        Q[k] = zp_test_up(be[k], q, ZP_ACT_F32, (size_t)S * H * Dd);
+        O[k] = zp_test_buf(be[k], ZP_ACT_OPERAND, (size_t)S * H * Dd);
+        DS[k] = zp_test_up(be[k], scales, ZP_ACT_F32, 2 * G);
         dk.dev_scales = DS[k];
         CHECK_OK(be[k]->set_batch(be[k], &dec));
         CHECK_OK(be[k]->attn_decode(be[k], &dk, O[k], Q[k], KC[k], VC[k], 0));

@@ -23,17 +23,6 @@ typedef struct {
 #define F ZP_ACT_F32
 #define OP ZP_ACT_OPERAND
 
-static void *up(zp_backend *be, const float *x, zp_act_type type, size_t n) {
-    void *buf;
-    CHECK_OK(be->alloc(be, n, type, &buf));
-    CHECK_OK(be->from_host(be, buf, type, x, 0, n));
-    return buf;
-}
-static void *buf(zp_backend *be, zp_act_type type, size_t n) {
-    void *b;
-    CHECK_OK(be->alloc(be, n, type, &b));
-    return b;
-}
 static void *upw(zp_backend *be, const float *x, size_t n) {
     float *h = malloc(sizeof(float) * n);
     memcpy(h, x, sizeof(float) * n);
@@ -75,13 +64,13 @@ static void test_dense(pair *p) {
     zp_batch bt = {.n_tokens = M, .token_ids = ids, .positions = ids, .n_out = 5, .out_rows = rows};
     const size_t nmax = M * N > M * K ? M * N : M * K;
     for (int k = 0; k < 2; k++) {
-        X[k] = up(b[k], x, F, M * K); XO[k] = up(b[k], x, OP, M * K);
+        X[k] = zp_test_up(b[k], x, F, M * K); XO[k] = zp_test_up(b[k], x, OP, M * K);
         W[k] = upw(b[k], w, N * K); B[k] = upw(b[k], bias, N); NW[k] = upw(b[k], w, K);
         WGU[k] = upw(b[k], wgu, 2 * I * K);
-        G[k] = up(b[k], gu, OP, M * 2 * I);
-        OF[k] = buf(b[k], F, nmax);
-        O[k] = buf(b[k], OP, nmax);
-        A[k] = buf(b[k], OP, M * I);
+        G[k] = zp_test_up(b[k], gu, OP, M * 2 * I);
+        OF[k] = zp_test_buf(b[k], F, nmax);
+        O[k] = zp_test_buf(b[k], OP, nmax);
+        A[k] = zp_test_buf(b[k], OP, M * I);
         CHECK_OK(b[k]->set_batch(b[k], &bt));
     }
     for (int k = 0; k < 2; k++) CHECK_OK(b[k]->matmul(b[k], OF[k], F, XO[k], W[k], B[k], M, N, K));
@@ -151,10 +140,10 @@ static void test_attention_path(pair *p) {
     void *QKV[2], *Q[2], *O[2], *KC[2], *VC[2], *QC[2], *QN[2], *KN[2];
     size_t cache_n = (size_t)L * NB * BS * Hkv * D;
     for (int k = 0; k < 2; k++) {
-        QKV[k] = up(be[k], qkv, OP, T * (Hq + 2 * Hkv) * D); /* a GEMM's output */
+        QKV[k] = zp_test_up(be[k], qkv, OP, T * (Hq + 2 * Hkv) * D); /* a GEMM's output */
         QN[k] = upw(be[k], qn, D); KN[k] = upw(be[k], kn, D);
-        Q[k] = buf(be[k], F, T * Hq * D);
-        O[k] = buf(be[k], OP, T * Hq * D);
+        Q[k] = zp_test_buf(be[k], F, T * Hq * D);
+        O[k] = zp_test_buf(be[k], OP, T * Hq * D);
         CHECK_OK(be[k]->alloc_cache(be[k], cache_n, &KC[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], cache_n, &VC[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * 2 * W * Hq * D, &QC[k]));
@@ -274,10 +263,10 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
     zp_backend *be[2] = {p->cpu, p->gpu};
     void *QKV[2], *QF[2], *Q[2], *O[2], *KC[2], *VC[2];
     for (int k = 0; k < 2; k++) {
-        QKV[k] = up(be[k], qkv, OP, nkv);
-        Q[k] = up(be[k], qd, F, nq);
-        QF[k] = buf(be[k], F, (size_t)total * Hq * D);
-        O[k] = buf(be[k], OP, nq);
+        QKV[k] = zp_test_up(be[k], qkv, OP, nkv);
+        Q[k] = zp_test_up(be[k], qd, F, nq);
+        QF[k] = zp_test_buf(be[k], F, (size_t)total * Hq * D);
+        O[k] = zp_test_buf(be[k], OP, nq);
         CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * NB * BS * Hkv * D, &KC[k]));
         CHECK_OK(be[k]->alloc_cache(be[k], (size_t)L * NB * BS * Hkv * D, &VC[k]));
         CHECK_OK(be[k]->rope_init(be[k], inv, D / 2, 1.0f));
@@ -295,8 +284,8 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
     for (size_t i = 0; i < ns; i++) old[i] = 1.0f + rnd((uint32_t)i, 24);
     void *SC[2], *ST[2];
     for (int k = 0; k < 2; k++) {
-        SC[k] = up(be[k], old, F, ns);
-        ST[k] = buf(be[k], F, (size_t)T * Hq * 2);
+        SC[k] = zp_test_up(be[k], old, F, ns);
+        ST[k] = zp_test_buf(be[k], F, (size_t)T * Hq * 2);
         CHECK_OK(be[k]->attn_history(be[k], &d, Q[k], KC[k], SC[k], ST[k], 0));
     }
     compare("  -> history", p, SC[0], SC[1], F, ns, 2e-2, 1e-3);
@@ -310,7 +299,7 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
     void *WP[2], *P[2];
     for (int k = 0; k < 2; k++) {
         WP[k] = upw(be[k], wp, (size_t)NP * K);
-        P[k] = buf(be[k], F, (size_t)T * NP);
+        P[k] = zp_test_buf(be[k], F, (size_t)T * NP);
         if (ql) CHECK_OK(be[k]->attn_prefill(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
         else CHECK_OK(be[k]->attn_decode(be[k], &d, O[k], Q[k], KC[k], VC[k], 0));
         CHECK_OK(be[k]->matmul(be[k], P[k], F, O[k], WP[k], NULL, T, NP, K));
@@ -391,7 +380,7 @@ static void test_sampling(pair *p) {
     int ids[6];
     for (int shape = 0; shape < SHAPE_COUNT; shape++) {
         for (int r = 0; r < R; r++) sampling_row(x + (size_t)r * V, V, shape, (uint32_t)(shape * 100 + r));
-        void *d = up(p->gpu, x, F, (size_t)V * R);
+        void *d = zp_test_up(p->gpu, x, F, (size_t)V * R);
         for (int s = 0; s < n_set; s++) {
             zp_sampling_params sp = base;
             sp.temperature = set[s].T;

@@ -90,3 +90,15 @@ double zp_max_abs(const float *a, size_t n) {
     for (size_t i = 0; i < n; i++) m = fabs(a[i]) > m ? fabs(a[i]) : m;
     return m;
 }
+
+void *zp_test_up(zp_backend *be, const float *x, zp_act_type type, size_t n) {
+    void *b = zp_test_buf(be, type, n);
+    if (b) CHECK_OK(be->from_host(be, b, type, x, 0, n));
+    return b;
+}
+
+void *zp_test_buf(zp_backend *be, zp_act_type type, size_t n) {
+    void *b = NULL;
+    CHECK_OK(be->alloc(be, n, type, &b));
+    return b;
+}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend.h" /* zp_backend, zp_act_type: the buffer helpers */
 #include "status.h"
 
 extern int zp_test_failures;
@@ -50,6 +51,10 @@ const char *zp_test_model(const char *preset);
  * KV head per rank at tp 4), hidden 256, 2 layers, of architecture arch and model_type type,
  * extra appended to the JSON object (e.g. ", \"attention_bias\": true"). Up to 3 paths live at once. */
 const char *zp_test_kv4_config(const char *name, const char *arch, const char *type, const char *extra);
+/* A backend buffer of n elements of `type`: filled from the host floats x (zp_test_up), or as
+ * allocated (zp_test_buf); a failure counts as a failed check. */
+void *zp_test_up(zp_backend *be, const float *x, zp_act_type type, size_t n);
+void *zp_test_buf(zp_backend *be, zp_act_type type, size_t n);
 /* Max |a-b| over n floats. */
 double zp_max_abs_diff(const float *a, const float *b, size_t n);
 double zp_max_abs(const float *a, size_t n);

@@ -377,7 +377,7 @@ zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, i
     memset(kv, 0, sizeof *kv);
     if (num_blocks <= 0 || block_size <= 0)
         return zp_fail(ZP_ERR_INVALID, "kv cache: num_blocks %d and block_size %d must be positive", num_blocks, block_size);
-    if (calibrate && !kv_fp8) return zp_fail(ZP_ERR_INVALID, "kv_scales prompt calibrates an fp8 cache's scales, and kv_dtype is not fp8");
+    if (calibrate && !kv_fp8) return zp_fail(ZP_ERR_INVALID, "kv cache: calibration without an fp8 cache"); /* zp_kv_scales_parse names it */
     if (calibrate && !m->be->kv_amax)
         return zp_fail(ZP_ERR_UNSUPPORTED, "kv_scales prompt: the %s backend cannot calibrate (no kv_amax op)", m->be->name);
     zp_attn_dims d = {c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, block_size, num_blocks,

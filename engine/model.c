@@ -472,7 +472,8 @@ static zp_status ensure_activations(zp_model *m, int rows, int out_rows) {
 }
 
 /* kv_scales prompt: layer l's scales from this batch's keys and values (kv_scales.h), before
- * they are stored. */
+ * they are stored, and copied to where the backend's kernels read them (the layer's K/V
+ * writes that follow use them). */
 static zp_status calibrate_layer(zp_model *m, const zp_layer_weights *w, zp_kv_storage *kv, int l) {
     const int G = kv->dims.n_kv_heads, L = kv->dims.n_layers;
     float *amax = malloc(sizeof(float) * 2 * (size_t)G);
@@ -485,6 +486,10 @@ static zp_status calibrate_layer(zp_model *m, const zp_layer_weights *w, zp_kv_s
             s = zp_kv_scale_from_amax(amax[side * G + g], side ? ZP_KV_V_RANGE : ZP_KV_K_RANGE, what, &kv->scales[((size_t)side * L + l) * G + g]);
         }
     free(amax);
+    for (int side = 0; s == ZP_OK && side < 2; side++) {
+        const size_t off = ((size_t)side * L + l) * G;
+        s = m->be->from_host(m->be, kv->scales_dev, ZP_ACT_F32, kv->scales + off, off, (size_t)G);
+    }
     return s;
 }
 
@@ -567,10 +572,8 @@ zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, fl
         int writes = 0;
         for (int t = 0; pending && t < b->n_tokens && !writes; t++) writes = b->slot_mapping[t] >= 0;
         kv->calibrate = pending && writes;
-        zp_status s = forward_body(m, b, kv);
+        zp_status s = forward_body(m, b, kv); /* each layer's calibrated scales reach the device before its writes */
         kv->calibrate = pending && !(writes && s == ZP_OK);
-        if (s == ZP_OK && pending && writes) /* the calibrated scales to where the backend's kernels read them */
-            s = be->from_host(be, kv->scales_dev, ZP_ACT_F32, kv->scales, 0, 2 * (size_t)kv->dims.n_layers * kv->dims.n_kv_heads);
         if (recording) {
             zp_status e = be->graph_end(be, s == ZP_OK);
             if (s == ZP_OK) s = e;

@@ -13,7 +13,9 @@
  * Log-probabilities with device sampling equal the host sampler's on the same logits and are
  * within 1e-3 of the CPU engine's. The K/V cache in fp8: prefill logits within 1e-2 of the logit
  * scale in fp32 storage, and every policy's greedy tokens mostly those of the CPU engine with an
- * fp8 cache (fp8_parity says why not all). Exits 77 (skipped) without a GPU. */
+ * fp8 cache (fp8_parity says why not all); with scales calibrated from the prompt (kv_scales
+ * prompt) the scales within 1e-4 of the CPU's (bf16 storage: 2e-2), and the same logit and token
+ * checks. Exits 77 (skipped) without a GPU. */
 #include <math.h>
 #include <string.h>
 
@@ -22,7 +24,9 @@
 #include "test_runner.h"
 #include "test_util.h"
 
-static void teacher_forced_kv(const char *preset, int fp32, int kv_fp8) {
+/* calibrate: kv_scales prompt (the scales from this prefill's keys and values, each layer's on
+ * the device before its writes) */
+static void teacher_forced_kv(const char *preset, int fp32, int kv_fp8, int calibrate) {
     enum { N = 300, BS = 16 };
     zp_backend *be[2];
     zp_model *m[2] = {NULL, NULL};
@@ -36,28 +40,39 @@ static void teacher_forced_kv(const char *preset, int fp32, int kv_fp8) {
     float *lg[2];
     for (int k = 0; k < 2; k++) {
         CHECK_OK(zp_model_load(zp_test_model(preset), be[k], &m[k]));
-        CHECK_OK(zp_model_kv_alloc_typed(m[k], N / BS + 1, BS, kv_fp8, 0, &kv[k]));
+        CHECK_OK(zp_model_kv_alloc_typed(m[k], N / BS + 1, BS, kv_fp8, calibrate, &kv[k]));
         lg[k] = malloc(sizeof(float) * (size_t)m[k]->cfg.vocab);
         zp_batch b = {N, 1, ids, pos, slots, &z, &n, &n, bt, N / BS + 1, 1, &last, 1, 0, NULL, NULL, 1, NULL};
         CHECK_OK(zp_model_forward(m[k], &b, &kv[k], lg[k]));
     }
     const int V = m[0]->cfg.vocab;
     double scale = zp_max_abs(lg[0], V), diff = zp_max_abs_diff(lg[0], lg[1], V);
-    printf("  %-10s %s%s prefill %d tokens: max|dlogit| %.3e (max|logit| %.2f, rel %.2e)\n", preset, fp32 ? "fp32" : "bf16",
-           kv_fp8 ? " fp8 KV" : "", N, diff, scale, diff / scale);
+    printf("  %-10s %s%s%s prefill %d tokens: max|dlogit| %.3e (max|logit| %.2f, rel %.2e)\n", preset, fp32 ? "fp32" : "bf16",
+           kv_fp8 ? " fp8 KV" : "", calibrate ? " prompt scales" : "", N, diff, scale, diff / scale);
+    if (calibrate) { /* the calibrated scales themselves, and that they are not 1.0 */
+        const size_t ns = 2 * (size_t)kv[0].dims.n_layers * kv[0].dims.n_kv_heads;
+        double worst = 0;
+        int unit = 0;
+        for (size_t i = 0; i < ns; i++) {
+            worst = fmax(worst, fabs(kv[0].scales[i] - kv[1].scales[i]) / kv[0].scales[i]);
+            unit += kv[1].scales[i] == 1.0f;
+        }
+        printf("  %-10s %s prompt scales: %zu, max rel diff %.1e, %d of them 1.0\n", preset, fp32 ? "fp32" : "bf16", ns, worst, unit);
+        CHECK(worst <= (fp32 ? 1e-4 : 2e-2) && unit == 0 && kv[0].calibrate == 0 && kv[1].calibrate == 0); /* bf16: the GEMM's rounded qkv */
+    }
     /* an fp8 cache: a key that rounds across an E4M3 tie on one side only moves by a code */
     CHECK(diff <= (fp32 ? (kv_fp8 ? 1e-2 : 1e-4) : (kv_fp8 ? 5e-2 : 3e-2)) * scale);
     for (int k = 0; k < 2; k++) { free(lg[k]); zp_model_kv_free(m[k], &kv[k]); zp_model_free(m[k]); be[k]->destroy(be[k]); }
 }
 
-static void teacher_forced(const char *preset, int fp32) { teacher_forced_kv(preset, fp32, 0); }
+static void teacher_forced(const char *preset, int fp32) { teacher_forced_kv(preset, fp32, 0, 0); }
 
 /* The engine with an fp8 cache (kv_dtype fp8, scales 1.0) on CUDA against the CPU engine with
  * one: the CUDA ops read and write E4M3 as the CPU's do (test_cuda_kv_fp8), but in fp32 storage a
  * key whose rotation lands on an E4M3 tie may round apart on the two, moving its logits by a
  * code's share, so greedy tokens are compared up to each request's first difference and most must
  * agree (bf16 storage: reported); both engines generate every token and compress. */
-static void fp8_parity(const char *preset, const char *policy, const char *params, int async, int fp32) {
+static void fp8_parity_scales(const char *preset, const char *policy, const char *params, int async, int fp32, const char *kv_scales) {
     run_spec rs = run_spec_default(preset);
     rs.sp.max_tokens = 64;
     rs.ec.policy = policy;
@@ -66,6 +81,7 @@ static void fp8_parity(const char *preset, const char *policy, const char *param
     rs.ec.window = 4;
     rs.ec.async_compress = async;
     rs.ec.kv_dtype = "fp8";
+    rs.ec.kv_scales = kv_scales;
     rs.check_invariants = 1;
     rs.ec.cuda_graphs = 1; /* decode steps recorded and replayed with the fp8 kernels */
     run_result cpu, gpu;
@@ -80,14 +96,18 @@ static void fp8_parity(const char *preset, const char *policy, const char *param
         agree += k;
         total += cpu.n[r];
     }
-    printf("  fp8 KV %-10s %-9s %s %s%s%s: greedy %d/%d tokens identical up to the first difference, %lld / %lld compressions\n", preset,
-           policy, async ? "async" : "sync ", fp32 ? "fp32" : "bf16", params ? " " : "", params ? params : "", agree, total,
+    printf("  fp8 KV %-10s %-9s %s %s%s%s%s%s: greedy %d/%d tokens identical up to the first difference, %lld / %lld compressions\n", preset,
+           policy, async ? "async" : "sync ", fp32 ? "fp32" : "bf16", params ? " " : "", params ? params : "",
+           kv_scales ? " scales " : "", kv_scales ? kv_scales : "", agree, total,
            (long long)cpu.st.compressions, (long long)gpu.st.compressions);
     CHECK(gpu.st.generated_tokens == cpu.st.generated_tokens && total > 0 && gpu.st.graph_replays > 0);
     if (strcmp(policy, "full")) CHECK(gpu.st.compressions > 0);
     if (fp32) CHECK(agree >= 0.9 * total);
     run_result_free(&cpu);
     run_result_free(&gpu);
+}
+static void fp8_parity(const char *preset, const char *policy, const char *params, int async, int fp32) {
+    fp8_parity_scales(preset, policy, params, async, fp32, NULL);
 }
 
 /* layers: NULL (uniform budgets, N_max 2) or "pyramid" (per-layer budgets through the block-table
@@ -304,14 +324,18 @@ int main(void) {
     greedy_parity_params("tiny-qwen3", "streaming", shift, 0, 1, 1, NULL);
     greedy_parity_params("tiny-llama", "streaming", shift, 0, 0, 0, NULL);
     /* the K/V cache in fp8 (issue 39): prefill logits, then every policy's greedy tokens */
-    teacher_forced_kv("tiny-qwen3", 1, 1);
-    teacher_forced_kv("tiny-qwen3", 0, 1);
+    teacher_forced_kv("tiny-qwen3", 1, 1, 0);
+    teacher_forced_kv("tiny-qwen3", 0, 1, 0);
+    teacher_forced_kv("tiny-qwen3", 1, 1, 1); /* kv_scales prompt: calibrated on the device (kv_amax) */
+    teacher_forced_kv("tiny-llama", 0, 1, 1);
     for (int p = 0; reg[p]; p++) fp8_parity("tiny-qwen3", reg[p]->name, NULL, 0, 1);
     fp8_parity("tiny-qwen3", "zipage", NULL, 1, 1);
     fp8_parity("tiny-llama", "rkv", NULL, 0, 1);
     fp8_parity("tiny-qwen3", "streaming", shift, 0, 1);
     fp8_parity("tiny-qwen3", "full", NULL, 0, 0);
     fp8_parity("tiny-qwen3", "zipage", NULL, 1, 0);
+    fp8_parity_scales("tiny-qwen3", "full", NULL, 0, 1, "prompt");
+    fp8_parity_scales("tiny-qwen3", "zipage", NULL, 1, 1, "prompt");
     memory_sizing();
     logprobs_parity("full", 0.0f);
     logprobs_parity("zipage", 0.8f);

@@ -9,8 +9,12 @@
  *   compaction: in position order and in a policy's order, the bytes exactly; with
  *     StreamingLLM's position shift (decode, re-rotate, round again) all but a few bytes, those
  *     a neighbouring code;
- *   decode attention over random bytes at head sizes 128 and 256 (the flash-decoding kernel,
- *     a 3,000-token sequence over partitions) and 64 (the row kernel).
+ *   calibration (kv_amax, kv_scales prompt): the maxima of the keys as stored and of the values
+ *     over the rows that write a slot, against the CPU's and the inputs;
+ *   decode attention over random bytes at head sizes 128, 256 and 64: a 3,000-token sequence
+ *     over partitions among short ones, and 1,200 short sequences (in bf16 storage the
+ *     tensor-core kernels, block and warp-per-item, at 64 and 128; the CUDA-core kernel at 256
+ *     and in fp32 storage; the row kernel at 64 in fp32 storage).
  * Exits 77 (skipped) without a GPU. */
 #include <math.h>
 #include <stdlib.h>
@@ -58,6 +62,45 @@ static void compare(const char *what, zp_backend *cpu, zp_backend *gpu, const vo
     CHECK(scale > 0 && diff <= rel * scale + 1e-5);
     free(x);
     free(y);
+}
+
+/* kv_amax (kv_scales prompt's calibration) over the rows of `fill` with every third one writing
+ * no slot: the values' maxima equal |v|'s largest over the writing rows of the inputs (exact on
+ * both backends), the keys' (normed and rotated in fp32, summed in another order) the CPU's
+ * within 1e-5 relative; leaving rows out must change some maximum (the rule is exercised). */
+static void kv_amax_case(zp_backend **be, const zp_attn_dims *dd, const zp_batch *fill, void **QKV, void **KN, const float *qkv) {
+    int part[T], top[T] = {0}; /* top: the rows that hold value head 0's largest |v| (bf16 ties), left out too */
+    float best = -1.f;
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < D; i++) best = fmaxf(best, fabsf(qkv[(size_t)t * W + (Hq + Hkv) * D + i]));
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < D; i++) top[t] |= fabsf(qkv[(size_t)t * W + (Hq + Hkv) * D + i]) == best;
+    for (int t = 0; t < T; t++) part[t] = t % 3 && !top[t] ? fill->slot_mapping[t] : -1;
+    zp_batch pb = *fill;
+    pb.slot_mapping = part;
+    float am[2][2 * Hkv], all[2 * Hkv], want[Hkv] = {0};
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < Hkv && part[t] >= 0; h++)
+            for (int i = 0; i < D; i++) want[h] = fmaxf(want[h], fabsf(qkv[(size_t)t * W + (Hq + Hkv + h) * D + i]));
+    for (int k = 0; k < 2; k++) {
+        CHECK(be[k]->kv_amax != NULL);
+        if (!be[k]->kv_amax) return;
+        CHECK_OK(be[k]->set_batch(be[k], &pb));
+        CHECK_OK(be[k]->kv_amax(be[k], &dd[k], QKV[k], KN[k], am[k]));
+    }
+    CHECK_OK(be[0]->set_batch(be[0], fill));
+    CHECK_OK(be[0]->kv_amax(be[0], &dd[0], QKV[0], KN[0], all));
+    int moved = 0;
+    for (int h = 0; h < Hkv; h++) {
+        const double rel = fabs(am[0][h] - am[1][h]) / am[0][h];
+        printf("  %-22s KV head %d: keys cpu %.6f cuda %.6f (rel %.1e), values cpu %.6f cuda %.6f inputs %.6f\n", "kv_amax", h, am[0][h], am[1][h],
+               rel, am[0][Hkv + h], am[1][Hkv + h], want[h]);
+        CHECK(am[0][h] > 0 && rel <= 1e-5);
+        CHECK(am[0][Hkv + h] == want[h] && am[1][Hkv + h] == want[h]);
+        moved += all[h] != am[0][h] || all[Hkv + h] != am[0][Hkv + h];
+    }
+    CHECK(moved > 0);
+    CHECK_OK(be[1]->set_batch(be[1], fill)); /* the ops that follow run over the whole batch */
 }
 
 static void run(int fp32) {
@@ -112,6 +155,7 @@ static void run(int fp32) {
            "qkv_rope_store", kd, CACHE, kf, vd, vf, written);
     CHECK(written > T * Hkv * D / 2);
     CHECK(vd == 0 && kf == 0 && kd <= T * Hkv * D / 500 + 1);
+    kv_amax_case(be, dd, &fill, QKV, KN, qkv);
     /* the reads over the same bytes: the CPU's */
     bytes_up(be[1], KC[1], kc[0]);
     bytes_up(be[1], VC[1], vc[0]);
@@ -179,20 +223,20 @@ static void run(int fp32) {
     }
 }
 
-/* Decode attention over random E4M3 bytes (no NaN) with head size Dd (128, 256: the flash-decoding
- * kernel reads the bytes in registers; 64: the row kernel), a long sequence split over
- * partitions among short ones, GQA groups of 4, per-head scales. */
-static void decode_random(int fp32, int Dd) {
-    enum { S = 3, H = 8, G = 2, BSZ = 16 };
-    const int len[S] = {3000, 17, 700};
+/* Decode attention over random E4M3 bytes (no NaN) with head size Dd, S sequences of len[s] keys,
+ * GQA groups of 4, per-head scales: the CUDA kernel decode_launch picks against the CPU. */
+static void decode_case(int fp32, int Dd, int S, const int *len, const char *shape) {
+    enum { H = 8, G = 2, BSZ = 16 };
     int nb = 0, maxb = 0;
     for (int s = 0; s < S; s++) { nb += (len[s] + BSZ - 1) / BSZ; maxb = (len[s] + BSZ - 1) / BSZ > maxb ? (len[s] + BSZ - 1) / BSZ : maxb; }
     const int NBr = nb + 2;
     const size_t cache = (size_t)NBr * BSZ * G * Dd, cf = (cache + 3) / 4;
     const float scales[2 * G] = {0.25f, 2.0f, 0.5f, 1.0f};
     zp_attn_dims d = {1, H, G, Dd, BSZ, NBr, 1.0f / sqrtf((float)Dd), 1e-6f, 0, 0, 0, 1, scales, scales + G, NULL};
-    int *tables = malloc(sizeof(int) * S * maxb), next = 0, ids[S] = {0}, pos[S] = {0}, slots[S] = {-1, -1, -1}, q0[S], ql[S];
+    int *tables = malloc(sizeof(int) * S * maxb), next = 0, *ids = calloc(S, sizeof(int)), *pos = calloc(S, sizeof(int));
+    int *slots = malloc(sizeof(int) * S), *q0 = malloc(sizeof(int) * S), *ql = malloc(sizeof(int) * S);
     for (int s = 0; s < S; s++) {
+        slots[s] = -1;
         for (int b = 0; b < maxb; b++) tables[s * maxb + b] = b < (len[s] + BSZ - 1) / BSZ ? (next++ * 37) % NBr : -1;
         q0[s] = s, ql[s] = 1;
     }
@@ -220,15 +264,32 @@ static void decode_random(int fp32, int Dd) {
         CHECK_OK(be[k]->set_batch(be[k], &dec));
         CHECK_OK(be[k]->attn_decode(be[k], &dk, O[k], Q[k], KC[k], VC[k], 0));
     }
-    char what[48];
-    snprintf(what, sizeof what, "attn_decode D %d", Dd);
+    char what[64];
+    snprintf(what, sizeof what, "attn_decode D %d %s", Dd, shape);
     compare(what, be[0], be[1], O[0], O[1], ZP_ACT_OPERAND, (size_t)S * H * Dd, fp32 ? 1e-4 : 2e-2);
     for (int k = 0; k < 2; k++) {
         void *bufs[] = {KC[k], VC[k], Q[k], O[k], DS[k]};
         for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be[k]->release(be[k], bufs[i]);
         be[k]->destroy(be[k]);
     }
-    free(tables); free(kb); free(vb); free(q);
+    free(tables); free(kb); free(vb); free(q); free(ids); free(pos); free(slots); free(q0); free(ql);
+}
+
+/* A long sequence split over partitions among short ones (at head size 128 and 64 in bf16
+ * storage the tensor-core block kernel, at 256 and in fp32 storage the CUDA-core one; 64 in
+ * fp32 storage the row kernel). */
+static void decode_random(int fp32, int Dd) {
+    const int len[3] = {3000, 17, 700};
+    decode_case(fp32, Dd, 3, len, "3 seqs");
+}
+/* Enough short sequences to fill the resident warps (the warp-per-item kernel in bf16 storage
+ * at head size 64 and 128: 2 x SMs x 4 items; 1,200 sequences of 2 KV heads fill up to 300 SMs). */
+static void decode_many(int fp32, int Dd) {
+    enum { S = 1200 };
+    int *len = malloc(sizeof(int) * S);
+    for (int s = 0; s < S; s++) len[s] = 1 + (int)(zp_rng_uniform(6, 0, 0, (uint32_t)s) * 300);
+    decode_case(fp32, Dd, S, len, "1,200 seqs");
+    free(len);
 }
 
 int main(void) {
@@ -244,6 +305,8 @@ int main(void) {
         decode_random(fp32, 128);
         decode_random(fp32, 256);
         decode_random(fp32, 64);
+        decode_many(fp32, 128);
+        decode_many(fp32, 64);
     }
     return zp_test_finish("test_cuda_kv_fp8");
 }

@@ -98,19 +98,30 @@ __global__ static void gather_rows_kernel(float *out, const float *x, const int 
     for (int i = threadIdx.x; i < H; i += blockDim.x) out[(size_t)blockIdx.x * H + i] = x[(size_t)rows[blockIdx.x] * H + i];
 }
 
+/* *dst = max(*dst, the warp's largest m) (lane 0 writes; every lane calls). */
+__device__ __forceinline__ void warp_amax(unsigned *dst, unsigned m, int lane) {
+    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (lane == 0) atomicMax(dst, m);
+}
+
 /* Grid (T, ceil((Hq + 2 Hkv) / QKV_WARPS)), QKV_WARPS warps: warp w of block (t, b) takes head
  * h = b * QKV_WARPS + w of token t's Hq query, Hkv key and Hkv value heads. Query and key heads:
  * optional per-head RMSNorm, RoPE at positions[t] (cos/sin computed once per block, not per
  * head and lane), q heads to q_out [T,Hq,D] (fp32), k heads to the cache at slot_mapping[t];
  * value heads are copied there. x: the warp's head [D] in shared memory (RoPE pairs d with
- * d +- D/2, another lane's value). D even, D <= QKV_MAX_D. */
+ * d +- D/2, another lane's value). D even, D <= QKV_MAX_D.
+ * With amax (kv_scales prompt's calibration) nothing is stored: each key head's largest |k| as
+ * it would be stored and each value head's largest |v| over the rows that write a slot go to
+ * amax[2][Hkv] as float bit patterns by atomicMax (of non-negative floats the pattern's order is
+ * the value's; a NaN's pattern is above infinity's, so a NaN is kept, as the CPU's). */
 #define QKV_WARPS 4
 #define QKV_MAX_D ZP_MAX_HEAD_DIM
 template <typename T, typename KT> /* qkv is of the operand type, T; the caches of KT (kv_elem.cuh), with the
                                       layer's scales ks, vs [Hkv] (NULL: 1.0) */
 __global__ static void __launch_bounds__(QKV_WARPS * 32)
 qkv_rope_kernel(const T *qkv, float *q_out, const T *q_norm, const T *k_norm, KT *kc, KT *vc, const float *ks, const float *vs,
-                const int *positions, const int *slots, const float *inv_freq, float rope_scale, int Hq, int Hkv, int D, float eps) {
+                const int *positions, const int *slots, const float *inv_freq, float rope_scale, int Hq, int Hkv, int D, float eps,
+                unsigned *amax) {
     __shared__ float cs[QKV_MAX_D / 2], sn[QKV_MAX_D / 2], xs[QKV_WARPS][QKV_MAX_D];
     const int t = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, half = D / 2;
     const int h = blockIdx.y * QKV_WARPS + warp, slot = slots[t];
@@ -125,13 +136,18 @@ qkv_rope_kernel(const T *qkv, float *q_out, const T *q_norm, const T *k_norm, KT
     if (h >= Hq + 2 * Hkv) return;
     const T *src = qkv + (size_t)t * (Hq + 2 * Hkv) * D + (size_t)h * D;
     if (h >= Hq + Hkv) { /* a value head */
+        unsigned m = 0u;
         if (slot >= 0)
-            for (int d = lane; d < D; d += 32)
-                kv_st(&vc[((size_t)slot * Hkv + (h - Hq - Hkv)) * D + d], zp_ld(src[d]), kv_head_scale(vs, h - Hq - Hkv));
+            for (int d = lane; d < D; d += 32) {
+                if (amax) m = max(m, __float_as_uint(fabsf(zp_ld(src[d]))));
+                else kv_st(&vc[((size_t)slot * Hkv + (h - Hq - Hkv)) * D + d], zp_ld(src[d]), kv_head_scale(vs, h - Hq - Hkv));
+            }
+        if (amax && slot >= 0) warp_amax(amax + (h - Hq), m, lane); /* Hkv + the value head's index */
         return;
     }
     const int is_q = h < Hq;
     if (!is_q && slot < 0) return;
+    if (is_q && amax) return;
     const T *nw = is_q ? q_norm : k_norm;
     float *x = xs[warp], ss = 0.f;
     for (int d = lane; d < D; d += 32) {
@@ -144,12 +160,15 @@ qkv_rope_kernel(const T *qkv, float *q_out, const T *q_norm, const T *k_norm, KT
         for (int d = lane; d < D; d += 32) x[d] = zp_ld(nw[d]) * (x[d] * inv);
     }
     __syncwarp(); /* x complete: each lane reads its RoPE partners */
+    unsigned m = 0u;
     for (int d = lane; d < D; d += 32) {
         const int i = d < half ? d : d - half;
         const float r = d < half ? x[d] * cs[i] - x[d + half] * sn[i] : x[d] * cs[i] + x[d - half] * sn[i];
         if (is_q) q_out[((size_t)t * Hq + h) * D + d] = r;
+        else if (amax) m = max(m, __float_as_uint(fabsf(r)));
         else kv_st(&kc[((size_t)slot * Hkv + (h - Hq)) * D + d], r, kv_head_scale(ks, h - Hq));
     }
+    if (amax) warp_amax(amax + (h - Hq), m, lane); /* a key head here (queries returned above) */
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -404,8 +423,32 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
     ZP_DISPATCH_KV(c->fp32, d->kv_fp8, qkv_rope_kernel<T, KT><<<grid, QKV_WARPS * 32, 0, c->stream>>>(
                                      (const T *)qkv, (float *)q_out, (const T *)q_norm, (const T *)k_norm, (KT *)k_cache + layer_off,
                                      (KT *)v_cache + layer_off, ks, vs, c->d.positions, c->d.slots, c->inv_freq, c->rope_scale, d->n_heads,
-                                     d->n_kv_heads, d->head_dim, d->qk_norm_eps));
+                                     d->n_kv_heads, d->head_dim, d->qk_norm_eps, NULL));
     ZP_LAUNCH_CHECK("qkv_rope_store");
+    return ZP_OK;
+}
+
+/* amax[2][Hkv] (host) of the batch's keys as qkv_rope_store would store them and of its values
+ * (backend.h kv_amax): the store kernel in its amax mode, then one copy back (calibration runs
+ * once, on the first forward that writes the cache). */
+static zp_status cu_kv_amax(zp_backend *be, const zp_attn_dims *d, const void *qkv, const void *k_norm, float *amax) {
+    cuda_ctx *c = CUDA_CTX(be);
+    zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
+    if (d->head_dim > QKV_MAX_D || d->head_dim % 2 || d->head_dim / 2 != c->half_dim)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda kv_amax: head_dim %d (rope table %d) unsupported", d->head_dim, c->half_dim * 2);
+    const int n = 2 * d->n_kv_heads;
+    for (int i = 0; i < n; i++) amax[i] = 0.f;
+    if (c->b.n_tokens == 0) return ZP_OK;
+    ZP_TRY(cuda_grow(c, (void **)&c->amax, &c->amax_cap, sizeof(unsigned) * (size_t)n));
+    ZP_CUDA_CHECK(cudaMemsetAsync(c->amax, 0, sizeof(unsigned) * (size_t)n, c->stream));
+    dim3 grid(c->b.n_tokens, zp_ceil_div(d->n_heads + 2 * d->n_kv_heads, QKV_WARPS));
+    ZP_DISPATCH_STORAGE(c->fp32, qkv_rope_kernel<T, T><<<grid, QKV_WARPS * 32, 0, c->stream>>>(
+                                     (const T *)qkv, NULL, NULL, (const T *)k_norm, NULL, NULL, NULL, NULL, c->d.positions, c->d.slots,
+                                     c->inv_freq, c->rope_scale, d->n_heads, d->n_kv_heads, d->head_dim, d->qk_norm_eps, c->amax));
+    ZP_LAUNCH_CHECK("kv_amax");
+    static_assert(sizeof(unsigned) == sizeof(float), "kv_amax: float bit patterns in unsigned words");
+    ZP_CUDA_CHECK(cudaMemcpyAsync(amax, c->amax, sizeof(unsigned) * (size_t)n, cudaMemcpyDeviceToHost, c->stream)); /* the patterns are the floats */
+    ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     return ZP_OK;
 }
 
@@ -501,6 +544,7 @@ static void cu_destroy(zp_backend *be) {
     cudaFree(c->cwork);
     cudaFree(c->srows);
     cudaFree(c->dec_part);
+    cudaFree(c->amax);
     cuda_graph_free(c);
     cuda_gemm_tuner_free(c);
     pthread_mutex_destroy(&c->record_lock);
@@ -580,6 +624,7 @@ extern "C" zp_status zp_backend_cuda_create(int device, int fp32, const zp_backe
     be->add_rmsnorm = cu_add_rmsnorm;
     be->matmul = cu_matmul;
     be->qkv_rope_store = cu_qkv_rope_store;
+    be->kv_amax = cu_kv_amax;
     be->attn_prefill = cuda_attn_prefill;
     be->attn_decode = cuda_attn_decode;
     be->attn_history = cuda_attn_history;

@@ -202,6 +202,8 @@ typedef struct {
                                    (decode_attn_cuda.cu), the GEMM tuner, profiling, priorities */
     void *dec_part;             /* split decode attention: partial outputs and softmax statistics */
     size_t dec_part_cap;
+    unsigned *amax;             /* kv_amax's [2][Hkv] maxima as float bit patterns */
+    size_t amax_cap;
     struct cuda_graph_entry *graphs; /* [CUDA_GRAPH_MAX] recorded decode forwards (graph_cuda.cu) */
     uint64_t graph_clock;       /* LRU clock of the graph table */
     int graph_slot;             /* the entry being recorded, or -1 */

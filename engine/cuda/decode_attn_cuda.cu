@@ -6,20 +6,23 @@
  * partitions (small batches with long contexts, so every SM has work), a second kernel merges
  * the partitions by their softmax statistics (decode_frame.cuh). The kernels and the rule that
  * picks one (decode_launch, the only place it is stated):
- *   decode_attn_warp_kernel   bf16, head dim 64/128, one partition, batches whose (sequence,
- *                             KV head) items fill the resident warps and contexts up to
- *                             DEC_WARP_MAX_KEYS: a warp per item (decode_warp_cuda.cu);
- *   decode_attn_async_kernel  bf16, head dim 64/128 otherwise: QK^T and PV on tensor cores
- *                             (mma.sync), K/V tiles copied by cp.async two ahead through shared
- *                             memory;
- *   decode_attn_kernel        fp32 caches (the parity mode), head dim 256, and fp8 caches (kv_dtype
- *                             fp8, head dim 128 or 256: E4M3 bytes decoded x the head's scale in
- *                             registers): fp32 FMAs, keys by groups of D/16 lanes, values across
- *                             the warp;
+ *   decode_attn_warp_kernel   bf16 caches and fp8 ones in bf16 storage, head dim 64/128, one
+ *                             partition, batches whose (sequence, KV head) items fill the
+ *                             resident warps and contexts up to DEC_WARP_MAX_KEYS: a warp per
+ *                             item (decode_warp_cuda.cu);
+ *   decode_attn_async_kernel  the same caches and head dims otherwise: QK^T and PV on tensor
+ *                             cores (mma.sync), K/V tiles copied by cp.async two ahead through
+ *                             shared memory (E4M3 bytes staged as they are, widened exactly to
+ *                             bf16 in the fragments, the scales applied in fp32);
+ *   decode_attn_kernel        fp32 caches (the parity mode), head dim 256, and fp8 caches of
+ *                             head dim 128 or 256 in fp32 storage or of head dim 256 (E4M3 bytes
+ *                             decoded x the head's scale in registers): fp32 FMAs, keys by groups
+ *                             of D/16 lanes, values across the warp;
  *   the exact row kernel      other head sizes (any even one up to 512), groups beyond
- *                             DEC_MAX_G and fp8 caches of head dim 64 (prefill_attn_cuda.cu; one
- *                             block per (sequence, query head), no partitions): a correct fallback
- *                             for shapes no supported model has, not a fast path.
+ *                             DEC_MAX_G and fp8 caches of head dim 64 in fp32 storage
+ *                             (prefill_attn_cuda.cu; one block per (sequence, query head), no
+ *                             partitions): a correct fallback for shapes no supported model has,
+ *                             not a fast path.
  * Partitions: enough to give every SM four blocks (decode_parts_default). No [seq, seq] or
  * [n_kv] matrix leaves shared memory. Variants measured and not taken (a register pipeline,
  * other split rules) live in dev/cuda/, with their validator and timer.
@@ -174,31 +177,34 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
  * zero-filled by the copy (0 * garbage would be NaN). */
 
 
-static size_t decode_async_smem(int D) {
-    const size_t stages = (size_t)DEC_WARPS * DEC_STAGES * 2 * DEC_MMA_TILE * D * sizeof(bf16);
+static size_t decode_async_smem(int D, int elem) {
+    const size_t stages = dec_stage_bytes(D, elem);
     const size_t merge = sizeof(float) * DEC_WARPS * DEC_MAX_G * (2 + (size_t)D);
     return stages > merge ? stages : merge;
 }
 
-template <int D>
+/* KT: bf16, or E4M3 bytes (an fp8 cache in bf16 storage: the bytes staged as they are, widened
+ * to bf16 in the fragments, the scales applied in fp32: dec_key_scale, dec_value_scale). */
+template <int D, typename KT>
 __global__ static void __launch_bounds__(DEC_WARPS * 32, 2)
-decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const bf16 *kc, const bf16 *vc,
-                         const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq, int Hkv, int bs, float scale,
-                         int n_parts) {
+decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const KT *kc, const KT *vc,
+                         const float *ks, const float *vs, const int *q_start, const int *kv_len, const int *tables, int max_blocks, int Hq,
+                         int Hkv, int bs, float scale, int n_parts) {
     static_assert(D == 64 || D == 128, "decode_attn_async_kernel: D 64 or 128");
-    constexpr int TILE = DEC_MMA_TILE * D;
+    constexpr int TILE = dec_tile<D, KT>::BYTES;
     extern __shared__ __align__(16) unsigned char dsm[];
     const dec_place P = decode_place(q_start, kv_len, tables, max_blocks, Hq, Hkv, n_parts);
     const int p = P.p, kh = P.kh, G = P.G, row = P.row, t1 = P.t1, *bt = P.bt;
     const size_t head0 = P.head0;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane >> 2, t = lane & 3;
     if (P.t0 >= P.n) return decode_part_empty(part_ml, head0, p, n_parts, G);
-    bf16 *stage = (bf16 *)dsm + (size_t)warp * DEC_STAGES * 2 * TILE; /* [stage][K | V][16][D] */
+    unsigned char *stage = dsm + (size_t)warp * DEC_STAGES * 2 * TILE; /* [stage][K | V] tiles */
     uint32_t qa[D / 16][2];
     float m, l, o[D / 8][2];
     mma_warp_begin<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o);
-    const float sl2 = scale * 1.44269504088896341f;
-    dec_async_walk<D>(stage, P.t0 + warp * DEC_MMA_TILE, DEC_WARPS * DEC_MMA_TILE, t1, bt, bs, kc, vc, Hkv, kh, qa, sl2, m, l, o);
+    const float sl2 = dec_key_scale<D, KT>(scale * 1.44269504088896341f, ks, kh);
+    dec_async_walk<D, KT>(stage, P.t0 + warp * DEC_MMA_TILE, DEC_WARPS * DEC_MMA_TILE, t1, bt, bs, kc, vc, Hkv, kh, qa, sl2, m, l, o);
+    dec_value_scale<D, KT>(o, vs, kh);
     __syncthreads(); /* every warp is done with its stages: the memory now holds wml | wacc */
     float *wml = (float *)dsm, *wacc = wml + DEC_WARPS * DEC_MAX_G * 2;
     mma_warp_store<D>(m, l, o, warp, gq, G, t, wml, wacc);
@@ -215,49 +221,54 @@ template <typename T, int D>
 static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q,
                                const T *kc, const T *vc, const float *ks, const float *vs, int n_parts) {
     dim3 grid(n_parts, d->n_kv_heads, c->b.n_seqs);
-    if constexpr (sizeof(T) == 2 && D <= 128) { /* bf16 caches: tensor cores */
-        /* a warp per item where the items fill the resident warps (2 blocks per SM) at least once
-         * and no context is longer than DEC_WARP_MAX_KEYS (measured: bench/RESULTS.md, sixth and
-         * seventh sessions; fewer or longer items stay with the blocks, whose four warps share an
-         * item, so that one long context among short ones is not walked by a single warp). A
-         * key-only rule, like n_parts: a graph replays it for every step of its batch shape */
-        if (n_parts == 1 && (long)c->b.n_seqs * d->n_kv_heads >= 2L * c->n_sms * DEC_WARPS &&
-            (long)c->b.max_blocks * d->block_size <= DEC_WARP_MAX_KEYS)
-            return cuda_decode_warp_launch(c, d, out, out_bf, q, kc, vc);
-        /* per call, not cached in a static (the attributes belong to the current device, as in
-         * the prefill launch); the largest carve-out, so that two blocks fit an SM */
-        const size_t smem = decode_async_smem(D);
-        ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                           cudaSharedmemCarveoutMaxShared));
-        decode_attn_async_kernel<D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(
-            out, out_bf, part_acc, part_ml, q, kc, vc, c->d.q_start, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
-            d->n_kv_heads, d->block_size, d->scale, n_parts);
-        ZP_LAUNCH_CHECK("decode_attention_async");
+    /* tensor cores: bf16 caches, and fp8 ones in bf16 storage (in the fp32 parity mode an fp8
+     * cache takes the CUDA-core kernel, whose fp32 sums follow the CPU reference's) */
+    if constexpr (sizeof(T) <= 2 && D <= 128) {
+        if (sizeof(T) == 2 || !c->fp32) {
+            /* a warp per item where the items fill the resident warps (2 blocks per SM) at least
+             * once and no context is longer than DEC_WARP_MAX_KEYS (measured: bench/RESULTS.md,
+             * sixth and seventh sessions; fewer or longer items stay with the blocks, whose four
+             * warps share an item, so that one long context among short ones is not walked by a
+             * single warp). A key-only rule, like n_parts: a graph replays it for every step of
+             * its batch shape */
+            if (n_parts == 1 && (long)c->b.n_seqs * d->n_kv_heads >= 2L * c->n_sms * DEC_WARPS &&
+                (long)c->b.max_blocks * d->block_size <= DEC_WARP_MAX_KEYS)
+                return cuda_decode_warp_launch<T>(c, d, out, out_bf, q, kc, vc, ks, vs);
+            /* per call, not cached in a static (the attributes belong to the current device, as in
+             * the prefill launch); the largest carve-out, so that two blocks fit an SM */
+            const size_t smem = decode_async_smem(D, (int)sizeof(T));
+            ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_async_kernel<D, T>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               cudaSharedmemCarveoutMaxShared));
+            decode_attn_async_kernel<D, T><<<grid, DEC_WARPS * 32, smem, c->stream>>>(
+                out, out_bf, part_acc, part_ml, q, kc, vc, ks, vs, c->d.q_start, c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
+                d->n_kv_heads, d->block_size, d->scale, n_parts);
+            ZP_LAUNCH_CHECK("decode_attention_async");
+            return ZP_OK;
+        }
+    }
+    if constexpr (sizeof(T) == 1 && D == 64) { /* two value bytes a lane: cuda_attn_decode sends these to the row kernel */
+        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda decode attention: an fp8 cache of head size 64 in fp32 storage (the row kernel's)");
+    } else {
+        const int G = d->n_heads / d->n_kv_heads;
+        const size_t smem = sizeof(float) * ((size_t)G * (D / 16) * DEC_QPAD + (size_t)DEC_WARPS * G * (DEC_TILE + 2 + D));
+        if (smem > 48 * 1024)
+            ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        decode_attn_kernel<T, D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, ks, vs, c->d.q_start,
+                                                                        c->d.kv_len, c->d.tables, c->b.max_blocks, d->n_heads,
+                                                                        d->n_kv_heads, d->block_size, d->scale, n_parts);
+        ZP_LAUNCH_CHECK("decode_attention");
         return ZP_OK;
     }
-    const int G = d->n_heads / d->n_kv_heads;
-    const size_t smem = sizeof(float) * ((size_t)G * (D / 16) * DEC_QPAD + (size_t)DEC_WARPS * G * (DEC_TILE + 2 + D));
-    if (smem > 48 * 1024) ZP_CUDA_CHECK(cudaFuncSetAttribute(decode_attn_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    decode_attn_kernel<T, D><<<grid, DEC_WARPS * 32, smem, c->stream>>>(out, out_bf, part_acc, part_ml, q, kc, vc, ks, vs, c->d.q_start, c->d.kv_len,
-                                                                    c->d.tables, c->b.max_blocks, d->n_heads, d->n_kv_heads,
-                                                                    d->block_size, d->scale, n_parts);
-    ZP_LAUNCH_CHECK("decode_attention");
-    return ZP_OK;
 }
 
-/* decode_launch at the head size D: 64, 128 or 256; an fp8 cache (KT of one byte) 128 or 256. */
+/* decode_launch at the head size D: 64, 128 or 256. */
 template <typename KT>
 static zp_status decode_dims(cuda_ctx *c, const zp_attn_dims *d, int D, float *of, bf16 *obf, float *part_acc, float *part_ml, const float *q,
                              const KT *kc, const KT *vc, const float *ks, const float *vs, int n_parts) {
-    if constexpr (sizeof(KT) == 1) { /* two value bytes a lane at D 64: the row kernel takes those (cuda_attn_decode) */
-        if (D == 128) return decode_launch<KT, 128>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
-        return decode_launch<KT, 256>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
-    } else {
-        if (D == 64) return decode_launch<KT, 64>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
-        if (D == 128) return decode_launch<KT, 128>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
-        return decode_launch<KT, 256>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
-    }
+    if (D == 64) return decode_launch<KT, 64>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
+    if (D == 128) return decode_launch<KT, 128>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
+    return decode_launch<KT, 256>(c, d, of, obf, part_acc, part_ml, q, kc, vc, ks, vs, n_parts);
 }
 
 zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
@@ -267,8 +278,9 @@ zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, con
     zp_prof_scope prof(c, ZP_OP_ATTENTION);
     const int S = c->b.n_seqs, G = d->n_heads / d->n_kv_heads, D = d->head_dim;
     if (S == 0) return ZP_OK;
-    /* other shapes, and fp8 caches of head size 64: the exact row kernel, one block per (seq, head) */
-    if ((D != 64 && D != 128 && D != 256) || G > DEC_MAX_G || (d->kv_fp8 && D == 64)) {
+    /* other shapes, and fp8 caches of head size 64 in fp32 storage: the exact row kernel, one
+     * block per (seq, head) */
+    if ((D != 64 && D != 128 && D != 256) || G > DEC_MAX_G || (d->kv_fp8 && D == 64 && c->fp32)) {
         return cuda_attn_rows(c, d, cuda_operand_f32(c, out), cuda_operand_bf16(c, out), (const float *)q, k_cache, v_cache, layer);
     }
     const int max_parts = zp_ceil_div((long)c->b.max_blocks * d->block_size, DEC_GRAIN);

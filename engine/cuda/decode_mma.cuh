@@ -7,6 +7,7 @@
 #define ZP_DECODE_MMA_CUH
 
 #include "cuda_common.cuh"
+#include "kv_elem.cuh" /* e4m3, kv_head_scale */
 
 #define DEC_WARPS 4
 #define DEC_TILE 32                       /* keys of one warp round */
@@ -126,29 +127,60 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int byt
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-__device__ __forceinline__ int swz_k(int row, int ch) { return ch ^ (4 * (row & 1)); }
-__device__ __forceinline__ int swz_v(int row, int ch) { return ch ^ (2 * ((row >> 1) & 3)); }
+/* The shared-memory layout of a stage's K and V tiles: 16 rows of D elements of the cache type
+ * KT (bf16, or E4M3 bytes), moved in 16-byte chunks (CH a row) whose order within a row is
+ * XOR-swizzled so that the fragment reads below spread over the banks:
+ *   bf16  K: chunk ^ 4 (row & 1)                V: chunk ^ 2 ((row >> 1) & 3)
+ *   E4M3  K: chunk ^ 2 (row & (CH/2 - 1))       V: chunk ^ (CH/2) ((row >> 1) & 1)
+ * (an E4M3 fragment is 8 bytes, half a chunk: K lanes read rows gq at chunks 2c + t/2, V lanes
+ * rows 2t + e at chunks gq/2 + 4hd). Any permutation is correct: writes and reads share it. */
+template <int D, typename KT>
+struct dec_tile {
+    static constexpr int ROW = D * (int)sizeof(KT), CH = ROW / 16, BYTES = DEC_MMA_TILE * ROW;
+    __device__ static __forceinline__ int swz(int is_v, int row, int ch) {
+        if constexpr (sizeof(KT) == 2) return is_v ? ch ^ (2 * ((row >> 1) & 3)) : ch ^ (4 * (row & 1));
+        else return is_v ? ch ^ ((CH / 2) * ((row >> 1) & 1)) : ch ^ (2 * (row & (CH / 2 - 1)));
+    }
+    /* The bf16 A/B fragment word quadruple of row `row`, elements e0 .. e0 + 7 (e0 % 8 == 0):
+     * bf16 read as it is; E4M3 bytes widened exactly (every E4M3 value is a bf16 value; the
+     * caller applies the scale in fp32). */
+    __device__ static __forceinline__ uint4 frag(const unsigned char *tile, int is_v, int row, int e0) {
+        const int b0 = e0 * (int)sizeof(KT), ch = b0 / 16;
+        const unsigned char *p = tile + row * ROW + 16 * swz(is_v, row, ch) + b0 % 16;
+        if constexpr (sizeof(KT) == 2) return *(const uint4 *)p;
+        else {
+            const uint2 w = *(const uint2 *)p;
+            return make_uint4(e4m3x2_to_bf16x2(w.x & 0xffffu), e4m3x2_to_bf16x2(w.x >> 16), e4m3x2_to_bf16x2(w.y & 0xffffu),
+                              e4m3x2_to_bf16x2(w.y >> 16));
+        }
+    }
+};
 
 /* A warp's walk over its tiles c0, c0 + stride, ... below t1 (keys of block table bt, block
  * size bs): K/V rows of KV head kh copied by cp.async DEC_STAGES - 1 tiles ahead into the
- * warp's stage memory ([DEC_STAGES][K | V][16][D] bf16), then each tile's QK^T, online softmax
- * and PV into (m, l, o) (mma_warp_begin's state). Returns with every copy done. */
-template <int D>
-__device__ __forceinline__ void dec_async_walk(bf16 *stage, int c0, int stride, int t1, const int *bt, int bs, const bf16 *kc,
-                                               const bf16 *vc, int Hkv, int kh, const uint32_t (&qa)[D / 16][2], float sl2, float &m,
+ * warp's stage memory ([DEC_STAGES][K | V] tiles of dec_tile<D, KT>), then each tile's QK^T,
+ * online softmax and PV into (m, l, o) (mma_warp_begin's state). The scale sl2 (log2 units)
+ * must include an fp8 cache's K scale; its V scale multiplies o afterwards. Returns with every
+ * copy done. */
+template <int D, typename KT>
+__device__ __forceinline__ void dec_async_walk(unsigned char *stage, int c0, int stride, int t1, const int *bt, int bs, const KT *kc,
+                                               const KT *vc, int Hkv, int kh, const uint32_t (&qa)[D / 16][2], float sl2, float &m,
                                                float &l, float (&o)[D / 8][2]) {
-    constexpr int NC = D / 32, NH = D / 64, CH = D / 8, TILE = DEC_MMA_TILE * D; /* CH: 16-byte chunks per row */
+    typedef dec_tile<D, KT> TL;
+    constexpr int NC = D / 32, NH = D / 64, CH = TL::CH, TILE = TL::BYTES;
+    static_assert(DEC_MMA_TILE * CH % 32 == 0, "dec_async_walk: whole chunks per lane");
     const int lane = threadIdx.x % 32, gq = lane >> 2, t = lane & 3;
+    const unsigned char *kb = (const unsigned char *)kc, *vb = (const unsigned char *)vc;
     auto phys_row = [&](int c) { return dec_phys_row(lane, c, t1, bt, bs); };
     auto issue = [&](int st, int c, int prow) { /* tile c (rows in lanes 0..15) into stage st, as one group (empty past t1) */
-        bf16 *sk = stage + (size_t)st * 2 * TILE, *sv = sk + TILE;
+        unsigned char *sk = stage + (size_t)st * 2 * TILE, *sv = sk + TILE;
 #pragma unroll
         for (int j = 0; j < DEC_MMA_TILE * CH / 32; j++) {
             if (c >= t1) break;
             const int qi = lane + 32 * j, r = qi / CH, ch = qi % CH, pr = __shfl_sync(0xffffffffu, prow, r);
-            const size_t from = ((size_t)(pr < 0 ? 0 : pr) * Hkv + kh) * D + 8 * ch;
-            cp_async16(sk + r * D + 8 * swz_k(r, ch), kc + from, pr < 0 ? 0 : 16);
-            cp_async16(sv + r * D + 8 * swz_v(r, ch), vc + from, pr < 0 ? 0 : 16);
+            const size_t from = ((size_t)(pr < 0 ? 0 : pr) * Hkv + kh) * TL::ROW + 16 * ch;
+            cp_async16(sk + r * TL::ROW + 16 * TL::swz(0, r, ch), kb + from, pr < 0 ? 0 : 16);
+            cp_async16(sv + r * TL::ROW + 16 * TL::swz(1, r, ch), vb + from, pr < 0 ? 0 : 16);
         }
         cp_async_commit();
     };
@@ -161,28 +193,49 @@ __device__ __forceinline__ void dec_async_walk(bf16 *stage, int c0, int stride, 
         __syncwarp();                    /* ... and every lane's; the stage read last round is free */
         issue((it + 2) % DEC_STAGES, c0 + 2 * stride, prow_ahead);
         prow_ahead = phys_row(c0 + 3 * stride);
-        const bf16 *sk = stage + (size_t)(it % DEC_STAGES) * 2 * TILE, *sv = sk + TILE;
+        const unsigned char *sk = stage + (size_t)(it % DEC_STAGES) * 2 * TILE, *sv = sk + TILE;
         uint4 kr[2][NC], vr[4][NH];
 #pragma unroll
-        for (int nt = 0; nt < 2; nt++) /* key 8nt + gq, dims 8t + 32c (chunk t + 4c) */
+        for (int nt = 0; nt < 2; nt++) /* key 8nt + gq, dims 32c + 8t .. +7 */
 #pragma unroll
-            for (int c = 0; c < NC; c++) kr[nt][c] = *(const uint4 *)(sk + (8 * nt + gq) * D + 8 * swz_k(8 * nt + gq, t + 4 * c));
+            for (int c = 0; c < NC; c++) kr[nt][c] = TL::frag(sk, 0, 8 * nt + gq, 32 * c + 8 * t);
         float sc[2][4];
         mma_tile_scores<D>(sc, qa, kr);
 #pragma unroll
-        for (int i = 0; i < 4; i++) { /* key 2t + (i & 1) + 8 (i >> 1), dims 8gq + 64hd (chunk gq + 8hd) */
+        for (int i = 0; i < 4; i++) { /* key 2t + (i & 1) + 8 (i >> 1), dims 8gq + 64hd .. +7 */
             const int r = 2 * t + (i & 1) + 8 * (i >> 1);
 #pragma unroll
-            for (int hd = 0; hd < NH; hd++) vr[i][hd] = *(const uint4 *)(sv + r * D + 8 * swz_v(r, gq + 8 * hd));
+            for (int hd = 0; hd < NH; hd++) vr[i][hd] = TL::frag(sv, 1, r, 8 * gq + 64 * hd);
         }
         mma_tile_update<D>(sc, nc, sl2, t, m, l, o, vr);
     }
     cp_async_wait<0>();
 }
 
+/* Shared memory of the cp.async kernels' stages: DEC_WARPS warps' DEC_STAGES (K, V) tile pairs. */
+static inline size_t dec_stage_bytes(int D, int elem) { return (size_t)DEC_WARPS * DEC_STAGES * 2 * DEC_MMA_TILE * D * elem; }
+
+/* An fp8 cache's scales in a tensor-core kernel: the K scale joins the softmax scale (keys
+ * enter the MMAs as their exact E4M3 values), the V scale multiplies the warp's output sums
+ * (the same for every partition of a head). */
+template <int D, typename KT>
+__device__ __forceinline__ float dec_key_scale(float sl2, const float *ks, int kh) {
+    if constexpr (sizeof(KT) == 1) return sl2 * kv_head_scale(ks, kh);
+    else return sl2;
+}
+template <int D, typename KT>
+__device__ __forceinline__ void dec_value_scale(float (&o)[D / 8][2], const float *vs, int kh) {
+    if constexpr (sizeof(KT) == 1) {
+        const float s = kv_head_scale(vs, kh);
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) { o[j][0] *= s; o[j][1] *= s; }
+    }
+}
+
 /* A warp per (KV head, sequence) instead of a block, one partition (decode_warp_cuda.cu):
  * out (and out_bf) as the block kernels. */
-zp_status cuda_decode_warp_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, const float *q, const bf16 *kc,
-                                  const bf16 *vc);
+template <typename KT>
+zp_status cuda_decode_warp_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, bf16 *out_bf, const float *q, const KT *kc,
+                                  const KT *vc, const float *ks, const float *vs);
 
 #endif

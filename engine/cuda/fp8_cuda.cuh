@@ -6,6 +6,7 @@
 #ifndef ZP_FP8_CUDA_CUH
 #define ZP_FP8_CUDA_CUH
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <stdint.h>
@@ -13,6 +14,15 @@
 __device__ __forceinline__ uint8_t zp_e4m3_encode(float x) { return (uint8_t)__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3); }
 __device__ __forceinline__ float zp_e4m3_decode(uint8_t b) {
     return __half2float(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)b, __NV_E4M3)));
+}
+/* Two E4M3 bytes (the first element in the low byte) as two bf16 values in one word (the first
+ * in the low half), exactly: every E4M3 value, subnormals included, is a bf16 value (the
+ * tensor-core decode's K/V fragments). */
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t two) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)two, __NV_E4M3);
+    const float2 f = __half22float2(__half2(h));
+    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
+    return *(const uint32_t *)&b;
 }
 
 #endif

@@ -35,6 +35,10 @@ static zp_status tokenizer_dir(const bench_config *b, char *out, size_t n) {
 
 typedef struct {
     double wall, copy_bw, mem_gib;
+    double matmul_rate;        /* the backend's dense matmul flops/s (the compute roof; 0: not measured) */
+    double gemm_flops_row;     /* matmul flops of one decode row: 2 x the weights a step reads, in elements */
+    double attn_flops_kv;      /* attention flops per attended K/V token: QK^T and PV of every query head, every layer */
+    double ideal_gemm, ideal_attn; /* the decode steps' roof times (step_roof): weights phase, attention phase */
     zp_engine_stats st;
     size_t kv_token_bytes;
     size_t step_weight_bytes;  /* read by every step: all weights but an untied embedding table */
@@ -61,6 +65,19 @@ static int drain_finished(zp_engine *e, bench_result *res, double latency) {
     return done;
 }
 
+/* A decode step's least time on this device (its roof), in two phases run one after the other:
+ * the weights phase reads the weights and its rows' embeddings and does the matmuls of its rows
+ * (max of the bytes at the copy bandwidth and the flops at the matmul rate: past the ridge, rows
+ * x gemm_flops_row / matmul_rate > weights / bandwidth, a step is compute-bound), the attention
+ * phase reads the K/V its rows attend (and its flops). Added to res's sums. */
+static void step_roof(bench_result *res, int rows, int64_t kv) {
+    if (rows <= 0 || res->copy_bw <= 0) return;
+    const double F = res->matmul_rate > 0 ? res->matmul_rate : INFINITY;
+    const double wb = (double)res->step_weight_bytes + (double)rows * (double)res->embed_row_bytes;
+    res->ideal_gemm += fmax(wb / res->copy_bw, (double)rows * res->gemm_flops_row / F);
+    res->ideal_attn += fmax((double)kv * (double)res->kv_token_bytes / res->copy_bw, (double)kv * res->attn_flops_kv / F);
+}
+
 static zp_status run_workload(const bench_config *b, zp_engine *e, const bench_workload *w, bench_timeline *tl, bench_result *res) {
     zp_sampling_params sp = zp_sampling_default();
     const int reasoning = !strcmp(b->workload, "reasoning");
@@ -81,9 +98,14 @@ static zp_status run_workload(const bench_config *b, zp_engine *e, const bench_w
     bench_timeline_begin(tl, b->label, res->pool, t0, &st);
     int cut = 0;
     res->finished = 0;
+    res->ideal_gemm = res->ideal_attn = 0;
     while (s == ZP_OK && zp_engine_has_unfinished(e) && !cut) {
         s = zp_engine_step(e);
         const double now = zp_now();
+        int rows;
+        int64_t kv;
+        zp_engine_last_step(e, &rows, &kv);
+        step_roof(res, rows, kv);
         if (s == ZP_OK) res->finished += drain_finished(e, res, now - t0);
         if (tw < 0 && now - t0 >= b->warmup_seconds) {
             zp_engine_get_stats(e, &st);
@@ -123,14 +145,18 @@ static double quantile(const double *sorted, int n, double p) {
     return sorted[k < 0 ? 0 : k >= n ? n - 1 : k];
 }
 
+/* The columns of a result row (bench/peer_hf.py writes the same). */
+static const char BENCH_HEADER[] =
+    "label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
+    "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
+    "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
+    "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp,admission_reserve,"
+    "length_scale,preemptions,completion_s,latency_p50_s,latency_p90_s,latency_p99_s,kv_dtype,matmul_tflops,roofline_compute_ratio,"
+    "gemm_roof_share,attention_roof_share";
+
 static void print_row(FILE *f, const bench_config *b, const bench_workload *w, const bench_result *r, int header) {
     const zp_engine_stats *st = &r->st;
-    if (header)
-        fprintf(f, "label,device,model,workload,requests,prompt_mean,gen_mean,policy,nmax,window,block_size,kv_blocks,async,prefix_cache,"
-                   "wall_s,tokens,tps,prefill_tok_s,decode_tok_s,req_per_s,mean_running,peak_running,decode_steps,decode_step_ms,share_gemm,share_attention,"
-                   "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
-                   "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp,admission_reserve,"
-                   "length_scale,preemptions,completion_s,latency_p50_s,latency_p90_s,latency_p99_s,kv_dtype\n");
+    if (header) fprintf(f, "%s\n", BENCH_HEADER);
     double pl = 0, gl = 0, dev = 0;
     for (int i = 0; i < w->n; i++) { pl += w->prompt_len[i]; gl += w->gen[i]; }
     for (int k = 0; k < ZP_OP_COUNT; k++) dev += st->decode_op_seconds[k];
@@ -142,6 +168,11 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
     const double step_bytes = ((double)r->step_weight_bytes * steps + (double)st->decode_tokens * (double)r->embed_row_bytes +
                                (double)st->decode_kv_tokens * (double)r->kv_token_bytes) / steps;
     const double roof = r->copy_bw > 0 && st->decode_seconds > 0 ? step_bytes * steps / r->copy_bw / st->decode_seconds : 0;
+    /* the same decode steps against their roofs with the compute roof too (step_roof), whole and
+     * per phase (the GEMM and attention shares: only when profiled, else 0) */
+    const double roof_c = st->decode_seconds > 0 && r->matmul_rate > 0 ? (r->ideal_gemm + r->ideal_attn) / st->decode_seconds : 0;
+    const double og = st->decode_op_seconds[ZP_OP_GEMM], oa = st->decode_op_seconds[ZP_OP_ATTENTION];
+    const double gemm_share = og > 0 && r->matmul_rate > 0 ? r->ideal_gemm / og : 0, attn_share = oa > 0 ? r->ideal_attn / oa : 0;
     const int all = st->prefill_steps + st->decode_steps > 0;
     /* the whole workload's completion time (blank when the run was cut), and the end-to-end
      * latencies of the requests that finished (all arrived at the start) */
@@ -149,7 +180,7 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
     char completion[32] = "";
     if (lat_n == w->n && lat_n > 0) snprintf(completion, sizeof completion, "%.3f", r->latency[lat_n - 1]);
     fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f,%d,%g,%d,%lld,%s,%.3f,%.3f,%.3f,%s\n",
+               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f,%d,%g,%d,%lld,%s,%.3f,%.3f,%.3f,%s,%.6f,%.4f,%.4f,%.4f\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
@@ -161,7 +192,31 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
             (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0, r->finished, r->tps_steady,
             b->ec.tp > 1 ? b->ec.tp : 1, b->ec.admission_reserve, b->length_scale, (long long)st->preemptions, completion,
             quantile(r->latency, lat_n, 0.5), quantile(r->latency, lat_n, 0.9), quantile(r->latency, lat_n, 0.99),
-            b->ec.kv_dtype ? b->ec.kv_dtype : "auto");
+            b->ec.kv_dtype ? b->ec.kv_dtype : "auto", r->matmul_rate / 1e12, roof_c, gemm_share, attn_share);
+}
+
+static size_t count_commas(const char *s) {
+    size_t n = 0;
+    for (; *s; s++) n += *s == ',';
+    return n;
+}
+
+/* --csv: a file that exists and is not empty must begin with this version's header (rows of
+ * other columns appended under it would be misread); else it is refused before anything runs,
+ * the file left as it is. */
+static zp_status csv_header_check(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return ZP_OK; /* new: written with the header */
+    char line[2048];
+    const int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!got) return ZP_OK; /* empty */
+    line[strcspn(line, "\r\n")] = 0;
+    if (strcmp(line, BENCH_HEADER))
+        return zp_fail(ZP_ERR_INVALID, "--csv %s: its first line is not this zipage bench's header (%zu columns expected: an older version's "
+                                       "file?); the row was not appended: name a new file",
+                       path, 1 + count_commas(BENCH_HEADER));
+    return ZP_OK;
 }
 
 /* Prints the row of one finished configuration, and appends it to --csv. */
@@ -216,6 +271,7 @@ zp_status bench_run(bench_config *b) {
     bench_workload w;
     char tdir[4096];
     zp_engine *e;
+    if (b->csv) ZP_TRY(csv_header_check(b->csv)); /* before any run: no finished result is refused */
     ZP_TRY(zp_engine_init(&b->ec, &e));
     const zp_model_config *mc = zp_engine_model_config(e);
     zp_status s = ZP_OK;
@@ -227,7 +283,10 @@ zp_status bench_run(bench_config *b) {
     memset(&base, 0, sizeof base);
     const size_t es = (size_t)zp_engine_cache_elem_bytes(e);
     s = zp_engine_copy_bandwidth(e, &base.copy_bw);
+    if (s == ZP_OK) s = zp_engine_matmul_rate(e, &base.matmul_rate);
     base.step_weight_bytes = zp_engine_step_weight_bytes(e);
+    base.gemm_flops_row = 2.0 * (double)base.step_weight_bytes / (double)es;
+    base.attn_flops_kv = 4.0 * mc->n_layers * mc->n_heads * mc->head_dim / (b->ec.tp > 1 ? b->ec.tp : 1);
     base.embed_row_bytes = (size_t)mc->hidden * es;
     base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)zp_engine_kv_elem_bytes(e) /
                           (size_t)(b->ec.tp > 1 ? b->ec.tp : 1); /* one GPU's heads, in the K/V element type */

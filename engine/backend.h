@@ -159,8 +159,8 @@ struct zp_backend {
                                 const void *q_norm, const void *k_norm, void *k_cache, void *v_cache, int layer);
     /* amax[2][Hkv] (host): the largest |k| (normed by k_norm when not NULL and rotated, as
      * qkv_rope_store stores it) and |v| of each KV head over the batch rows that write a slot
-     * (slot_mapping >= 0): kv_scales prompt's calibration (kv_scales.h). NULL where a backend
-     * has none (CUDA so far). */
+     * (slot_mapping >= 0): kv_scales prompt's calibration (kv_scales.h). A NaN is kept. NULL
+     * where a backend has none. */
     zp_status (*kv_amax)(zp_backend *be, const zp_attn_dims *d, const void *qkv, const void *k_norm, float *amax);
     /* out[T,Hq*D] (op): causal attention of each row of q (f32) over its sequence's paged KV
      * (GQA). Row i of a sequence sees physical KV [0, kv_len - q_len + i]. Prefill: ragged
@@ -227,6 +227,9 @@ struct zp_backend {
     /* Memory bandwidth of a large buffer copy on this device (bytes read + bytes written per
      * second, median of several copies): the roofline's denominator in benchmarks. */
     zp_status (*copy_bandwidth)(zp_backend *be, double *bytes_per_s);
+    /* The dense rate of this backend's matmul in the storage type (2 M N K flops per second of a
+     * large square product, median of several): the compute roof in benchmarks. */
+    zp_status (*matmul_rate)(zp_backend *be, double *flops_per_s);
 
     /* ---- graphs of decode forwards (NULL on the CPU backend; used when use_graphs) ----
      * graph_begin, after set_batch: when a graph was recorded under `key` (the model's batch

@@ -261,6 +261,14 @@ zp_status zp_engine_copy_bandwidth(zp_engine *e, double *bytes_per_s) {
     if (!e->be->copy_bandwidth) return zp_fail(ZP_ERR_UNSUPPORTED, "device %s measures no copy bandwidth", e->be->name);
     return e->be->copy_bandwidth(e->be, bytes_per_s);
 }
+zp_status zp_engine_matmul_rate(zp_engine *e, double *flops_per_s) {
+    if (!e->be->matmul_rate) return zp_fail(ZP_ERR_UNSUPPORTED, "device %s measures no matmul rate", e->be->name);
+    return e->be->matmul_rate(e->be, flops_per_s);
+}
+void zp_engine_last_step(const zp_engine *e, int *decode_rows, int64_t *kv_tokens) {
+    *decode_rows = e->last_decode_rows;
+    *kv_tokens = e->last_decode_kv;
+}
 size_t zp_engine_weight_bytes(const zp_engine *e) { return e->model->n_params * (size_t)e->be->cache_elem_bytes; }
 size_t zp_engine_step_weight_bytes(const zp_engine *e) {
     const zp_model_config *c = &e->model->cfg;
@@ -614,6 +622,8 @@ static zp_status engine_step(zp_engine *e) {
     /* A compression started in step s overlaps step s's forward and is joined at the start of
      * step s + 1, done or not: the schedule never depends on how fast the worker was, so async
      * runs repeat token for token (joining whenever it happened to be done did not). */
+    e->last_decode_rows = 0;
+    e->last_decode_kv = 0;
     ZP_TRY(collect_worker(e, 1));
     ZP_TRY(sched_schedule(&e->sched, &e->batch));
     int n_run = e->batch.n;
@@ -640,7 +650,11 @@ static zp_status engine_step(zp_engine *e) {
         e->stats.decode_seconds += t1 - t0;
         e->stats.decode_steps++;
         e->stats.decode_tokens += b.n_tokens;
-        for (int s = 0; s < b.n_seqs; s++) e->stats.decode_kv_tokens += (int64_t)seq_attended(e, e->batch.seqs[s], b.seq_kv_len[s]);
+        int64_t kv = 0;
+        for (int s = 0; s < b.n_seqs; s++) kv += (int64_t)seq_attended(e, e->batch.seqs[s], b.seq_kv_len[s]);
+        e->stats.decode_kv_tokens += kv;
+        e->last_decode_rows = b.n_tokens;
+        e->last_decode_kv = kv;
         double ops1[ZP_OP_COUNT];
         if (prof_decode && e->be->op_seconds(e->be, ops1) == ZP_OK) /* profiling waits for the step's events here */
             for (int k = 0; k < ZP_OP_COUNT; k++) e->stats.decode_op_seconds[k] += ops1[k] - ops0[k];

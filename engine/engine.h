@@ -126,6 +126,12 @@ int zp_engine_kv_elem_bytes(const zp_engine *e);
 int zp_engine_uses_graphs(const zp_engine *e);
 zp_status zp_engine_device_memory(zp_engine *e, size_t *used, size_t *total);
 zp_status zp_engine_copy_bandwidth(zp_engine *e, double *bytes_per_s);
+/* The dense rate of the backend's matmul op in the storage type (flops per second: a large
+ * square product timed, median of several): the compute roof in benchmarks. */
+zp_status zp_engine_matmul_rate(zp_engine *e, double *flops_per_s);
+/* The shape of the last zp_engine_step: its decode rows and the K/V tokens they attended (both
+ * 0 when it ran no decode forward: a prefill, compression only, or idle). */
+void zp_engine_last_step(const zp_engine *e, int *decode_rows, int64_t *kv_tokens);
 /* Its model's weight bytes as stored (with tensor parallelism rank 0's share: what one GPU holds and reads). */
 size_t zp_engine_weight_bytes(const zp_engine *e);
 /* The weight bytes one forward step reads beyond its tokens' embedding rows: every weight,

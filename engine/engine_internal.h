@@ -51,6 +51,8 @@ struct zp_engine {
     int *qstore_rows, *qstore_slots, qstore_cap;
     zp_engine_stats stats;
     zp_batch last_batch;      /* the batch of the last forward (tests) */
+    int last_decode_rows;     /* the last step's decode rows (0: it ran no decode forward) ... */
+    int64_t last_decode_kv;   /* ... and the K/V tokens they attended (zp_engine_last_step) */
     zp_logits_hook logits_hook;
     void *logits_hook_ctx;
     zp_token_hook token_hook;

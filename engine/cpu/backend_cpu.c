@@ -372,6 +372,29 @@ static zp_status cpu_copy_bandwidth(zp_backend *be, double *bytes_per_s) {
     return ZP_OK;
 }
 
+/* A 512-square fp32 product through cpu_matmul, median of 3 after a warm-up one. */
+static zp_status cpu_matmul_rate(zp_backend *be, double *flops_per_s) {
+    enum { N = 512 };
+    float *x = malloc(sizeof(float) * N * N), *w = malloc(sizeof(float) * N * N), *o = malloc(sizeof(float) * N * N);
+    zp_status s = x && w && o ? ZP_OK : zp_fail(ZP_ERR_OOM, "matmul rate: no host memory for 3 MiB");
+    for (int i = 0; s == ZP_OK && i < N * N; i++) { x[i] = (float)(i % 7) * 0.125f; w[i] = (float)(i % 5) * 0.25f; }
+    double t[3];
+    for (int i = -1; s == ZP_OK && i < 3; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        s = cpu_matmul(be, o, ZP_ACT_F32, x, w, NULL, N, N, N);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (i >= 0) t[i] = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    }
+    free(x);
+    free(w);
+    free(o);
+    if (s != ZP_OK) return s;
+    const double med = t[0] > t[1] ? (t[1] > t[2] ? t[1] : t[0] > t[2] ? t[2] : t[0]) : (t[0] > t[2] ? t[0] : t[1] > t[2] ? t[2] : t[1]);
+    *flops_per_s = 2.0 * N * N * (double)N / (med > 0 ? med : 1e-9);
+    return ZP_OK;
+}
+
 static zp_status cpu_compress_wait(zp_backend *be) { (void)be; return ZP_OK; } /* the host op is synchronous */
 
 zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
@@ -414,6 +437,7 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->compress = zp_compress_host; /* the host plan through the ops above: the reference of every policy */
     be->compress_wait = cpu_compress_wait;
     be->copy_bandwidth = cpu_copy_bandwidth;
+    be->matmul_rate = cpu_matmul_rate;
     *out = be;
     return ZP_OK;
 }

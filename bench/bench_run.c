@@ -152,7 +152,7 @@ static const char BENCH_HEADER[] =
     "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
     "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp,admission_reserve,"
     "length_scale,preemptions,completion_s,latency_p50_s,latency_p90_s,latency_p99_s,kv_dtype,matmul_tflops,roofline_compute_ratio,"
-    "gemm_roof_share,attention_roof_share";
+    "gemm_roof_share,attention_roof_share,graph_replay_share";
 
 static void print_row(FILE *f, const bench_config *b, const bench_workload *w, const bench_result *r, int header) {
     const zp_engine_stats *st = &r->st;
@@ -180,7 +180,7 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
     char completion[32] = "";
     if (lat_n == w->n && lat_n > 0) snprintf(completion, sizeof completion, "%.3f", r->latency[lat_n - 1]);
     fprintf(f, "%s,%s,%s,%s,%d,%.1f,%.1f,%s,%d,%d,%d,%d,%d,%d,%.3f,%lld,%.1f,%.1f,%.1f,%.3f,%.1f,%d,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.0f,%.1f,"
-               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f,%d,%g,%d,%lld,%s,%.3f,%.3f,%.3f,%s,%.6f,%.4f,%.4f,%.4f\n",
+               "%.6f,%.3f,%lld,%.1f,%s,%.6f,%d,%.1f,%d,%g,%d,%lld,%s,%.3f,%.3f,%.3f,%s,%.6f,%.4f,%.4f,%.4f,%.4f\n",
             b->label, b->ec.device ? b->ec.device : "cpu", b->model_name, b->workload, w->n, pl / w->n, gl / w->n,
             b->ec.policy ? b->ec.policy : "full", b->ec.nmax, b->ec.window, b->ec.block_size, st->num_blocks, b->ec.async_compress,
             b->ec.enable_prefix_cache, r->wall, (long long)(st->prefill_tokens + st->generated_tokens),
@@ -192,7 +192,8 @@ static void print_row(FILE *f, const bench_config *b, const bench_workload *w, c
             (long long)st->compressions, saturated_tps(b, st), r->pool ? r->pool : "", st->kv_state_bytes / 1073741824.0, r->finished, r->tps_steady,
             b->ec.tp > 1 ? b->ec.tp : 1, b->ec.admission_reserve, b->length_scale, (long long)st->preemptions, completion,
             quantile(r->latency, lat_n, 0.5), quantile(r->latency, lat_n, 0.9), quantile(r->latency, lat_n, 0.99),
-            b->ec.kv_dtype ? b->ec.kv_dtype : "auto", r->matmul_rate / 1e12, roof_c, gemm_share, attn_share);
+            b->ec.kv_dtype ? b->ec.kv_dtype : "auto", r->matmul_rate / 1e12, roof_c, gemm_share, attn_share,
+            st->decode_steps > 0 ? (double)st->graph_replays / (double)st->decode_steps : 0.0);
 }
 
 static size_t count_commas(const char *s) {

@@ -29,7 +29,7 @@ COLUMNS = ("label,device,model,workload,requests,prompt_mean,gen_mean,policy,nma
            "share_elementwise,share_sampling,share_compression,share_host,device_mem_gib,peak_rss_mib,copy_gbps,"
            "step_gbytes_mean,roofline_ratio,compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp,admission_reserve,"
            "length_scale,preemptions,completion_s,latency_p50_s,latency_p90_s,latency_p99_s,kv_dtype,matmul_tflops,roofline_compute_ratio,"
-           "gemm_roof_share,attention_roof_share").split(",")
+           "gemm_roof_share,attention_roof_share,graph_replay_share").split(",")
 
 
 def copy_bandwidth():

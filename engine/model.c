@@ -520,10 +520,12 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
 
 /* The model's part of a decode graph's key: the batch shape, every buffer the forward passes
  * to the backend (activations are reallocated only when they grow) and the KV geometry (a new
- * pool may land at the same address with another size). */
+ * pool may land at the same address with another size). Not the number of rows whose query is
+ * stored this step (n_qstore): the query store launches over every row, so its graphs replay
+ * at any count (a window policy's count changes nearly every step). */
 static uint64_t graph_key(const zp_model *m, const zp_batch *b, const zp_kv_storage *kv) {
     const uint64_t parts[] = {(uint64_t)b->n_tokens, (uint64_t)b->n_seqs, (uint64_t)b->max_blocks, (uint64_t)b->n_out, (uint64_t)b->n_views,
-                              (uint64_t)b->n_qstore, (uint64_t)(uintptr_t)m->x, (uint64_t)(uintptr_t)m->h,
+                              (uint64_t)(uintptr_t)m->x, (uint64_t)(uintptr_t)m->h,
                               (uint64_t)(uintptr_t)m->qkv, (uint64_t)(uintptr_t)m->q, (uint64_t)(uintptr_t)m->att,
                               (uint64_t)(uintptr_t)m->gu, (uint64_t)(uintptr_t)m->act, (uint64_t)(uintptr_t)m->xo,
                               (uint64_t)(uintptr_t)m->hn, (uint64_t)(uintptr_t)m->xn,

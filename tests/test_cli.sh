@@ -18,16 +18,16 @@ ok "$Z" logits --model "$T/m" --prompt-ids 1,2,3,4 --all --out "$T/l.json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['logits'])==4 and len(d['logits'][0])==1024" "$T/l.json" \
   || { echo "FAIL: logits JSON"; fails=$((fails+1)); }
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16
-grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,.*,0\.0,,[0-9.]*,2,[0-9.]*,1,0,1,0\(,[0-9.]*\)\{4\},auto\(,[0-9.]*\)\{4\}$' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
+grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,.*,0\.0,,[0-9.]*,2,[0-9.]*,1,0,1,0\(,[0-9.]*\)\{4\},auto\(,[0-9.]*\)\{5\}$' "$T/out" || { echo "FAIL: bench CSV row"; cat "$T/out"; fails=$((fails+1)); }
 # the fixed workload runs once untimed first (its counters zeroed: the row counts one run), unless --no-warmup-run
 grep -q '^# warm-up run: ' "$T/out" || { echo "FAIL: bench fixed without its warm-up run"; cat "$T/out"; fails=$((fails+1)); }
 ok "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --no-warmup-run
 grep -q '^# warm-up run' "$T/out" && { echo "FAIL: --no-warmup-run still warmed up"; fails=$((fails+1)); }
-grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,.*,0\.0,,[0-9.]*,2,[0-9.]*,1,0,1,0\(,[0-9.]*\)\{4\},auto\(,[0-9.]*\)\{4\}$' "$T/out" || { echo "FAIL: bench --no-warmup-run row"; cat "$T/out"; fails=$((fails+1)); }
+grep -q '^zipage,cpu,m,fixed,2,8.0,4.0,full,.*,0\.0,,[0-9.]*,2,[0-9.]*,1,0,1,0\(,[0-9.]*\)\{4\},auto\(,[0-9.]*\)\{5\}$' "$T/out" || { echo "FAIL: bench --no-warmup-run row"; cat "$T/out"; fails=$((fails+1)); }
 # a tensor-parallel group of 2 CPU ranks (2 KV heads): the row says tp 2; the tokens are tp 1's (test_tp_engine);
 # the checkpoint m has 1 KV head: tp 3 (and 2) refused naming the count
 ok "$Z" bench --preset tiny-qwen3-vocab --batch 2 --prompt 8 --gen 4 --block-size 16 --tp 2
-grep -q '^zipage,cpu,tiny-qwen3-vocab,fixed,2,8.0,4.0,full,.*,[0-9.]*,2,[0-9.]*,2,0,1,0\(,[0-9.]*\)\{4\},auto\(,[0-9.]*\)\{4\}$' "$T/out" && grep -q 'on rank 0 of the tensor-parallel group' "$T/out" \
+grep -q '^zipage,cpu,tiny-qwen3-vocab,fixed,2,8.0,4.0,full,.*,[0-9.]*,2,[0-9.]*,2,0,1,0\(,[0-9.]*\)\{4\},auto\(,[0-9.]*\)\{5\}$' "$T/out" && grep -q 'on rank 0 of the tensor-parallel group' "$T/out" \
   || { echo "FAIL: bench --tp 2 row"; cat "$T/out"; fails=$((fails+1)); }
 "$Z" bench --model "$T/m" --batch 2 --prompt 8 --gen 4 --block-size 16 --tp 3 > "$T/out" 2>&1 \
   && { echo "FAIL: bench --tp 3 of a model with 2 KV heads ran"; fails=$((fails+1)); }
@@ -67,6 +67,7 @@ for r, B in zip(csv.DictReader(open(sys.argv[2])), (2, 64)):
     if B == 64:
         assert B * 2 * P / F > (4 * P + B * 4 * H) / bw and got > 1.2 * bw_only, (F, bw, got, bw_only)
     assert float(r["gemm_roof_share"]) == 0 and float(r["attention_roof_share"]) == 0, r  # not profiled
+    assert float(r["graph_replay_share"]) == 0, r  # no graphs on the CPU
 PY
 # --csv naming a file of another header (an older version's) is refused before anything runs, the file as it was
 printf 'label,device,model\nold,cpu,m\n' > "$T/old.csv"
@@ -77,8 +78,8 @@ grep -q "old.csv: its first line is not this zipage bench's header" "$T/out" && 
 ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-tokens 256 --block-size 16 --policy zipage \
   --nmax 2 --window 8 --csv "$T/b.csv" --label r
 [ "$(grep -c '' "$T/b.csv")" = 2 ] && grep -q '^r,cpu,tiny-qwen3-vocab,reasoning,2,[0-9.]*,256.0,zipage,2,8,16,' "$T/b.csv" \
-  && head -1 "$T/b.csv" | grep -q ',compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp,admission_reserve,length_scale,preemptions,completion_s,latency_p50_s,latency_p90_s,latency_p99_s,kv_dtype,matmul_tflops,roofline_compute_ratio,gemm_roof_share,attention_roof_share$' \
-  && tail -1 "$T/b.csv" | grep -qE ',[0-9]+,[0-9]*[1-9][0-9]*\.[0-9],,[0-9.]+,2,[0-9.]+,1,0,1,[0-9]+(,[0-9.]+){4},auto(,[0-9.]+){4}$' \
+  && head -1 "$T/b.csv" | grep -q ',compressions,tps_saturated,pool,kv_state_gib,finished,tps_steady,tp,admission_reserve,length_scale,preemptions,completion_s,latency_p50_s,latency_p90_s,latency_p99_s,kv_dtype,matmul_tflops,roofline_compute_ratio,gemm_roof_share,attention_roof_share,graph_replay_share$' \
+  && tail -1 "$T/b.csv" | grep -qE ',[0-9]+,[0-9]*[1-9][0-9]*\.[0-9],,[0-9.]+,2,[0-9.]+,1,0,1,[0-9]+(,[0-9.]+){4},auto(,[0-9.]+){5}$' \
   || { echo "FAIL: bench reasoning CSV"; cat "$T/out" "$T/b.csv"; fails=$((fails+1)); }
 # the completion time and latency quantiles: the whole run's end, p50 <= p90 <= p99 <= completion <= wall;
 # a run cut by --max-seconds has no completion time
@@ -94,7 +95,7 @@ python3 -c "import csv,sys; r=list(csv.DictReader(open(sys.argv[1])))[-1]; asser
 # the scaled replica (--length-scale 4: each output length / 4) with a whole-cap admission, labelled in the row
 ok "$Z" bench --preset tiny-qwen3-vocab --workload reasoning --requests 2 --max-tokens 256 --length-scale 4 --block-size 16 --policy zipage \
   --nmax 2 --window 8 --admission-reserve 1 --csv "$T/b4.csv" --label r4
-grep -q '^r4,cpu,tiny-qwen3-vocab,reasoning,2,[0-9.]*,64.0,zipage,2,8,16,' "$T/b4.csv" && tail -1 "$T/b4.csv" | grep -qE ',1,1,4,0(,[0-9.]+){4},auto(,[0-9.]+){4}$' \
+grep -q '^r4,cpu,tiny-qwen3-vocab,reasoning,2,[0-9.]*,64.0,zipage,2,8,16,' "$T/b4.csv" && tail -1 "$T/b4.csv" | grep -qE ',1,1,4,0(,[0-9.]+){4},auto(,[0-9.]+){5}$' \
   || { echo "FAIL: bench --length-scale / --admission-reserve row"; cat "$T/out" "$T/b4.csv"; fails=$((fails+1)); }
 # the K/V cache in fp8: the row says so, and a decode step's K/V bytes are one per element
 ok "$Z" bench --preset tiny-qwen3-vocab --batch 2 --prompt 8 --gen 4 --block-size 16 --kv-dtype fp8 --csv "$T/b8.csv" --label f8

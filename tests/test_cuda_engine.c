@@ -11,7 +11,8 @@
  * Zipage sync and async, SnapKV), which must have been replayed at least once. Memory sizing: with gpu_memory_utilization 0.5 the engine leaves at most
  * half the device in use and gives the KV pool most of it; an impossible share fails cleanly.
  * Log-probabilities with device sampling equal the host sampler's on the same logits and are
- * within 1e-3 of the CPU engine's. The K/V cache in fp8: prefill logits within 1e-2 of the logit
+ * within 1e-3 of the CPU engine's. Zipage's decode graphs replay whatever rows store a query
+ * (graph_keys). The K/V cache in fp8: prefill logits within 1e-2 of the logit
  * scale in fp32 storage, and every policy's greedy tokens mostly those of the CPU engine with an
  * fp8 cache (fp8_parity says why not all); with scales calibrated from the prompt (kv_scales
  * prompt) the scales within 1e-4 of the CPU's (bf16 storage: 2e-2), and the same logit and token
@@ -157,6 +158,29 @@ static void greedy_parity_layers(const char *preset, const char *policy, int asy
 
 static void greedy_parity(const char *preset, const char *policy, int async, int fp32, int graphs) {
     greedy_parity_layers(preset, policy, async, fp32, graphs, NULL);
+}
+
+/* A window policy's decode graphs replay whatever number of rows stores a query this step (the
+ * query store launches over every row; the count is no part of the graph key): six requests of
+ * 64 tokens whose window rows (4 of each 16-token block) come at different steps. All six decode
+ * together and Zipage's widest block table is at its cap (3 blocks) from the first decode step,
+ * so its decode steps have one shape: one graph, recorded at the second step and replayed at
+ * every later one (with the count in the key, a CPU simulation of the same schedule records 3
+ * and replays 57 of 63). Full KV on the same requests is printed beside it (its tables grow). */
+static void graph_keys(void) {
+    run_result r[2];
+    for (int z = 0; z < 2; z++) {
+        run_spec rs = z ? run_spec_zipage("tiny-qwen3") : run_spec_default("tiny-qwen3");
+        rs.sp.max_tokens = 64;
+        rs.ec.device = "cuda";
+        rs.ec.precision = "fp32";
+        rs.ec.cuda_graphs = 1;
+        run_requests(&rs, &r[z]);
+        printf("  graph keys %-6s: %lld decode steps, %lld graphs recorded, %lld replayed\n", z ? "zipage" : "full", (long long)r[z].st.decode_steps,
+               (long long)r[z].st.graph_records, (long long)r[z].st.graph_replays);
+    }
+    CHECK(r[1].st.compressions > 0 && r[1].st.graph_records == 1 && r[1].st.graph_replays == r[1].st.decode_steps - 2);
+    for (int z = 0; z < 2; z++) run_result_free(&r[z]);
 }
 
 static void ignore_logits(void *ctx, int64_t request_id, int sample_index, int step, const float *logits, int vocab) {
@@ -337,6 +361,7 @@ int main(void) {
     fp8_parity_scales("tiny-qwen3", "full", NULL, 0, 1, "prompt");
     fp8_parity_scales("tiny-qwen3", "zipage", NULL, 1, 1, "prompt");
     memory_sizing();
+    graph_keys();
     logprobs_parity("full", 0.0f);
     logprobs_parity("zipage", 0.8f);
     const float sp[4][3] = {{0.8f, 1.0f, 0}, {0.6f, 0.95f, 20}, {0.7f, 0.9f, 0}, {1.0f, 1.0f, 5}};

@@ -294,10 +294,12 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
     const int T = b->n_tokens, S = b->n_seqs;
     int n_tiles = 0;
     for (int s = 0; s < S; s++) n_tiles += zp_ceil_div(b->seq_q_len[s], CUDA_PREFILL_TILE);
-    enum { N_ARR = 13 };
+    enum { N_ARR = 12 };
     const size_t V = b->n_views > 1 ? (size_t)b->n_views : 1; /* layer views of kv_len and tables */
+    /* the query stores as one array per row (9), so that the layout and every launch depend on
+     * the batch shape alone, not on how many rows store a query this step (a graph key less) */
     const size_t sizes[N_ARR] = {(size_t)T, (size_t)T, (size_t)T, (size_t)S, (size_t)S, V * S, V * S * b->max_blocks,
-                                 (size_t)b->n_out, (size_t)T, (size_t)b->n_qstore, (size_t)b->n_qstore, (size_t)n_tiles, (size_t)n_tiles};
+                                 (size_t)b->n_out, (size_t)T, (size_t)T, (size_t)n_tiles, (size_t)n_tiles};
     size_t total = 0;
     for (int i = 0; i < N_ARR; i++) total += sizes[i];
     ZP_TRY(cuda_prof_flush(c));
@@ -311,9 +313,12 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
     }
     int *host = c->hbatch;
     const int *srcs[N_ARR] = {b->token_ids, b->positions, b->slot_mapping, b->seq_q_start, b->seq_q_len, b->seq_kv_len,
-                              b->block_tables, b->out_rows, NULL, b->qstore_rows, b->qstore_slots, NULL, NULL};
+                              b->block_tables, b->out_rows, NULL, NULL, NULL, NULL};
     int **dsts[N_ARR] = {&c->d.ids, &c->d.positions, &c->d.slots, &c->d.q_start, &c->d.q_len, &c->d.kv_len0, &c->d.tables0,
-                         &c->d.out_rows, &c->d.row_seq, &c->d.qstore_rows, &c->d.qstore_slots, &c->d.tile_seq, &c->d.tile_row0};
+                         &c->d.out_rows, &c->d.row_seq, &c->d.row_qslot, &c->d.tile_seq, &c->d.tile_row0};
+    for (int i = 0; i < b->n_qstore; i++)
+        if (b->qstore_rows[i] < 0 || b->qstore_rows[i] >= T)
+            return zp_fail(ZP_ERR_INVALID, "cuda set_batch: query store %d names row %d of a %d-row batch", i, b->qstore_rows[i], T);
     if (total + 1 > c->packed_cap) {
         ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
         cudaFree(c->packed);
@@ -328,13 +333,16 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
         if (i == 8) { /* row -> sequence */
             for (int s = 0; s < S; s++)
                 for (int r = 0; r < b->seq_q_len[s]; r++) host[off + b->seq_q_start[s] + r] = s;
-        } else if (i == 11) { /* prefill tiles: sequence, then (i == 12) first row */
+        } else if (i == 9) { /* row -> query-cache row, -1: none */
+            for (int t = 0; t < T; t++) host[off + t] = -1;
+            for (int k = 0; k < b->n_qstore; k++) host[off + b->qstore_rows[k]] = b->qstore_slots[k];
+        } else if (i == 10) { /* prefill tiles: sequence, then (i == 11) first row */
             for (int s = 0, k = 0; s < S; s++)
                 for (int r = 0; r < b->seq_q_len[s]; r += CUDA_PREFILL_TILE, k++) {
                     host[off + k] = s;
                     host[off + n_tiles + k] = r;
                 }
-        } else if (i == 12) { /* filled with i == 11 */
+        } else if (i == 11) { /* filled with i == 10 */
         } else if (sizes[i] && srcs[i]) {
             memcpy(host + off, srcs[i], sizeof(int) * sizes[i]);
         } else if (sizes[i]) { /* an array this step does not use */

@@ -14,10 +14,15 @@
 #include "kv_elem.cuh" /* the K/V cache's element types: an fp8 cache's rows move as bytes */
 #include "../../scorers/cuda/plan_cuda.cuh"
 
+/* A block per batch row: its query row to query-cache row row_qslot[row], when it has one
+ * (-1: none). Launched over every row whether any stores or not, so a decode graph recorded at
+ * one step replays right at a step with other stores. */
 template <typename T>
-__global__ static void query_store_kernel(T *qc, const float *q, const int *rows, const int *slots, int row_len) {
-    const float *src = q + (size_t)rows[blockIdx.x] * row_len;
-    T *dst = qc + (size_t)slots[blockIdx.x] * row_len;
+__global__ static void query_store_kernel(T *qc, const float *q, const int *row_qslot, int row_len) {
+    const int slot = row_qslot[blockIdx.x];
+    if (slot < 0) return;
+    const float *src = q + (size_t)blockIdx.x * row_len;
+    T *dst = qc + (size_t)slot * row_len;
     for (int i = threadIdx.x; i < row_len; i += blockDim.x) zp_st(&dst[i], src[i]);
 }
 
@@ -144,11 +149,11 @@ zp_status cuda_scratch(cuda_ctx *c, size_t floats) { return cuda_grow(c, (void *
 
 zp_status cuda_query_store(zp_backend *be, const zp_attn_dims *d, const void *q, void *qcache, int layer) {
     cuda_ctx *c = CUDA_CTX(be);
-    if (c->b.n_qstore == 0) return ZP_OK;
+    if (c->b.n_tokens == 0) return ZP_OK;
     const size_t row = (size_t)d->n_heads * d->head_dim;
-    ZP_DISPATCH_STORAGE(c->fp32, query_store_kernel<T><<<c->b.n_qstore, 256, 0, c->stream>>>(
-                                     (T *)qcache + (size_t)layer * d->n_qslots * d->window * row, (const float *)q, c->d.qstore_rows,
-                                     c->d.qstore_slots, (int)row));
+    ZP_DISPATCH_STORAGE(c->fp32, query_store_kernel<T><<<c->b.n_tokens, 256, 0, c->stream>>>(
+                                     (T *)qcache + (size_t)layer * d->n_qslots * d->window * row, (const float *)q, c->d.row_qslot,
+                                     (int)row));
     ZP_LAUNCH_CHECK("query_store");
     return ZP_OK;
 }

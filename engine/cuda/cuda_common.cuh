@@ -148,7 +148,8 @@ static inline int zp_ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 /* Device copies of the step's batch arrays (one packed upload per set_batch). kv_len and tables
  * are those of the layer view in use (cuda_use_layer_view), kv_len0 and tables0 all views. */
 typedef struct {
-    int *ids, *positions, *slots, *q_start, *q_len, *kv_len, *tables, *out_rows, *row_seq, *qstore_rows, *qstore_slots;
+    int *ids, *positions, *slots, *q_start, *q_len, *kv_len, *tables, *out_rows, *row_seq;
+    int *row_qslot;            /* [T] the query-cache row each batch row's query goes to, or -1 (from qstore_rows/slots) */
     int *tile_seq, *tile_row0; /* [n_ptiles] prefill query tiles: sequence, first row within it */
     int *kv_len0, *tables0;    /* [n_views][S], [n_views][S][max_blocks] */
 } cuda_batch_dev;

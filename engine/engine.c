@@ -436,6 +436,13 @@ static void build_layer_views(zp_engine *e, zp_seq *const *seqs, int n_seqs, int
         }
 }
 
+/* A decode step's block tables are padded (-1) to a multiple of this many blocks: the table
+ * width is part of a decode graph's shape (model.c graph_key), and a growing context would
+ * otherwise make a new shape every block (on a CPU simulation of the reasoning replica's
+ * schedule, full KV's decode steps replayed 0.778 unpadded, 0.846 in 8s:
+ * bench/log/s24-2026-12-04.md). Prefill steps, never recorded, keep their width. */
+#define DECODE_TABLE_ROUND 8
+
 /* Rows of request q this step: logical tokens [n_done, n_tokens) at positions n_done.. (with a
  * position shift: at their cache indices n_kv..); their K/V go to physical slots n_kv..
  * (positions and slots coincide until a compression). */
@@ -446,6 +453,7 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
         max_blocks = seqs[i]->n_blocks > max_blocks ? seqs[i]->n_blocks : max_blocks;
         rows += seqs[i]->n_tokens - seqs[i]->n_done;
     }
+    if (!is_prefill) max_blocks = (max_blocks + DECODE_TABLE_ROUND - 1) / DECODE_TABLE_ROUND * DECODE_TABLE_ROUND;
     ZP_TRY(reserve_step(e, rows, n_seqs, max_blocks));
     int row = 0;
     for (int i = 0; i < n_seqs; i++) {

@@ -166,7 +166,8 @@ static void greedy_parity(const char *preset, const char *policy, int async, int
  * together and Zipage's widest block table is at its cap (3 blocks) from the first decode step,
  * so its decode steps have one shape: one graph, recorded at the second step and replayed at
  * every later one (with the count in the key, a CPU simulation of the same schedule records 3
- * and replays 57 of 63). Full KV on the same requests is printed beside it (its tables grow). */
+ * and replays 57 of 63). Full KV on the same requests is printed beside it (its tables grow from
+ * 3 to 7 blocks, inside one padded width of 8: engine.c DECODE_TABLE_ROUND). */
 static void graph_keys(void) {
     run_result r[2];
     for (int z = 0; z < 2; z++) {

@@ -353,18 +353,25 @@ void sched_prompt_compress_done(zp_scheduler *s, zp_seq *q) {
 
 /* ---------------------------------------------------------------- scheduling */
 
-/* The blocks admission holds for a request: admission_reserve of its most blocks (rounded up),
- * at least what it needs now. */
+/* admission_reserve of a request's most blocks (rounded up; capped by N_max: sched_blocks_needed). */
+static int reservation(const zp_scheduler *s, const zp_seq *q) {
+    const int most = sched_blocks_needed(s, q->n_prompt, q->sp.max_tokens);
+    return (int)ceilf(s->admission_reserve * (float)most - 1e-4f);
+}
+/* The blocks admission holds for a waiting request: its reservation, at least the blocks its
+ * (re)computation takes now (a preempted request recomputes all its tokens). */
 static int reserve_blocks(const zp_scheduler *s, const zp_seq *q) {
-    const int most = sched_blocks_needed(s, q->n_prompt, q->sp.max_tokens), now = sched_blocks_for(s, q->n_tokens);
-    const int r = (int)ceilf(s->admission_reserve * (float)most - 1e-4f);
+    const int r = reservation(s, q), now = sched_blocks_for(s, q->n_tokens);
     return r > now ? r : now;
 }
-/* Blocks the running requests may still take before they reach their reservations. */
+/* Blocks the running requests may still take before they reach their reservations: beyond the
+ * blocks each holds, not beyond its logical length (a compressed request's tokens far outnumber
+ * its blocks, which stay under the cap; counting its length held back blocks no request could
+ * ever take, and admission stalled until the long requests finished). */
 static int reserved_growth(const zp_scheduler *s) {
     int n = 0;
     for (int i = 0; i < s->running.n; i++) {
-        const int more = reserve_blocks(s, s->running.v[i]) - s->running.v[i]->n_blocks;
+        const int more = reservation(s, s->running.v[i]) - s->running.v[i]->n_blocks;
         n += more > 0 ? more : 0;
     }
     return n;

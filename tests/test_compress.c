@@ -252,6 +252,56 @@ static void test_admission_reserve(void) {
     run_result_free(&all);
 }
 
+/* admission_reserve 1 against compressed requests: a running request holds back the blocks it
+ * may still take up to its reservation (N_max + 1 = 3 blocks), not up to its logical length, which
+ * compression leaves far above its blocks. Watched after every step: when the waiting head's
+ * reservation fits beside every running request's (free blocks less their remaining growth), a
+ * query slot is free and the batch has room, the next step admits it (a prefill). Before the
+ * fix a compressed request's length held back blocks no request could take: on the reasoning
+ * replica, 12 requests ran with 571 of 679 blocks free and 884 waiting (bench/log/s24). */
+typedef struct {
+    int could, stalls, admitted;
+} reserve_watch;
+
+static void watch_reserve(zp_engine *e, void *ctx) {
+    reserve_watch *w = ctx;
+    const zp_scheduler *s = &e->sched;
+    if (w->could) { /* the step just taken had to admit */
+        w->stalls += !e->last_batch.is_prefill || e->last_batch.n_tokens == 0;
+        w->admitted += e->last_batch.is_prefill;
+    }
+    w->could = 0;
+    if (!s->waiting.n || s->running.n >= s->max_num_seqs || s->n_free_q == 0) return;
+    int held = 0;
+    for (int i = 0; i < s->running.n; i++) {
+        const zp_seq *q = s->running.v[i];
+        const int more = sched_blocks_needed(s, q->n_prompt, q->sp.max_tokens) - q->n_blocks; /* reserve 1: its most blocks */
+        held += more > 0 ? more : 0;
+    }
+    const zp_seq *h = s->waiting.v[0];
+    int want = sched_blocks_needed(s, h->n_prompt, h->sp.max_tokens);
+    if (want < sched_blocks_for(s, h->n_tokens)) want = sched_blocks_for(s, h->n_tokens);
+    w->could = kv_pool_num_free(s->pool) - held >= want;
+}
+
+static void test_admission_reserve_compressed(void) {
+    run_spec rs = zipage_spec("tiny-qwen3");
+    rs.n_req = 12;
+    rs.random_lengths = 5; /* prompts 1..9 tokens, 1..120 tokens each: most compress well past the cap */
+    rs.ec.num_blocks = 12; /* four requests at their cap */
+    rs.ec.max_concurrency = 4;
+    rs.ec.admission_reserve = 1.0f;
+    reserve_watch w = {0, 0, 0};
+    rs.on_step = watch_reserve;
+    rs.ctx = &w;
+    run_result r;
+    run_requests(&rs, &r);
+    printf("admission reserve 1, compressed requests: %d admissions due, %d stalled; %lld compressions, %lld preemptions, peak running %d\n",
+           w.admitted + w.stalls, w.stalls, (long long)r.st.compressions, (long long)r.st.preemptions, r.st.peak_running);
+    CHECK(r.st.compressions > 0 && w.admitted > 0 && w.stalls == 0 && r.st.peak_running >= 4);
+    run_result_free(&r);
+}
+
 /* Async compression repeats token for token: 64 sampled continuations of one prompt in a pool
  * of 12 blocks (preemption and recompute under way), every evicting policy, prefix cache on,
  * three runs each (before the worker was joined at a fixed step, 13 of 56 such configurations
@@ -440,6 +490,7 @@ int main(void) {
     test_shared_prefix_untouched();
     test_preemption_and_async();
     test_admission_reserve();
+    test_admission_reserve_compressed();
     test_async_reproducible();
     test_refill_before_admission();
     test_hybrid_beats_strict();

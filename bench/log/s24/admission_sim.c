@@ -59,9 +59,9 @@ int main(int argc, char **argv) {
     }
     zp_engine_get_stats(e, &st);
     int64_t gen = 0; for (int r = 0; r < w.n; r++) gen += w.gen[r];
-    printf("%s %s reserve %s blocks %d: %lld preemptions, %lld prefill tokens (%lld prompt), %ld decode steps (mean rows %.1f), %ld prefill steps, "
+    printf("%s %s reserve %s blocks %d: %lld preemptions, %lld prefill tokens, %ld decode steps (mean rows %.1f), %ld prefill steps, "
            "%lld compressions, peak running %d; modeled H200 time %.1f s (decode %.1f, prefill %.1f), %.0f tok/s, p50 latency %.1f s\n",
-           policy, sched, argv[5], nb, (long long)st.preemptions, (long long)st.prefill_tokens, 0LL, dsteps, (double)rows / dsteps, psteps,
+           policy, sched, argv[5], nb, (long long)st.preemptions, (long long)st.prefill_tokens, dsteps, (double)rows / dsteps, psteps,
            (long long)st.compressions, st.peak_running, t, t_dec, t_pre, gen / t, lat[fin / 2]);
     return 0;
 }

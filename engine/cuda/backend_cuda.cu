@@ -290,8 +290,12 @@ static zp_status cu_rope_init(zp_backend *be, const float *inv_freq, int half_di
  * upload from pinned staging, without waiting for it. */
 static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
     cuda_ctx *c = CUDA_CTX(be);
-    c->b = *b;
     const int T = b->n_tokens, S = b->n_seqs;
+    for (int i = 0; i < b->n_qstore; i++) /* before anything of the batch is taken */
+        if (b->qstore_rows[i] < 0 || b->qstore_rows[i] >= T || b->qstore_slots[i] < 0)
+            return zp_fail(ZP_ERR_INVALID, "cuda set_batch: query store %d names row %d (slot %d) of a %d-row batch", i, b->qstore_rows[i],
+                           b->qstore_slots[i], T);
+    c->b = *b;
     int n_tiles = 0;
     for (int s = 0; s < S; s++) n_tiles += zp_ceil_div(b->seq_q_len[s], CUDA_PREFILL_TILE);
     enum { N_ARR = 12 };
@@ -316,9 +320,6 @@ static zp_status cu_set_batch(zp_backend *be, const zp_batch *b) {
                               b->block_tables, b->out_rows, NULL, NULL, NULL, NULL};
     int **dsts[N_ARR] = {&c->d.ids, &c->d.positions, &c->d.slots, &c->d.q_start, &c->d.q_len, &c->d.kv_len0, &c->d.tables0,
                          &c->d.out_rows, &c->d.row_seq, &c->d.row_qslot, &c->d.tile_seq, &c->d.tile_row0};
-    for (int i = 0; i < b->n_qstore; i++)
-        if (b->qstore_rows[i] < 0 || b->qstore_rows[i] >= T)
-            return zp_fail(ZP_ERR_INVALID, "cuda set_batch: query store %d names row %d of a %d-row batch", i, b->qstore_rows[i], T);
     if (total + 1 > c->packed_cap) {
         ZP_CUDA_CHECK(cudaStreamSynchronize(c->stream));
         cudaFree(c->packed);

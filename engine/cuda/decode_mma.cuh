@@ -130,16 +130,21 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 /* The shared-memory layout of a stage's K and V tiles: 16 rows of D elements of the cache type
  * KT (bf16, or E4M3 bytes), moved in 16-byte chunks (CH a row) whose order within a row is
  * XOR-swizzled so that the fragment reads below spread over the banks:
- *   bf16  K: chunk ^ 4 (row & 1)                V: chunk ^ 2 ((row >> 1) & 3)
- *   E4M3  K: chunk ^ 2 (row & (CH/2 - 1))       V: chunk ^ (CH/2) ((row >> 1) & 1)
+ *   bf16        K: chunk ^ 4 (row & 1)          V: chunk ^ 2 ((row >> 1) & 3)
+ *   E4M3, D 128 K: chunk ^ 2 (row & 3)          V: chunk ^ 4 ((row >> 1) & 1)
+ *   E4M3, D 64  K: chunk ^ 2 ((row >> 1) & 1)   V: chunk ^ 2 ((row >> 1) & 1)
  * (an E4M3 fragment is 8 bytes, half a chunk: K lanes read rows gq at chunks 2c + t/2, V lanes
- * rows 2t + e at chunks gq/2 + 4hd). Any permutation is correct: writes and reads share it. */
+ * rows 2t + e at chunks gq/2 + 4hd; a 64-byte row fills half the banks, so at D 64 rows 2k and
+ * 2k + 1 already differ and the K swizzle separates rows 2k from 2k + 2; V's four rows of one read
+ * share a bank half there whatever the order within a row: a 2-way conflict left as it is).
+ * Any permutation is correct: writes and reads share it. */
 template <int D, typename KT>
 struct dec_tile {
     static constexpr int ROW = D * (int)sizeof(KT), CH = ROW / 16, BYTES = DEC_MMA_TILE * ROW;
     __device__ static __forceinline__ int swz(int is_v, int row, int ch) {
         if constexpr (sizeof(KT) == 2) return is_v ? ch ^ (2 * ((row >> 1) & 3)) : ch ^ (4 * (row & 1));
-        else return is_v ? ch ^ ((CH / 2) * ((row >> 1) & 1)) : ch ^ (2 * (row & (CH / 2 - 1)));
+        else if constexpr (CH == 4) return ch ^ (2 * ((row >> 1) & 1));
+        else return is_v ? ch ^ (4 * ((row >> 1) & 1)) : ch ^ (2 * (row & 3));
     }
     /* The bf16 A/B fragment word quadruple of row `row`, elements e0 .. e0 + 7 (e0 % 8 == 0):
      * bf16 read as it is; E4M3 bytes widened exactly (every E4M3 value is a bf16 value; the

@@ -287,10 +287,10 @@ zp_status bench_run(bench_config *b) {
     if (s == ZP_OK) s = zp_engine_matmul_rate(e, &base.matmul_rate);
     base.step_weight_bytes = zp_engine_step_weight_bytes(e);
     base.gemm_flops_row = 2.0 * (double)base.step_weight_bytes / (double)es;
-    base.attn_flops_kv = 4.0 * mc->n_layers * mc->n_heads * mc->head_dim / (b->ec.tp > 1 ? b->ec.tp : 1);
+    const int tp = b->ec.tp > 1 ? b->ec.tp : 1; /* one GPU's heads */
+    base.attn_flops_kv = 4.0 * mc->n_layers * mc->n_heads * mc->head_dim / tp;
     base.embed_row_bytes = (size_t)mc->hidden * es;
-    base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)zp_engine_kv_elem_bytes(e) /
-                          (size_t)(b->ec.tp > 1 ? b->ec.tp : 1); /* one GPU's heads, in the K/V element type */
+    base.kv_token_bytes = 2 * (size_t)mc->n_layers * mc->n_kv_heads * mc->head_dim * (size_t)zp_engine_kv_elem_bytes(e) / (size_t)tp; /* in the K/V element type */
     const int runs = b->n_pools ? b->n_pools : 1;
     char unservable[512] = "";
     bench_timeline tl = {0};

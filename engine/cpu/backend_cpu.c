@@ -6,8 +6,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"    /* zp_now */
 #include "compress.h" /* zp_compress_host */
 #include "cpu_ops.h"  /* zp_backend, zp_batch, zp_attn_dims, the compression ops */
 
@@ -349,6 +349,13 @@ static void cpu_destroy(zp_backend *be) {
     free(be);
 }
 
+/* The median of t[0, n) (sorted in place). */
+static double median_sorted(double *t, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
+    return t[n / 2];
+}
+
 /* 256 MiB memcpy, median of 5 after a warm-up copy (bytes read + written per second). */
 static zp_status cpu_copy_bandwidth(zp_backend *be, double *bytes_per_s) {
     const size_t n = (size_t)256 << 20;
@@ -358,17 +365,13 @@ static zp_status cpu_copy_bandwidth(zp_backend *be, double *bytes_per_s) {
     memcpy(b, a, n);
     double t[5];
     for (int i = 0; i < 5; i++) {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        const double t0 = zp_now();
         memcpy(i % 2 ? a : b, i % 2 ? b : a, n);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        t[i] = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        t[i] = zp_now() - t0;
     }
     free(a);
     free(b);
-    for (int i = 1; i < 5; i++)
-        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
-    *bytes_per_s = 2.0 * (double)n / t[2];
+    *bytes_per_s = 2.0 * (double)n / median_sorted(t, 5);
     return ZP_OK;
 }
 
@@ -380,17 +383,15 @@ static zp_status cpu_matmul_rate(zp_backend *be, double *flops_per_s) {
     for (int i = 0; s == ZP_OK && i < N * N; i++) { x[i] = (float)(i % 7) * 0.125f; w[i] = (float)(i % 5) * 0.25f; }
     double t[3];
     for (int i = -1; s == ZP_OK && i < 3; i++) {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        const double t0 = zp_now();
         s = cpu_matmul(be, o, ZP_ACT_F32, x, w, NULL, N, N, N);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        if (i >= 0) t[i] = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if (i >= 0) t[i] = zp_now() - t0;
     }
     free(x);
     free(w);
     free(o);
     if (s != ZP_OK) return s;
-    const double med = t[0] > t[1] ? (t[1] > t[2] ? t[1] : t[0] > t[2] ? t[2] : t[0]) : (t[0] > t[2] ? t[0] : t[1] > t[2] ? t[2] : t[1]);
+    const double med = median_sorted(t, 3);
     *flops_per_s = 2.0 * N * N * (double)N / (med > 0 ? med : 1e-9);
     return ZP_OK;
 }

@@ -418,12 +418,18 @@ static zp_status cu_matmul(zp_backend *be, void *out, zp_act_type out_type, cons
     return ZP_OK;
 }
 
+/* The head sizes qkv_rope_kernel takes: even, at most QKV_MAX_D, that of the rope table. */
+static zp_status qkv_dims_check(const cuda_ctx *c, const zp_attn_dims *d, const char *op) {
+    if (d->head_dim > QKV_MAX_D || d->head_dim % 2 || d->head_dim / 2 != c->half_dim)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda %s: head_dim %d (rope table %d) unsupported", op, d->head_dim, c->half_dim * 2);
+    return ZP_OK;
+}
+
 static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const void *qkv, void *q_out, const void *q_norm,
                                    const void *k_norm, void *k_cache, void *v_cache, int layer) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
-    if (d->head_dim > QKV_MAX_D || d->head_dim % 2 || d->head_dim / 2 != c->half_dim)
-        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda qkv_rope_store: head_dim %d (rope table %d) unsupported", d->head_dim, c->half_dim * 2);
+    ZP_TRY(qkv_dims_check(c, d, "qkv_rope_store"));
     if (c->b.n_tokens == 0) return ZP_OK;
     ZP_TRY(kv_check(d, "qkv_rope_store"));
     const size_t layer_off = (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim;
@@ -443,8 +449,7 @@ static zp_status cu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const 
 static zp_status cu_kv_amax(zp_backend *be, const zp_attn_dims *d, const void *qkv, const void *k_norm, float *amax) {
     cuda_ctx *c = CUDA_CTX(be);
     zp_prof_scope prof(c, ZP_OP_ELEMENTWISE);
-    if (d->head_dim > QKV_MAX_D || d->head_dim % 2 || d->head_dim / 2 != c->half_dim)
-        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda kv_amax: head_dim %d (rope table %d) unsupported", d->head_dim, c->half_dim * 2);
+    ZP_TRY(qkv_dims_check(c, d, "kv_amax"));
     const int n = 2 * d->n_kv_heads;
     for (int i = 0; i < n; i++) amax[i] = 0.f;
     if (c->b.n_tokens == 0) return ZP_OK;
@@ -503,6 +508,13 @@ static zp_status cu_op_seconds(zp_backend *be, double *seconds) {
     return ZP_OK;
 }
 
+/* The median of ms[0, n) (sorted in place). */
+static float median_ms(float *ms, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t; }
+    return ms[n / 2];
+}
+
 /* 1 GiB device-to-device copies timed with events; median of 9 after a warm-up copy. */
 static zp_status cu_copy_bandwidth(zp_backend *be, double *bytes_per_s) {
     cuda_ctx *c = CUDA_CTX(be);
@@ -528,9 +540,7 @@ static zp_status cu_copy_bandwidth(zp_backend *be, double *bytes_per_s) {
     cudaFree(a);
     cudaFree(b);
     if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "copy bandwidth: %s", cudaGetErrorString(e));
-    for (int i = 1; i < 9; i++) /* insertion sort, then the median */
-        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t; }
-    *bytes_per_s = 2.0 * (double)n / (1e-3 * ms[4]);
+    *bytes_per_s = 2.0 * (double)n / (1e-3 * median_ms(ms, 9));
     return ZP_OK;
 }
 
@@ -562,9 +572,7 @@ static zp_status cu_matmul_rate(zp_backend *be, double *flops_per_s) {
     if (e1) cudaEventDestroy(e1);
     for (int i = 0; i < 3; i++) cudaFree(buf[i]);
     if (s != ZP_OK) return s;
-    for (int i = 1; i < 5; i++) /* insertion sort, then the median */
-        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t; }
-    *flops_per_s = 2.0 * n * (double)n * n / (1e-3 * ms[2]);
+    *flops_per_s = 2.0 * n * (double)n * n / (1e-3 * median_ms(ms, 5));
     return ZP_OK;
 }
 

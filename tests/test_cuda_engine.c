@@ -13,8 +13,8 @@
  * Log-probabilities with device sampling equal the host sampler's on the same logits and are
  * within 1e-3 of the CPU engine's. Zipage's decode graphs replay whatever rows store a query
  * (graph_keys). The K/V cache in fp8: prefill logits within 1e-2 of the logit
- * scale in fp32 storage, and every policy's greedy tokens mostly those of the CPU engine with an
- * fp8 cache (fp8_parity says why not all); with scales calibrated from the prompt (kv_scales
+ * scale in fp32 storage, and every policy's greedy tokens those of the CPU engine with an fp8
+ * cache up to a near-tie of the reference's logits (fp8_parity says why); with scales calibrated from the prompt (kv_scales
  * prompt) the scales within 1e-4 of the CPU's (bf16 storage: 2e-2), and the same logit and token
  * checks. Exits 77 (skipped) without a GPU. */
 #include <math.h>
@@ -68,11 +68,32 @@ static void teacher_forced_kv(const char *preset, int fp32, int kv_fp8, int cali
 
 static void teacher_forced(const char *preset, int fp32) { teacher_forced_kv(preset, fp32, 0, 0); }
 
+/* The CPU reference's top-two logit gap at every (request, step), over its max |logit|: where the
+ * CUDA engine's greedy token first differs, the reference must have been near a tie. */
+enum { GAP_REQ = 8, GAP_STEPS = 64 };
+typedef struct {
+    float gap[GAP_REQ][GAP_STEPS];
+} logit_gaps;
+
+static void record_gap(void *ctx, int64_t rid, int sample, int step, const float *row, int V) {
+    logit_gaps *g = ctx;
+    if (sample || rid < 0 || rid >= GAP_REQ || step < 0 || step >= GAP_STEPS) return;
+    float a = -INFINITY, b = -INFINITY, m = 0;
+    for (int i = 0; i < V; i++) {
+        if (row[i] > a) { b = a; a = row[i]; }
+        else if (row[i] > b) b = row[i];
+        m = fmaxf(m, fabsf(row[i]));
+    }
+    g->gap[rid][step] = (a - b) / m;
+}
+
 /* The engine with an fp8 cache (kv_dtype fp8, scales 1.0) on CUDA against the CPU engine with
  * one: the CUDA ops read and write E4M3 as the CPU's do (test_cuda_kv_fp8), but in fp32 storage a
  * key whose rotation lands on an E4M3 tie may round apart on the two, moving its logits by a
- * code's share, so greedy tokens are compared up to each request's first difference and most must
- * agree (bf16 storage: reported); both engines generate every token and compress. */
+ * code's share. So greedy tokens are compared up to each request's first difference, and in fp32
+ * storage every request either agrees throughout or first differs where the CPU reference's top
+ * two logits lie within 1e-2 of its max |logit| (the prefill bar: a near-tie a code's share can
+ * flip); bf16 storage is reported. Both engines generate every token and compress. */
 static void fp8_parity_scales(const char *preset, const char *policy, const char *params, int async, int fp32, const char *kv_scales) {
     run_spec rs = run_spec_default(preset);
     rs.sp.max_tokens = 64;
@@ -84,26 +105,38 @@ static void fp8_parity_scales(const char *preset, const char *policy, const char
     rs.ec.kv_dtype = "fp8";
     rs.ec.kv_scales = kv_scales;
     rs.check_invariants = 1;
-    rs.ec.cuda_graphs = 1; /* decode steps recorded and replayed with the fp8 kernels */
+    logit_gaps gaps;
+    memset(&gaps, 0, sizeof gaps);
+    rs.logits_hook = record_gap;
+    rs.ctx = &gaps;
     run_result cpu, gpu;
-    run_requests(&rs, &cpu);
+    run_requests(&rs, &cpu); /* the CPU reference: no CUDA-only setting (the CPU engine refuses cuda_graphs) */
+    rs.logits_hook = NULL; /* the CUDA engine samples on the device */
     rs.ec.device = "cuda";
     rs.ec.precision = fp32 ? "fp32" : "bf16";
+    rs.ec.cuda_graphs = 1; /* decode steps recorded and replayed with the fp8 kernels */
     run_requests(&rs, &gpu);
-    int agree = 0, total = 0;
+    int agree = 0, total = 0, split = 0;
+    float worst_gap = 0;
     for (int r = 0; r < rs.n_req; r++) {
         int k = 0;
         while (k < cpu.n[r] && k < gpu.n[r] && cpu.tokens[r][k] == gpu.tokens[r][k]) k++;
         agree += k;
         total += cpu.n[r];
+        if (k < cpu.n[r] && r < GAP_REQ && k < GAP_STEPS) { split++; worst_gap = fmaxf(worst_gap, gaps.gap[r][k]); }
+        else if (k < cpu.n[r]) { split++; worst_gap = INFINITY; }
     }
-    printf("  fp8 KV %-10s %-9s %s %s%s%s%s%s: greedy %d/%d tokens identical up to the first difference, %lld / %lld compressions\n", preset,
+    printf("  fp8 KV %-10s %-9s %s %s%s%s%s%s: greedy %d/%d tokens identical up to the first difference, %lld / %lld compressions", preset,
            policy, async ? "async" : "sync ", fp32 ? "fp32" : "bf16", params ? " " : "", params ? params : "",
            kv_scales ? " scales " : "", kv_scales ? kv_scales : "", agree, total,
            (long long)cpu.st.compressions, (long long)gpu.st.compressions);
-    CHECK(gpu.st.generated_tokens == cpu.st.generated_tokens && total > 0 && gpu.st.graph_replays > 0);
+    if (split) printf("; %d request(s) split, the reference's top-two gap there at most %.1e of max|logit|", split, worst_gap);
+    printf("\n");
+    /* both engines generated every token: a reference that generated nothing fails here */
+    const long long want = (long long)rs.n_req * rs.sp.max_tokens;
+    CHECK(cpu.st.generated_tokens == want && gpu.st.generated_tokens == want && total == want && gpu.st.graph_replays > 0);
     if (strcmp(policy, "full")) CHECK(gpu.st.compressions > 0);
-    if (fp32) CHECK(agree >= 0.9 * total);
+    if (fp32) CHECK(worst_gap <= 1e-2);
     run_result_free(&cpu);
     run_result_free(&gpu);
 }
@@ -176,7 +209,16 @@ static void graph_keys(void) {
         rs.ec.device = "cuda";
         rs.ec.precision = "fp32";
         rs.ec.cuda_graphs = 1;
+        zp_engine *e = NULL;
+        rs.engine = &e;
         run_requests(&rs, &r[z]);
+        /* a benchmark's warm-up run: the counts restart with the other stats (the share of decode
+         * steps replayed is at most 1) */
+        zp_engine_stats after;
+        CHECK_OK(zp_engine_reset_stats(e));
+        zp_engine_get_stats(e, &after);
+        CHECK(after.decode_steps == 0 && after.graph_records == 0 && after.graph_replays == 0);
+        zp_engine_free(e);
         printf("  graph keys %-6s: %lld decode steps, %lld graphs recorded, %lld replayed\n", z ? "zipage" : "full", (long long)r[z].st.decode_steps,
                (long long)r[z].st.graph_records, (long long)r[z].st.graph_replays);
     }

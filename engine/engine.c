@@ -737,6 +737,7 @@ zp_status zp_engine_reset_stats(zp_engine *e) {
     e->stats.prefix_cache = keep.prefix_cache;
     engine_tp_reset_compress_stats(e);
     e->sched.n_preemptions = e->sched.n_suspensions = e->sched.prefix_hit_tokens = 0;
+    e->be->graph_records = e->be->graph_replays = 0; /* the graphs stay cached: replays count from here, as decode_steps do */
     e->pool.peak_used = e->pool.num_blocks - e->pool.n_free;
     return ZP_OK;
 }

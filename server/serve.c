@@ -21,8 +21,14 @@
 typedef struct {
     char *body;
     size_t n, cap;
-    int too_big;
 } srv_conn;
+
+/* A connection's idle timeout is off while its request waits for the engine (a long generation is
+ * no idle client) and back on, counted afresh, before its answer goes out: a client that stops
+ * reading its answer is closed after the timeout. */
+static void idle_timeout(const srv_server *s, struct MHD_Connection *c, int on) {
+    if (s->cfg.idle_timeout > 0) MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, on ? (unsigned)s->cfg.idle_timeout : 0u);
+}
 
 static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, char *json) {
     if (!json) return MHD_NO;
@@ -167,7 +173,7 @@ static int build_jobs(srv_server *s, const srv_request *r, srv_job *jobs, int n_
                 free(ids);
                 return 0;
             }
-        if (n == 0 || n + max_tokens > s->max_pos) {
+        if (n == 0 || n > s->max_pos || max_tokens > s->max_pos - n) { /* no sum: max_tokens may be near 2^31 */
             srv_error_set(err, 400, "invalid_request_error", n ? "max_tokens" : "prompt",
                           "prompt %d: %d prompt tokens + max_tokens %d exceed the model's context of %d tokens", p, n, max_tokens, s->max_pos);
             free(ids);
@@ -193,6 +199,7 @@ static int build_jobs(srv_server *s, const srv_request *r, srv_job *jobs, int n_
             }
             j->stop = r->stop;
             j->n_stop = r->n_stop;
+            j->skip_special = r->skip_special;
         }
     }
     (void)n_jobs;
@@ -365,6 +372,7 @@ typedef struct {
     int phase;                 /* 0 choices, 1 usage sent, 2 [DONE] sent */
     char *pend;                /* an event not yet handed to libmicrohttpd */
     size_t pend_n, pend_off;
+    struct MHD_Connection *conn; /* its idle timeout is off while the next event is awaited */
 } srv_stream;
 
 /* "data: {chunk}\n\n" of choice i with text[0..n) (finish NULL while it runs), or the usage chunk
@@ -511,9 +519,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         st->pend_n = st->pend_off = 0;
         if (st->phase == 2) return MHD_CONTENT_READER_END_OF_STREAM;
         stream_item it;
+        idle_timeout(st->s, st->conn, 0);
         pthread_mutex_lock(&st->s->mu);
         while ((it = stream_next(st)).kind == ITEM_NONE) pthread_cond_wait(&st->call.cv, &st->s->mu);
         pthread_mutex_unlock(&st->s->mu);
+        idle_timeout(st->s, st->conn, 1);
         if (!(st->pend = stream_format(st, &it))) return MHD_CONTENT_READER_END_WITH_ERROR; /* out of memory */
         st->pend_n = strlen(st->pend);
     }
@@ -557,7 +567,7 @@ static enum MHD_Result start_stream(srv_server *s, struct MHD_Connection *c, srv
         srv_request_free(r);
         return refuse_with(c, 500, "server_error", NULL, "no memory for a stream");
     }
-    *st = (srv_stream){.s = s, .r = *r, .jobs = jobs, .n_jobs = n_jobs, .sent = sent, .final = final, .started = started};
+    *st = (srv_stream){.s = s, .r = *r, .jobs = jobs, .n_jobs = n_jobs, .sent = sent, .final = final, .started = started, .conn = c};
     if (r->logprobs && (!(st->lpsent = calloc((size_t)n_jobs, sizeof *st->lpsent)) || !(st->lpoff = calloc((size_t)n_jobs, sizeof *st->lpoff)))) {
         free(st->lpsent), free(st->lpoff), free(rsent);
         free(st), free(sent), free(final), free(started);
@@ -659,9 +669,11 @@ static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c,
         srv_request_free(&r);
         return send_error(c, &err);
     }
+    idle_timeout(s, c, 0);
     pthread_mutex_lock(&s->mu);
     while (call.n_done < call.n_jobs) pthread_cond_wait(&call.cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
+    idle_timeout(s, c, 1);
     pthread_cond_destroy(&call.cv);
     int failed = -1;
     for (int i = 0; i < n_jobs && failed < 0; i++)
@@ -685,19 +697,44 @@ static int authorized(const srv_server *s, struct MHD_Connection *c) {
     return h && !strncmp(h, "Bearer ", 7) && !strcmp(h + 7, s->cfg.api_key);
 }
 
+/* The first call, on the headers alone: a request without the key, or one that declares a body
+ * over the limit, is answered before a byte of its body is read (libmicrohttpd then closes the
+ * connection instead of reading the rest). NULL: go on to the body. */
+static int refused_on_headers(srv_server *s, struct MHD_Connection *c, const char *url, const char *method, enum MHD_Result *ret) {
+    const int open = !strcmp(url, "/health") || (!strcmp(url, "/metrics") && !strcmp(method, "GET")); /* no key (vLLM's too) */
+    if (!open && !authorized(s, c)) {
+        *ret = refuse_with(c, 401, "invalid_request_error", NULL, "a valid API key is required (Authorization: Bearer KEY)");
+        return 1;
+    }
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    char *end = NULL;
+    const unsigned long long declared = cl ? strtoull(cl, &end, 10) : 0;
+    if (cl && declared > s->cfg.max_body) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the request body (Content-Length %llu) exceeds %zu bytes", declared, s->cfg.max_body);
+        *ret = refuse_with(c, 413, "invalid_request_error", NULL, msg);
+        return 1;
+    }
+    return 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **con_cls) {
     srv_server *s = cls;
     (void)version;
     srv_conn *b = *con_cls;
-    if (!b) { /* the headers: a connection's state, then the body in pieces */
+    if (!b) { /* the headers: refused at once, or a connection's state, then the body in pieces */
+        enum MHD_Result ret;
+        if (refused_on_headers(s, c, url, method, &ret)) return ret;
         b = calloc(1, sizeof *b);
         if (!b) return MHD_NO;
         *con_cls = b;
         return MHD_YES;
     }
     if (*upload_size) {
-        if (b->n + *upload_size > s->cfg.max_body) b->too_big = 1;
+        /* a body without Content-Length (chunked) past the limit: libmicrohttpd takes no answer
+         * while a body is coming in, so the connection is closed here, nothing more buffered */
+        if (b->n + *upload_size > s->cfg.max_body) return MHD_NO;
         else {
             if (b->n + *upload_size + 1 > b->cap) {
                 size_t cap = (b->n + *upload_size + 1) * 2;
@@ -714,12 +751,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (!strcmp(url, "/health")) return send_json(c, MHD_HTTP_OK, strdup("{}"));
     if (!strcmp(url, "/metrics") && !strcmp(method, "GET")) return serve_metrics(s, c); /* as /health: no key (vLLM's too) */
-    if (!authorized(s, c)) return refuse_with(c, 401, "invalid_request_error", NULL, "a valid API key is required (Authorization: Bearer KEY)");
-    if (b->too_big) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "the request body exceeds %zu bytes", s->cfg.max_body);
-        return refuse_with(c, 413, "invalid_request_error", NULL, msg);
-    }
     const int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
     if (!strcmp(url, "/v1/models") && get) return serve_models(s, c);
     if (!strcmp(url, "/v1/completions") && post) return serve_completion(s, c, b, SRV_COMPLETIONS);
@@ -762,7 +793,7 @@ zp_status srv_run(const srv_config *cfg) {
         d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG,
                              (uint16_t)cfg->port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_waiting + 256u,
-                             MHD_OPTION_END);
+                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout, MHD_OPTION_END);
         if (!d) st = zp_fail(ZP_ERR_IO, "serve: cannot listen on %s:%d (in use, or not allowed)", cfg->host, cfg->port);
     }
     if (st == ZP_OK) {
@@ -772,7 +803,9 @@ zp_status srv_run(const srv_config *cfg) {
         int sig;
         sigwait(&sigs, &sig);
         fprintf(stderr, "serve: %s: no new connections; finishing the requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        MHD_quiesce_daemon(d);
+        /* the listening socket closed: a new connection is refused at once, not left unanswered */
+        const MHD_socket ls = MHD_quiesce_daemon(d);
+        if (ls != MHD_INVALID_SOCKET) close(ls);
     }
     pthread_mutex_lock(&s.mu);
     s.stopping = 1;

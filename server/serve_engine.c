@@ -62,7 +62,8 @@ static void on_token(void *ctx, int64_t id, int sample, int token, zp_finish_rea
     if (!j || j->id != id || j->stop_hit) return;
     if (lp && j->n_stage_lps < SRV_STAGE_LPS) j->stage_lps[j->n_stage_lps] = *lp, j->stage_lp_tok[j->n_stage_lps++] = token;
     char buf[8192]; /* 3 x the longest token's bytes + 3 (checked at open) */
-    const size_t n = zp_tokenizer_decode_stream(s->tok, token, &j->dt, buf, sizeof buf);
+    const int skip = j->skip_special && token >= 0 && token < s->vocab && s->special[token];
+    const size_t n = skip ? 0 : zp_tokenizer_decode_stream(s->tok, token, &j->dt, buf, sizeof buf);
     if (!j->stage_tokens) s->touched[s->n_touched++] = j;
     j->stage_tokens++;
     j->t_stage = zp_now();
@@ -240,7 +241,7 @@ void *srv_engine_main(void *arg) {
         }
     }
     for (int i = 0; i < s->n_waiting; i++) {
-        s->waiting[i]->status = ZP_ERR_INVALID;
+        s->waiting[i]->status = ZP_ERR_INTERRUPTED;
         snprintf(s->waiting[i]->error, sizeof s->waiting[i]->error, "the server is shutting down");
         job_done(s, s->waiting[i]);
     }
@@ -280,9 +281,15 @@ int srv_enqueue(srv_server *s, srv_job *jobs, int n_jobs, srv_call *call, int64_
     return 1;
 }
 
+/* The request's fault (the engine refused its values or it can never fit) is a 400; the server
+ * stopping before it ran a 503; anything else a fault of ours, a 500, logged. */
 void srv_job_error(const srv_job *j, srv_error *err) {
-    const int capacity = j->status == ZP_ERR_CAPACITY;
-    srv_error_set(err, capacity ? 400 : 500, capacity ? "invalid_request_error" : "server_error", NULL, "%s", j->error);
+    if (j->status == ZP_ERR_CAPACITY || j->status == ZP_ERR_INVALID) srv_error_set(err, 400, "invalid_request_error", NULL, "%s", j->error);
+    else if (j->status == ZP_ERR_INTERRUPTED) srv_error_set(err, 503, "server_error", NULL, "%s", j->error);
+    else {
+        fprintf(stderr, "serve: request %lld failed: %s\n", (long long)j->id, j->error);
+        srv_error_set(err, 500, "server_error", NULL, "%s", j->error);
+    }
 }
 
 /* ---------------------------------------------------------------- the server's life */
@@ -305,6 +312,9 @@ zp_status srv_server_open(srv_server *s, const srv_config *cfg) {
     ZP_TRY(zp_engine_init(&cfg->ec, &s->e));
     s->max_pos = zp_engine_model_config(s->e)->max_pos;
     s->vocab = zp_engine_model_config(s->e)->vocab;
+    s->special = calloc((size_t)s->vocab, 1);
+    if (!s->special) return zp_fail(ZP_ERR_OOM, "serve: no memory for the special-token table");
+    for (int i = 0; i < s->vocab; i++) s->special[i] = (unsigned char)zp_tokenizer_is_special(s->tok, i);
     s->live_cap = cfg->max_waiting * 2;
     s->waiting = calloc((size_t)cfg->max_waiting, sizeof *s->waiting);
     s->live = calloc((size_t)s->live_cap, sizeof *s->live);
@@ -323,6 +333,7 @@ zp_status srv_server_open(srv_server *s, const srv_config *cfg) {
 void srv_server_close(srv_server *s) {
     if (s->e) zp_engine_free(s->e);
     if (s->tok) zp_tokenizer_free(s->tok);
+    free(s->special);
     free(s->waiting);
     free(s->live);
     free(s->active);

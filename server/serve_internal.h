@@ -23,6 +23,7 @@ typedef struct {
     zp_sampling_params sp;
     char *const *stop;         /* the call's stop strings */
     int n_stop;
+    int skip_special;          /* special tokens (EOS, end of turn) sampled but not in the text */
     char *text;                /* decoded so far (cut at a stop string) */
     size_t len, cap;
     zp_detok_state dt;
@@ -80,6 +81,7 @@ typedef struct {
     int max_pos, vocab;
     zp_engine *e;
     zp_tokenizer *tok;
+    unsigned char *special;    /* [vocab] 1: a special token (left out of the text unless skip_special_tokens is false) */
     int has_chat;              /* the model's chat template is one of chat.h's families */
     zp_chat_family family;
     pthread_mutex_t mu;

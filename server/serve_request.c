@@ -18,10 +18,38 @@ void srv_error_set(srv_error *err, int http_status, const char *type, const char
     va_end(ap);
 }
 
+/* Length of the valid UTF-8 sequence at t (1 to 4), 0 when t does not start one (overlong forms,
+ * surrogates and code points past U+10FFFF included). */
+static int utf8_seq(const unsigned char *t) {
+    if (t[0] < 0x80) return 1;
+    const int n = t[0] >= 0xC2 && t[0] <= 0xDF ? 2 : t[0] >= 0xE0 && t[0] <= 0xEF ? 3 : t[0] >= 0xF0 && t[0] <= 0xF4 ? 4 : 0;
+    for (int i = 1; i < n; i++)
+        if ((t[i] & 0xC0) != 0x80) return 0;
+    if ((t[0] == 0xE0 && t[1] < 0xA0) || (t[0] == 0xED && t[1] > 0x9F) || (t[0] == 0xF0 && t[1] < 0x90) || (t[0] == 0xF4 && t[1] > 0x8F)) return 0;
+    return n;
+}
+
+/* A copy of t with every byte that is no part of valid UTF-8 written as '?': an error message
+ * quotes what the client sent, and a message cut to its buffer may end inside a character. */
+static void utf8_clean(const char *t, char *out, size_t cap) {
+    size_t o = 0;
+    for (const unsigned char *u = (const unsigned char *)t; *u && o + 1 < cap;) {
+        const int k = utf8_seq(u);
+        if (k == 0 || o + (size_t)k >= cap) { out[o++] = '?'; u++; continue; }
+        memcpy(out + o, u, (size_t)k);
+        o += (size_t)k;
+        u += k;
+    }
+    out[o] = 0;
+}
+
 char *srv_error_json(const srv_error *err) {
+    char msg[sizeof err->message], param[sizeof err->param];
+    utf8_clean(err->message, msg, sizeof msg);
+    utf8_clean(err->param, param, sizeof param);
     cJSON *root = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(root, "error");
-    if (!e || !cJSON_AddStringToObject(e, "message", err->message) || !cJSON_AddStringToObject(e, "type", err->type) ||
-        !(err->param[0] ? cJSON_AddStringToObject(e, "param", err->param) : cJSON_AddNullToObject(e, "param")) ||
+    if (!e || !cJSON_AddStringToObject(e, "message", msg) || !cJSON_AddStringToObject(e, "type", err->type) ||
+        !(param[0] ? cJSON_AddStringToObject(e, "param", param) : cJSON_AddNullToObject(e, "param")) ||
         !cJSON_AddNullToObject(e, "code")) {
         cJSON_Delete(root);
         return NULL;
@@ -174,7 +202,10 @@ static zp_status parse_messages(parse_ctx *c, const cJSON *v) {
 static zp_status parse_stop(parse_ctx *c, const cJSON *v) {
     srv_request *r = c->r;
     if (cJSON_IsNull(v)) return ZP_OK;
-    if (cJSON_IsString(v)) return copy_string(c, v, "stop", &r->stop[r->n_stop++]);
+    if (cJSON_IsString(v)) {
+        ZP_TRY(copy_string(c, v, "stop", &r->stop[r->n_stop]));
+        return r->stop[r->n_stop++][0] ? ZP_OK : refuse(c, "stop", "a stop string must not be empty");
+    }
     if (!cJSON_IsArray(v)) return refuse(c, "stop", "expected a string or an array of strings, got %s", json_type(v));
     if (cJSON_GetArraySize(v) > SRV_MAX_STOP) return refuse(c, "stop", "at most %d stop strings", SRV_MAX_STOP);
     const cJSON *s;
@@ -262,10 +293,46 @@ static zp_status parse_field(parse_ctx *c, const cJSON *f) {
         return ZP_OK;
     }
     if (chat && !strcmp(k, "chat_template_kwargs")) return parse_template_kwargs(c, f);
+    if (!strcmp(k, "skip_special_tokens")) return want_bool(c, f, k, &r->skip_special);
     static const char *noop[] = {"frequency_penalty", "presence_penalty", "logit_bias", "user", "echo", "suffix", "best_of", "tools", "tool_choice"};
     for (size_t i = 0; i < sizeof noop / sizeof *noop; i++)
         if (!strcmp(k, noop[i])) return only_noop(c, f, k);
     return refuse(c, k, "unrecognized request argument supplied");
+}
+
+/* The first string of body that holds a NUL character (the escape \u0000, or a raw NUL byte): its
+ * byte offset, and in *field the top-level field it belongs to ("" outside one); -1 when none.
+ * cJSON ends its strings at a NUL, so such a string would lose its rest without a word. Walks the
+ * JSON text itself: strings, escapes and the nesting depth. */
+static long find_nul(const char *body, size_t n, char *field, size_t cap) {
+    int depth = 0, in_str = 0, key_next = 0;
+    size_t s0 = 0;
+    field[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char ch = body[i];
+        if (in_str) {
+            if (ch == 0) return (long)i;
+            if (ch == '\\' && i + 1 < n) {
+                if (body[i + 1] == 'u' && i + 5 < n && !memcmp(body + i + 2, "0000", 4)) return (long)i;
+                i++;
+            } else if (ch == '"') {
+                in_str = 0;
+                if (depth == 1 && key_next) { /* a top-level key: the field what follows belongs to */
+                    const size_t k = i - s0 < cap - 1 ? i - s0 : cap - 1;
+                    memcpy(field, body + s0, k);
+                    field[k] = 0;
+                    key_next = 0;
+                }
+            }
+            continue;
+        }
+        if (ch == 0) return (long)i;
+        if (ch == '"') { in_str = 1; s0 = i + 1; }
+        else if (ch == '{' || ch == '[') { depth++; if (depth == 1) key_next = 1; }
+        else if (ch == '}' || ch == ']') depth--;
+        else if (ch == ',' && depth == 1) key_next = 1;
+    }
+    return -1;
 }
 
 zp_status srv_request_parse(const char *body, size_t n, srv_endpoint ep, srv_request *out, srv_error *err) {
@@ -278,10 +345,22 @@ zp_status srv_request_parse(const char *body, size_t n, srv_endpoint ep, srv_req
     out->top_k = -1;
     out->n = 1;
     out->enable_thinking = -1;
+    out->skip_special = 1;
     parse_ctx c = {out, err};
-    cJSON *root = cJSON_ParseWithLength(body, n);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, n, &end, 0);
     zp_status s = ZP_OK;
-    if (!root) {
+    char field[SRV_FIELD_NAME];
+    long nul = -1;
+    size_t rest = root && end ? (size_t)(end - body) : n;
+    while (rest < n && (body[rest] == ' ' || body[rest] == '\t' || body[rest] == '\n' || body[rest] == '\r')) rest++;
+    if (root && (nul = find_nul(body, n, field, sizeof field)) >= 0) {
+        s = refuse(&c, field, "holds a NUL character (\\u0000 at byte %ld of the body), which this server does not take: "
+                              "cutting the text there would change the request", nul);
+    } else if (root && rest < n) {
+        srv_error_set(err, 400, "invalid_request_error", "", "the body has %zu bytes after its JSON value (from byte %zu)", n - rest, rest);
+        s = zp_fail(ZP_ERR_INVALID, "%s", err->message);
+    } else if (!root) {
         srv_error_set(err, 400, "invalid_request_error", "", "the body is not valid JSON (near byte %td)",
                       cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - body : (ptrdiff_t)0);
         s = zp_fail(ZP_ERR_INVALID, "%s", err->message);

@@ -20,7 +20,7 @@
 
 typedef enum { SRV_COMPLETIONS, SRV_CHAT } srv_endpoint;
 
-enum { SRV_MAX_STOP = 16, SRV_MAX_PROMPTS = 1024, SRV_MAX_N = 64, SRV_MAX_MESSAGES = 4096, SRV_MAX_FIELDS = 64 };
+enum { SRV_MAX_STOP = 16, SRV_MAX_PROMPTS = 1024, SRV_MAX_N = 64, SRV_MAX_MESSAGES = 4096, SRV_MAX_FIELDS = 64, SRV_FIELD_NAME = 64 };
 
 /* One prompt of a completion request: text, or token ids (then text is NULL). */
 typedef struct {
@@ -55,6 +55,7 @@ typedef struct {
     int top_logprobs;        /* and the top_logprobs most likely tokens' at each step (0..20) */
     int has_top_logprobs;    /* chat: top_logprobs was given (it needs logprobs: true) */
     int enable_thinking;     /* chat_template_kwargs.enable_thinking: -1 not given, 0, 1 */
+    int skip_special;        /* skip_special_tokens (vLLM's field, default true): special tokens not in the text */
 } srv_request;
 
 /* A refusal: the HTTP status, OpenAI's error type, the parameter at fault ("" when none). */

@@ -189,7 +189,14 @@ refused(400, "prompt", {"model": model, "prompt": [1, 99999999]})
 refused(404, "model", {"model": "no-such-model", "prompt": "hi"})
 refused(401, None, {"model": model, "prompt": "hi"}, key="wrong")
 refused(401, None, {"model": model, "prompt": "hi"}, key=None)
-refused(413, None, raw=b'{"prompt": "' + b"a" * (9 << 20) + b'"}')
+# a body declared over the limit is refused on its headers (the body is never sent: a client that
+# sends it all first may meet a closed socket; tests/serve_hostile.py has the rest of this class)
+import socket
+with socket.create_connection(("127.0.0.1", int(port)), timeout=10) as so:
+    so.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {9 << 20}\r\n\r\n".encode())
+    head = so.recv(4096).decode(errors="replace")
+check(head.startswith("HTTP/1.1 413") and "exceeds" in head, f"refusal 413 on the headers: got {head[:200]!r}")
 refused(503, None, {"model": model, "prompt": "hi", "n": 64, "max_tokens": 1})
 refused(405, None, path="/v1/completions", method="GET")
 refused(400, "messages", {"model": model, "messages": [{"role": "tool", "content": "a"}]}, path="/v1/chat/completions")

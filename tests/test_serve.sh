@@ -2,8 +2,10 @@
 # test_serve.sh - `zipage serve` on a loopback ephemeral port (tiny-qwen3-vocab with random weights,
 # Zipage at N_max 2, blocks of 16: compressions under way), driven by tests/serve_client.py; the
 # oracle is `zipage generate`'s greedy tokens for the same prompt ids, decoded by `zipage tokenize`.
-# Then SIGTERM while a long request is in flight: it is answered, and the server exits 0. Also the
-# command line's refusals. Skipped (77) in a build without libmicrohttpd. With PYTHON (an
+# Then SIGTERM while a long request is in flight: it is answered, and the server exits 0. Then
+# hostile and careless clients (tests/serve_hostile.py: refusals on the headers, slow clients
+# closed after the idle timeout, values out of range, NUL, trailing bytes, error bodies in UTF-8),
+# and after SIGTERM a new connection refused at once. Also the command line's refusals. Skipped (77) in a build without libmicrohttpd. With PYTHON (an
 # environment with the official openai package: test_serve_openai) the client is
 # tests/serve_openai.py instead, and the rest is left out.
 # Usage: test_serve.sh ZIPAGE TMPDIR [PYTHON]
@@ -95,6 +97,43 @@ assert "".join(x.get("reasoning_content", "") for x in d) == want_r and "".join(
 print(f"reasoning parser: {len(want_r)} bytes of reasoning, {len(want_c)} of content, whole and streamed")
 PY
 kill -TERM $PID; wait $PID || { echo "FAIL: the second server's exit status"; fails=$((fails+1)); }
+# hostile and careless clients (tests/serve_hostile.py) against a server with a 1-second idle timeout
+"$Z" serve --model "$T/m" --port 0 --api-key sk-h --served-model-name tiny --idle-timeout 1 $ENGINE > "$T/out3" 2> "$T/err3" &
+PID=$!
+for _ in $(seq 100); do grep -q "^serving" "$T/out3" && break; sleep 0.1; done
+PORT=$(sed -n 's/^serving tiny on http:\/\/127.0.0.1:\([0-9]*\)$/\1/p' "$T/out3")
+timeout 180 python3 "$(dirname "$0")/serve_hostile.py" "$PORT" sk-h tiny || { echo "FAIL: hostile clients"; tail -5 "$T/err3"; fails=$((fails+1)); }
+# SIGTERM with a request in flight: from the signal on, a new connection is refused at once (the
+# listening socket is closed), while the request in flight is answered
+python3 - "$PORT" > "$T/long3" 2>&1 <<'PY' &
+import http.client, json, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=120)
+c.request("POST", "/v1/completions", json.dumps({"model": "tiny", "prompt": [1, 2], "max_tokens": 400, "temperature": 0, "ignore_eos": True}),
+          {"Authorization": "Bearer sk-h", "Content-Type": "application/json"})
+r = json.load(c.getresponse())
+print(r["usage"]["completion_tokens"])
+PY
+CLIENT=$!
+for _ in $(seq 300); do
+  python3 -c "import sys, urllib.request; sys.exit('\nzipage_requests_running 1\n' not in urllib.request.urlopen('http://127.0.0.1:$PORT/metrics').read().decode())" \
+    2>/dev/null && break; sleep 0.1
+done
+kill -TERM $PID
+for _ in $(seq 50); do grep -q "SIGTERM: no new connections" "$T/err3" && break; sleep 0.1; done
+python3 - "$PORT" <<'PY' || { echo "FAIL: a connection after SIGTERM was not refused at once"; fails=$((fails+1)); }
+import socket, sys
+try:
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.settimeout(2)
+    got = s.recv(100)
+    sys.exit(f"connected after SIGTERM and got {got!r}")
+except ConnectionRefusedError:
+    print("after SIGTERM: a new connection is refused at once")
+PY
+wait $CLIENT
+wait $PID; rc=$?
+[ $rc = 0 ] && grep -q "^400$" "$T/long3" || { echo "FAIL: the hostile server's request in flight or its exit (exit $rc)"; cat "$T/long3"; fails=$((fails+1)); }
 # the command line's refusals: one line naming the flag, non-zero exit
 bad() { local want=$1; shift; "$@" > "$T/bad" 2>&1 && { echo "FAIL: accepted: $*"; fails=$((fails+1)); return; }
   grep -q -- "$want" "$T/bad" || { echo "FAIL: $* did not say \"$want\""; cat "$T/bad"; fails=$((fails+1)); }; }
@@ -103,5 +142,6 @@ bad "unknown flag --frob" "$Z" serve --model "$T/m" --frob 1
 bad "--port" "$Z" serve --model "$T/m" --port 70000
 bad "not an IPv4 address" "$Z" serve --model "$T/m" --port 0 --host nowhere
 bad "neither deepseek_r1 nor qwen3" "$Z" serve --model "$T/m" --port 0 --reasoning-parser r1
+bad "--idle-timeout" "$Z" serve --model "$T/m" --port 0 --idle-timeout -1
 echo "test_serve: $fails failure(s)"
 [ $fails = 0 ]

@@ -125,6 +125,27 @@ static void test_refusals(void) {
     refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"chat_template_kwargs\": {\"tools\": 1}}",
             "chat_template_kwargs", "enable_thinking only");
     refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [{\"type\": \"function\"}]}", "tools", "not supported");
+    /* the values a hostile or careless client sends (issue 50): an empty bare stop string, a NUL in
+     * any string (cJSON would cut the string there), bytes after the JSON value */
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"stop\": \"\"}", "stop", "must not be empty");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"ab\\u0000cd\"}", "prompt", "NUL character");
+    refused(C, "{\"model\": \"m\", \"prompt\": [\"ok\", \"a\\u0000\"]}", "prompt", "NUL character");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\", \"stop\": [\"s\\u0000\"]}", "stop", "NUL character");
+    refused(C, "{\"model\": \"m\\u0000x\", \"prompt\": \"x\"}", "model", "NUL character");
+    refused(H, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\\u0000there\"}]}", "messages", "NUL character");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\"} {\"a\": 1}", "", "bytes after its JSON value");
+    refused(C, "{\"model\": \"m\", \"prompt\": \"x\"}garbage", "", "bytes after its JSON value");
+    {   /* a raw NUL byte in a string (not valid JSON; cJSON would end the string there) */
+        static const char raw[] = "{\"model\": \"m\", \"prompt\": \"a\0b\"}";
+        srv_request r;
+        srv_error err;
+        CHECK(srv_request_parse(raw, sizeof raw - 1, C, &r, &err) == ZP_ERR_INVALID && err.http_status == 400);
+        srv_request_free(&r);
+    }
+    /* what is not a NUL: an escaped backslash before u0000, and trailing white space */
+    srv_request ok = parse_ok(C, "{\"model\": \"m\", \"prompt\": \"a\\\\u0000\"} \r\n");
+    CHECK(ok.n_prompts == 1 && !strcmp(ok.prompts[0].text, "a\\u0000"));
+    srv_request_free(&ok);
     char many[4096] = "{";
     for (int i = 0; i <= SRV_MAX_FIELDS; i++) snprintf(many + strlen(many), sizeof many - strlen(many), "\"f%d\": 1, ", i);
     strcat(many, "\"model\": \"m\"}");
@@ -140,6 +161,14 @@ static void test_error_json(void) {
     CHECK(e && !strcmp(cJSON_GetObjectItem(e, "message")->valuestring, "top_p: must be greater than 0"));
     CHECK(!strcmp(cJSON_GetObjectItem(e, "type")->valuestring, "invalid_request_error") && !strcmp(cJSON_GetObjectItem(e, "param")->valuestring, "top_p"));
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(e, "code")));
+    cJSON_Delete(j);
+    free(s);
+    /* a message quoting invalid UTF-8 (a client's bytes, or a cut character) is still valid UTF-8 JSON */
+    srv_error_set(&err, 400, "invalid_request_error", "mod\xff", "model `%s` (cut: \xe2\x82)", "\xc3\x28ok");
+    s = srv_error_json(&err);
+    j = cJSON_Parse(s);
+    e = cJSON_GetObjectItem(j, "error");
+    CHECK(e && !strcmp(cJSON_GetObjectItem(e, "message")->valuestring, "model `?(ok` (cut: ?" "?)") && !strcmp(cJSON_GetObjectItem(e, "param")->valuestring, "mod?"));
     cJSON_Delete(j);
     free(s);
     srv_error_set(&err, 503, "server_error", NULL, "the waiting queue is full");

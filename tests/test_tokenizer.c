@@ -101,6 +101,22 @@ static void test_families(void) {
         free(ids);
         zp_tokenizer_free(t);
     }
+    /* special tokens: the "special" flags of each family's files (Qwen3 and R1-Llama's
+     * tokenizer_config.json added_tokens_decoder, SmolLM2's tokenizer.json added_tokens), the set
+     * Hugging Face's decode(skip_special_tokens=True) leaves out; ordinary and non-special added
+     * tokens (<think>, R1's <｜Assistant｜>) are not */
+    const struct { const char *preset; int id, special; } sp[] = {
+        {"Qwen3-8B", 151643, 1}, {"Qwen3-8B", 151645, 1}, {"Qwen3-8B", 151667, 0}, {"Qwen3-8B", 151657, 0}, {"Qwen3-8B", 100, 0},
+        {"DeepSeek-R1-Distill-Llama-8B", 128001, 1}, {"DeepSeek-R1-Distill-Llama-8B", 128012, 0}, {"DeepSeek-R1-Distill-Llama-8B", 128013, 0},
+        {"DeepSeek-R1-Distill-Llama-8B", 5000, 0}, {"SmolLM2-135M-Instruct", 2, 1}, {"SmolLM2-135M-Instruct", 0, 1}, {"SmolLM2-135M-Instruct", 100, 0},
+    };
+    for (size_t k = 0; k < sizeof sp / sizeof *sp; k++) {
+        zp_tokenizer *t = load(sp[k].preset);
+        if (!t) continue;
+        if (zp_tokenizer_is_special(t, sp[k].id) != sp[k].special) fprintf(stderr, "%s id %d: special %d\n", sp[k].preset, sp[k].id, !sp[k].special);
+        CHECK(zp_tokenizer_is_special(t, sp[k].id) == sp[k].special);
+        zp_tokenizer_free(t);
+    }
     zp_tokenizer *s = load("SmolLM2-135M-Instruct"); /* documented in shared/models/README.md */
     int *ids, n;
     CHECK_OK(zp_tokenizer_encode(s, "Hello world! 123", 16, 1, &ids, &n));

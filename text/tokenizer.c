@@ -359,6 +359,12 @@ int zp_tokenizer_max_token_bytes(const zp_tokenizer *t) {
         if (t->tok[i] && t->tok_len[i] > m) m = t->tok_len[i];
     return m;
 }
+int zp_tokenizer_is_special(const zp_tokenizer *t, int id) {
+    for (int k = 0; k < t->n_added; k++)
+        if (t->added[k].id == id) return t->added[k].special;
+    return 0;
+}
+
 int zp_tokenizer_find(const zp_tokenizer *t, const char *token) {
     for (int k = 0; k < t->n_added; k++)
         if (!strcmp(t->added[k].text, token)) return t->added[k].id;

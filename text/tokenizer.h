@@ -49,6 +49,10 @@ int zp_tokenizer_vocab_size(const zp_tokenizer *t);
 const char *zp_tokenizer_token_bytes(const zp_tokenizer *t, int id, int *len);
 /* Bytes of the longest token (what a streaming decoder's buffer must hold, x 3, + 3). */
 int zp_tokenizer_max_token_bytes(const zp_tokenizer *t);
+/* 1 when id is an added token its files mark special ("special": true in tokenizer.json's
+ * added_tokens or tokenizer_config.json's added_tokens_decoder: Qwen3's <|im_end|>, not its
+ * <think>): the tokens Hugging Face's decode(skip_special_tokens=True) leaves out. */
+int zp_tokenizer_is_special(const zp_tokenizer *t, int id);
 /* Id of a token given as text (e.g. "<think>"), or -1. */
 int zp_tokenizer_find(const zp_tokenizer *t, const char *token);
 /* "qwen2", "llama3" or "gpt2" (the split regex in use). */

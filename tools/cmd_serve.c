@@ -18,6 +18,10 @@ static void usage(FILE *f) {
                "  --api-key KEY             require \"Authorization: Bearer KEY\" (except /health, /metrics)\n"
                "  --served-model-name NAME  the model's name in requests and /v1/models (default: the folder's name)\n"
                "  --max-waiting N           choices waiting for the engine before a 503 (default 4096)\n"
+               "  --idle-timeout S          close a connection silent for S seconds: headers or body not sent, an idle\n"
+               "                            keep-alive, an answer not read (default 60; 0: never). A request waiting\n"
+               "                            for the engine is not idle. Without the key, or with a Content-Length over\n"
+               "                            8 MiB, a request is refused on its headers, before its body is read\n"
                "  --reasoning-parser P      chat answers' thinking block as reasoning_content: deepseek_r1 (the\n"
                "                            answer is reasoning up to </think>) or qwen3 (when it opens with <think>)\n"
                "endpoints: GET /health, GET /metrics, GET /v1/models, POST /v1/completions,\n"
@@ -39,6 +43,7 @@ static zp_status parse(int argc, char **argv, srv_config *c) {
         else if (!strcmp(a, "--api-key")) c->api_key = v;
         else if (!strcmp(a, "--served-model-name")) c->served_name = v;
         else if (!strcmp(a, "--max-waiting")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &c->max_waiting));
+        else if (!strcmp(a, "--idle-timeout")) ZP_TRY(cli_int(a, v, 0, 86400, &c->idle_timeout));
         else if (!strcmp(a, "--reasoning-parser")) {
             if (!srv_reasoning_parse_name(v, &c->reasoning)) return zp_fail(ZP_ERR_INVALID, "--reasoning-parser: \"%s\" is neither deepseek_r1 nor qwen3", v);
         }

@@ -35,6 +35,7 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, char
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(json), json, MHD_RESPMEM_MUST_FREE);
     if (!r) { free(json); return MHD_NO; }
     MHD_add_response_header(r, "Content-Type", "application/json");
+    if (status == 503) MHD_add_response_header(r, "Retry-After", "1"); /* full: a second later (vLLM's clients retry on 503) */
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
@@ -792,7 +793,7 @@ zp_status srv_run(const srv_config *cfg) {
          * connection per queued choice at most, and a margin for /metrics and refusals */
         d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG,
                              (uint16_t)cfg->port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_waiting + 256u,
+                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)(cfg->max_waiting + cfg->ec.max_num_seqs) + 256u,
                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout, MHD_OPTION_END);
         if (!d) st = zp_fail(ZP_ERR_IO, "serve: cannot listen on %s:%d (in use, or not allowed)", cfg->host, cfg->port);
     }

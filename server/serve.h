@@ -25,7 +25,7 @@ typedef struct {
     int port;                  /* 0: an ephemeral port (printed) */
     const char *api_key;       /* NULL: none */
     const char *served_name;   /* NULL: the model folder's name */
-    int max_waiting;           /* choices waiting for the engine before a 503 */
+    int max_waiting;           /* choices held beyond the engine's max_num_seqs before a 503 (Retry-After) */
     size_t max_body;           /* bytes of a request body before a 413 (declared) or a close (chunked) */
     int idle_timeout;          /* seconds a connection may stay silent (headers, body, keep-alive, an answer not read) before it is closed; 0: never */
     srv_reasoning_parser reasoning; /* chat answers: the thinking block as reasoning_content (NONE: in content) */

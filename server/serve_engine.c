@@ -105,6 +105,7 @@ static void job_done(srv_server *s, srv_job *j) {
     j->call->n_done++;
     if (j->in_engine) { /* out of the look-up table and the active list (the last one takes its place) */
         s->live[j->id % s->live_cap] = NULL;
+        s->free_slots[s->n_free_slots++] = (int)(j->id % s->live_cap);
         srv_job *last = s->active[--s->n_active];
         s->active[j->active_ix] = last;
         last->active_ix = j->active_ix;
@@ -113,8 +114,13 @@ static void job_done(srv_server *s, srv_job *j) {
     pthread_cond_broadcast(&j->call->cv);
 }
 
-/* Moves waiting choices into the engine (mutex held). */
+/* Moves waiting choices into the engine, in arrival order, while it holds fewer than max_num_seqs
+ * requests (running, or waiting in it: preempted ones): the engine's scheduler caps each step's
+ * batch, not its running list, so the server keeps the rest and the cap holds (mutex held). Each
+ * choice takes a free slot of the look-up table; its engine id is a fresh number times live_cap
+ * plus that slot, so no choice ever waits for another's slot. */
 static void admit_waiting(srv_server *s) {
+    int room = s->cfg.ec.max_num_seqs - zp_engine_num_running(s->e) - zp_engine_num_waiting(s->e);
     for (int i = 0; i < s->n_waiting; i++) {
         srv_job *j = s->waiting[i];
         if (j->call->aborted) { /* its client left before it started */
@@ -122,18 +128,22 @@ static void admit_waiting(srv_server *s) {
             job_done(s, j);
             continue;
         }
-        if (s->live[j->id % s->live_cap]) { /* its slot is still taken: keep the rest for the next step */
+        if (room <= 0 || s->n_free_slots == 0) { /* the engine is full: the rest wait, in order */
             memmove(s->waiting, s->waiting + i, sizeof *s->waiting * (size_t)(s->n_waiting - i));
             s->n_waiting -= i;
             return;
         }
+        const int slot = s->free_slots[--s->n_free_slots];
+        j->id = s->next_id++ * (int64_t)s->live_cap + slot;
         j->status = zp_engine_add_request(s->e, j->prompt, j->n_prompt, &j->sp, j->id, j->sample, j->sp.has_rng_key ? j->seed : (uint64_t)j->id);
         if (j->status != ZP_OK) {
+            s->free_slots[s->n_free_slots++] = slot;
             snprintf(j->error, sizeof j->error, "%s", zp_last_error());
             job_done(s, j);
             continue;
         }
-        s->live[j->id % s->live_cap] = j;
+        room--;
+        s->live[slot] = j;
         j->active_ix = s->n_active;
         s->active[s->n_active++] = j;
         j->in_engine = 1;
@@ -262,8 +272,16 @@ void srv_free_jobs(srv_job *jobs, int n_jobs, int per_prompt) {
 }
 
 int srv_enqueue(srv_server *s, srv_job *jobs, int n_jobs, srv_call *call, int64_t *call_id, srv_error *err) {
+    const int hold = s->cfg.ec.max_num_seqs + s->cfg.max_waiting;
+    if (n_jobs > hold) { /* never fits: the request's fault, not a busy server */
+        srv_error_set(err, 400, "invalid_request_error", "n", "%d choices (prompts x n); this server holds at most %d at once (max_num_seqs + max_waiting)",
+                      n_jobs, hold);
+        return 0;
+    }
     pthread_mutex_lock(&s->mu);
-    if (s->stopping || s->n_waiting + n_jobs > s->cfg.max_waiting) {
+    /* the choices held: those in the engine (at most max_num_seqs: running, preempted, just admitted)
+     * and those in the server's queue; past max_num_seqs + max_waiting a call is refused */
+    if (s->stopping || s->n_active + s->n_waiting + n_jobs > s->cfg.ec.max_num_seqs + s->cfg.max_waiting) {
         pthread_mutex_unlock(&s->mu);
         srv_error_set(err, 503, "server_error", NULL, s->stopping ? "the server is shutting down" : "the waiting queue is full (%d choices); try again later",
                       s->cfg.max_waiting);
@@ -271,7 +289,7 @@ int srv_enqueue(srv_server *s, srv_job *jobs, int n_jobs, srv_call *call, int64_
     }
     *call_id = s->next_call++;
     for (int i = 0; i < n_jobs; i++) {
-        jobs[i].id = s->next_id++;
+        jobs[i].id = -1; /* its engine id comes with its slot (admit_waiting) */
         jobs[i].call = call;
         jobs[i].t_arrival = zp_now();
         s->waiting[s->n_waiting++] = &jobs[i];
@@ -315,13 +333,16 @@ zp_status srv_server_open(srv_server *s, const srv_config *cfg) {
     s->special = calloc((size_t)s->vocab, 1);
     if (!s->special) return zp_fail(ZP_ERR_OOM, "serve: no memory for the special-token table");
     for (int i = 0; i < s->vocab; i++) s->special[i] = (unsigned char)zp_tokenizer_is_special(s->tok, i);
-    s->live_cap = cfg->max_waiting * 2;
-    s->waiting = calloc((size_t)cfg->max_waiting, sizeof *s->waiting);
+    s->live_cap = cfg->ec.max_num_seqs; /* the engine holds at most that many (admit_waiting) */
+    if (s->live_cap < 1) return zp_fail(ZP_ERR_INVALID, "serve: max_num_seqs %d must be positive", s->live_cap);
+    s->waiting = calloc((size_t)cfg->max_waiting + (size_t)cfg->ec.max_num_seqs, sizeof *s->waiting); /* srv_enqueue's bound */
     s->live = calloc((size_t)s->live_cap, sizeof *s->live);
     s->active = calloc((size_t)s->live_cap, sizeof *s->active);
     s->touched = calloc((size_t)s->live_cap, sizeof *s->touched);
     s->wake_calls = calloc((size_t)s->live_cap, sizeof *s->wake_calls);
-    if (!s->waiting || !s->live || !s->active || !s->touched || !s->wake_calls) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
+    s->free_slots = calloc((size_t)s->live_cap, sizeof *s->free_slots);
+    for (int i = 0; s->free_slots && i < s->live_cap; i++) s->free_slots[s->n_free_slots++] = s->live_cap - 1 - i;
+    if (!s->waiting || !s->live || !s->active || !s->touched || !s->wake_calls || !s->free_slots) return zp_fail(ZP_ERR_OOM, "serve: no memory for %d choices", cfg->max_waiting);
     zp_engine_set_token_hook(s->e, on_token, s);
     snapshot(s); /* /metrics before the first step */
     pthread_mutex_init(&s->mu, NULL);
@@ -339,4 +360,5 @@ void srv_server_close(srv_server *s) {
     free(s->active);
     free(s->touched);
     free(s->wake_calls);
+    free(s->free_slots);
 }

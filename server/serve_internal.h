@@ -87,10 +87,11 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_mutex_t tok_mu;    /* encoding from the connection threads */
     pthread_cond_t wake;
-    srv_job **waiting;         /* [cfg.max_waiting] not yet in the engine */
+    srv_job **waiting;         /* [cfg.max_waiting + max_num_seqs] not yet in the engine */
     int n_waiting;
     srv_job **live;            /* [live_cap] in the engine, at index id % live_cap (the token hook's look-up) */
-    int live_cap;
+    int live_cap;              /* the engine's max_num_seqs */
+    int *free_slots, n_free_slots; /* [live_cap] slots of live no choice holds */
     srv_job **active;          /* [live_cap] the same choices, dense (what a step's end walks) */
     int n_active;
     srv_job **touched;         /* [live_cap] the engine thread's: choices that sampled in this step */

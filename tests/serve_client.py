@@ -2,7 +2,7 @@
 library: health and models; greedy completions equal `zipage generate`'s tokens decoded (the
 oracle file: JSON, see test_serve.sh); a stop string across a token boundary;
 n = 2; 32 concurrent clients, each answer equal to the serial one; the API key; every refusal
-(400 naming the parameter, 401, 404, 405, 413, 503). Usage: serve_client.py PORT KEY ORACLE MODEL"""
+(400 naming the parameter, 401, 404, 405, 413; the 503 of a full queue is in serve_limits.py). Usage: serve_client.py PORT KEY ORACLE MODEL"""
 import json, sys, threading, urllib.error, urllib.request
 
 port, key, oracle, model = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
@@ -197,7 +197,7 @@ with socket.create_connection(("127.0.0.1", int(port)), timeout=10) as so:
                f"Content-Length: {9 << 20}\r\n\r\n".encode())
     head = so.recv(4096).decode(errors="replace")
 check(head.startswith("HTTP/1.1 413") and "exceeds" in head, f"refusal 413 on the headers: got {head[:200]!r}")
-refused(503, None, {"model": model, "prompt": "hi", "n": 64, "max_tokens": 1})
+refused(400, "n", {"model": model, "prompt": ["hi"] * 5, "n": 64, "max_tokens": 1})  # 320 choices, more than 256 + 48 held (503s: serve_limits.py)
 refused(405, None, path="/v1/completions", method="GET")
 refused(400, "messages", {"model": model, "messages": [{"role": "tool", "content": "a"}]}, path="/v1/chat/completions")
 # log-probabilities (greedy: each sampled token is its step's most likely, so its logprob is the top one's)

@@ -134,6 +134,13 @@ PY
 wait $CLIENT
 wait $PID; rc=$?
 [ $rc = 0 ] && grep -q "^400$" "$T/long3" || { echo "FAIL: the hostile server's request in flight or its exit (exit $rc)"; cat "$T/long3"; fails=$((fails+1)); }
+# admission limits held exactly (tests/serve_limits.py): --max-num-seqs 2, --max-waiting 3
+"$Z" serve --model "$T/m" --port 0 --served-model-name tiny --max-num-seqs 2 --max-waiting 3 $ENGINE > "$T/out4" 2> "$T/err4" &
+PID=$!
+for _ in $(seq 100); do grep -q "^serving" "$T/out4" && break; sleep 0.1; done
+PORT=$(sed -n 's/^serving tiny on http:\/\/127.0.0.1:\([0-9]*\)$/\1/p' "$T/out4")
+timeout 300 python3 "$(dirname "$0")/serve_limits.py" "$PORT" tiny || { echo "FAIL: admission limits"; tail -5 "$T/err4"; fails=$((fails+1)); }
+kill -TERM $PID; wait $PID || { echo "FAIL: the limits server's exit status"; fails=$((fails+1)); }
 # the command line's refusals: one line naming the flag, non-zero exit
 bad() { local want=$1; shift; "$@" > "$T/bad" 2>&1 && { echo "FAIL: accepted: $*"; fails=$((fails+1)); return; }
   grep -q -- "$want" "$T/bad" || { echo "FAIL: $* did not say \"$want\""; cat "$T/bad"; fails=$((fails+1)); }; }

@@ -810,6 +810,7 @@ zp_status srv_run(const srv_config *cfg) {
     }
     pthread_mutex_lock(&s.mu);
     s.stopping = 1;
+    if (cfg->shutdown_timeout > 0) s.stop_deadline = zp_now() + cfg->shutdown_timeout;
     pthread_cond_signal(&s.wake);
     pthread_mutex_unlock(&s.mu);
     pthread_join(engine, NULL);

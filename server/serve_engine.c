@@ -206,11 +206,35 @@ static int take_wake_list(srv_server *s) {
     return n;
 }
 
+/* The shutdown's grace period is over: every choice not yet finished ends with a 503 naming the
+ * shutdown (its client never takes a cut answer for a whole one); those in the engine end at the
+ * next step through the abort path (mutex held). */
+static void cut_unfinished(srv_server *s) {
+    s->cut = 1;
+    char msg[160];
+    snprintf(msg, sizeof msg, "the server shut down (--shutdown-timeout %d s) before this request finished", s->cfg.shutdown_timeout);
+    for (int i = 0; i < s->n_active; i++) {
+        srv_job *j = s->active[i];
+        if (j->finish != ZP_FINISH_NONE) continue;
+        j->status = ZP_ERR_INTERRUPTED;
+        snprintf(j->error, sizeof j->error, "%s", msg);
+        j->call->aborted = 1;
+    }
+    for (int i = 0; i < s->n_waiting; i++) {
+        s->waiting[i]->status = ZP_ERR_INTERRUPTED;
+        snprintf(s->waiting[i]->error, sizeof s->waiting[i]->error, "%s", msg);
+        job_done(s, s->waiting[i]);
+    }
+    s->n_waiting = 0;
+    fprintf(stderr, "serve: %s: %d requests ended\n", msg, s->n_active);
+}
+
 void *srv_engine_main(void *arg) {
     srv_server *s = arg;
     pthread_mutex_lock(&s->mu);
     double t_end = 0; /* when the last step ended (0: the engine was idle since) */
     for (;;) {
+        if (s->stopping && !s->cut && s->stop_deadline > 0 && zp_now() >= s->stop_deadline) cut_unfinished(s);
         admit_waiting(s);
         if (!zp_engine_has_unfinished(s->e)) {
             if (s->stopping) break;

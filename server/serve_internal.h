@@ -100,6 +100,8 @@ typedef struct {
     int n_wake_calls;
     int64_t next_id, next_call;
     int stopping;              /* the engine thread ends once nothing is left */
+    double stop_deadline;      /* stopping: when what is still unfinished is ended (0: never; --shutdown-timeout) */
+    int cut;                   /* stopping: the deadline passed, the unfinished ended */
     zp_status engine_status;
     srv_metrics m;             /* under mu: the engine's counters after its last step, the latencies */
 } srv_server;

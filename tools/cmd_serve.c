@@ -19,6 +19,8 @@ static void usage(FILE *f) {
                "  --served-model-name NAME  the model's name in requests and /v1/models (default: the folder's name)\n"
                "  --max-waiting N           choices waiting beyond the engine's --max-num-seqs before a 503 with\n"
                "                            Retry-After (default 4096): the server holds max-num-seqs + N at most\n"
+               "  --shutdown-timeout S      after SIGTERM/SIGINT, requests still unfinished S seconds later end with a\n"
+               "                            503 (streams: an error event); default 60; 0: wait for them all\n"
                "  --idle-timeout S          close a connection silent for S seconds: headers or body not sent, an idle\n"
                "                            keep-alive, an answer not read (default 60; 0: never). A request waiting\n"
                "                            for the engine is not idle. Without the key, or with a Content-Length over\n"
@@ -45,6 +47,7 @@ static zp_status parse(int argc, char **argv, srv_config *c) {
         else if (!strcmp(a, "--served-model-name")) c->served_name = v;
         else if (!strcmp(a, "--max-waiting")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &c->max_waiting));
         else if (!strcmp(a, "--idle-timeout")) ZP_TRY(cli_int(a, v, 0, 86400, &c->idle_timeout));
+        else if (!strcmp(a, "--shutdown-timeout")) ZP_TRY(cli_int(a, v, 0, 1 << 24, &c->shutdown_timeout));
         else if (!strcmp(a, "--reasoning-parser")) {
             if (!srv_reasoning_parse_name(v, &c->reasoning)) return zp_fail(ZP_ERR_INVALID, "--reasoning-parser: \"%s\" is neither deepseek_r1 nor qwen3", v);
         }

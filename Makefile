@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
-DEB_PACKAGES := cmake gcc make libmicrohttpd-dev libcjson-dev libopenblas-openmp-dev libxxhash-dev libpcre2-dev libutf8proc-dev bubblewrap libcsv-dev gnuplot-nox
+DEB_PACKAGES := cmake gcc make libmicrohttpd-dev libcjson-dev libopenblas-openmp-dev libxxhash-dev libpcre2-dev libutf8proc-dev bubblewrap libseccomp-dev libcsv-dev gnuplot-nox
 ZIPAGE := $(BUILD)/zipage
 
 .PHONY: all deps build build-quiet lmeval-venv test test-slow test-sanitize fuzz fuzz-smoke fuzz-long generate devdeps models clean
@@ -124,7 +124,7 @@ devdeps:
 	mkdir -p .devdeps && cd .devdeps && apt-get download libcjson1 libcjson-dev libxxhash0 libxxhash-dev \
 	  libopenblas0-openmp libopenblas-openmp-dev libgfortran5 \
 	  libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 libutf8proc-dev libutf8proc2 \
-	  libcsv-dev libcsv3 libmicrohttpd12 libmicrohttpd-dev
+	  libcsv-dev libcsv3 libmicrohttpd12 libmicrohttpd-dev libseccomp-dev libseccomp2
 	# GnuTLS and its libraries, which libmicrohttpd12 links: unpacked there only if the image lacks them
 	mkdir -p .devdeps/fallback && cd .devdeps/fallback && apt-get download libgnutls30 libhogweed6 libnettle8 libp11-kit0 \
 	  libtasn1-6 libunistring2 libidn2-0 libgmp10 libffi8

@@ -118,6 +118,9 @@ static int build_argv(const sbx_opts *o, const sbx_job *j, const char *py, argv_
         *slash = 0;
         push(a, "--ro-bind"), push(a, real), push(a, real);
     }
+    char *filter_fd = stored(a); /* the syscall filter (sandbox_filter.c), at the fd child_exec puts it */
+    snprintf(filter_fd, 16, "%d", SBX_FILTER_FD(j));
+    push(a, "--seccomp"), push(a, filter_fd);
     static const char *const tail[] = {"--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", NULL};
     push(a, "--ro-bind"), push(a, j->code_dir), push(a, "/code");
     for (int i = 0; tail[i]; i++) push(a, tail[i]);
@@ -187,11 +190,15 @@ static void cgroup_make(mem_cgroup *c, long mem_mb) {
     }
 }
 
-/* After the run's processes are gone (a killed one may take a moment to leave the group). */
+/* After the run's processes are gone. A killed run's last process leaves the group only once the
+ * kernel has torn its namespaces down, which for a /tmp of millions of files takes seconds: the
+ * group is removed as soon as it is empty (rmdir fails with EBUSY until then), waiting up to 120 s,
+ * so that no run leaves its directory behind. */
 static void cgroup_remove(mem_cgroup *c) {
     if (c->procs_fd >= 0) close(c->procs_fd);
     c->procs_fd = -1;
-    for (int i = 0; c->dir[0] && i < 300 && rmdir(c->dir) != 0 && errno == EBUSY; i++) usleep(10000);
+    const double end = now_ms() + 120000;
+    while (c->dir[0] && rmdir(c->dir) != 0 && errno == EBUSY && now_ms() < end) usleep(10000);
     c->dir[0] = 0;
 }
 
@@ -211,7 +218,7 @@ static void move_fd(int src, int dst) {
 }
 
 /* Child side: only async-signal-safe calls (the parent may have threads). */
-static void child_exec(const sbx_opts *o, const argv_buf *a, int in_fd, int out_fd, int res_fd, int cgroup_fd) {
+static void child_exec(const sbx_opts *o, const argv_buf *a, int in_fd, int out_fd, int res_fd, int cgroup_fd, int filter_fd) {
     setsid();
     cgroup_join(cgroup_fd); /* before the fds are rewired: cgroup_fd is close-on-exec and above them */
     int null = open("/dev/null", O_WRONLY);
@@ -220,6 +227,7 @@ static void child_exec(const sbx_opts *o, const argv_buf *a, int in_fd, int out_
     move_fd(null, 2);
     if (res_fd >= 0) move_fd(res_fd, 3);
     int first = res_fd >= 0 ? 4 : 3;
+    if (filter_fd >= 0) move_fd(filter_fd, first++); /* SBX_FILTER_FD: bwrap reads it (above the others: F_DUPFD 10) */
     if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) != 0)
         for (int fd = first; fd < 4096; fd++) close(fd);
     long cpu_s = o->timeout_ms / 1000 + 2, as_mb = o->mem_mb - (o->unsafe_no_sandbox ? 0 : o->tmpfs_mb);
@@ -270,13 +278,17 @@ typedef struct {
     size_t n;
 } sink;
 
-/* Reads what is there; returns 1 when the stream ended, 2 when the cap was hit. */
+/* Reads what is there; returns 1 when the stream ended, 2 when it went past the cap (the cap is
+ * inclusive: an output of exactly SBX_OUTPUT_CAP bytes is whole; one byte more is the flood, and
+ * what is kept is cut back to the cap). */
 static int drain(sink *s) {
-    ssize_t got = read(s->fd, s->buf + s->n, SBX_OUTPUT_CAP - s->n);
+    ssize_t got = read(s->fd, s->buf + s->n, SBX_OUTPUT_CAP + 1 - s->n);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
     if (got <= 0) return 1;
     s->n += (size_t)got;
-    return s->n == SBX_OUTPUT_CAP ? 2 : 0;
+    if (s->n <= SBX_OUTPUT_CAP) return 0;
+    s->n = SBX_OUTPUT_CAP;
+    return 2;
 }
 
 static void close_fd(int *fd) {
@@ -348,11 +360,19 @@ int sbx_run(const sbx_opts *o, const sbx_job *j, sbx_outcome *r, char *err, size
         return -1;
     }
     argv_buf *a = malloc(sizeof *a);
-    sink out = {-1, malloc(SBX_OUTPUT_CAP + 1), 0}, res = {-1, j->result_channel ? malloc(SBX_OUTPUT_CAP + 1) : NULL, 0};
+    sink out = {-1, malloc(SBX_OUTPUT_CAP + 2), 0}, res = {-1, j->result_channel ? malloc(SBX_OUTPUT_CAP + 2) : NULL, 0}; /* cap + 1 byte read, + NUL */
     int in[2] = {-1, -1}, op[2] = {-1, -1}, rp[2] = {-1, -1}, rc = -1;
     mem_cgroup cg = {"", -1};
+    int filter = -1;
     if (!a || !out.buf || (j->result_channel && !res.buf)) { snprintf(err, err_len, "sandbox: out of memory"); goto done; }
     if (build_argv(o, j, py, a, err, err_len) != 0) goto done;
+    if (!o->unsafe_no_sandbox) { /* above the fds child_exec rewires, so that none lands on it */
+        const int f = sbx_filter_fd(err, err_len);
+        if (f < 0) goto done;
+        filter = fcntl(f, F_DUPFD_CLOEXEC, 10);
+        close(f);
+        if (filter < 0) { fail(err, err_len, "fcntl"); goto done; }
+    }
     if (pipe2(in, O_CLOEXEC) || pipe2(op, O_CLOEXEC) || (j->result_channel && pipe2(rp, O_CLOEXEC))) { fail(err, err_len, "pipe"); goto done; }
     fcntl(in[1], F_SETFL, O_NONBLOCK);
     const int baseline = count_uid_procs(run_uid());
@@ -365,7 +385,7 @@ int sbx_run(const sbx_opts *o, const sbx_job *j, sbx_outcome *r, char *err, size
     const double deadline = now_ms() + o->timeout_ms;
     pid_t pid = fork();
     if (pid < 0) { pthread_sigmask(SIG_SETMASK, &old, NULL); fail(err, err_len, "fork"); goto done; }
-    if (pid == 0) child_exec(o, a, in[0], op[1], rp[1], cg.procs_fd);
+    if (pid == 0) child_exec(o, a, in[0], op[1], rp[1], cg.procs_fd, filter);
     close_fd(&in[0]), close_fd(&op[1]), close_fd(&rp[1]);
     out.fd = op[0], res.fd = rp[0];
     op[0] = rp[0] = -1;
@@ -383,6 +403,7 @@ int sbx_run(const sbx_opts *o, const sbx_job *j, sbx_outcome *r, char *err, size
     if (res.buf) res.buf[res.n] = 0, r->result = res.buf, r->result_len = res.n, res.buf = NULL;
     rc = 0;
 done:
+    if (filter >= 0) close(filter);
     cgroup_remove(&cg);
     for (int i = 0; i < 2; i++) close_fd(&in[i]), close_fd(&op[i]), close_fd(&rp[i]);
     free(a), free(out.buf), free(res.buf);

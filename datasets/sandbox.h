@@ -10,7 +10,9 @@
  * /dev, and a size-limited private /tmp (its working directory); no host environment
  * (--clearenv), no network and no host sockets (every namespace unshared, no /run, /var or host
  * /tmp), its own pid namespace torn down with it. Limits: CPU time, address space (minus the
- * tmpfs size, so both together stay within mem_mb), file size and processes (setrlimit), and,
+ * tmpfs size, so both together stay within mem_mb), file size and processes (setrlimit), a
+ * seccomp filter (sandbox_filter.c: socket families but Unix and IP, io_uring, userfaultfd,
+ * perf_event_open, keyrings, memfd_secret, bpf, mounts, ptrace, kexec and modules refused), and,
  * where a memory cgroup can be made (root, cgroup v2 with the memory controller or v1's memory
  * hierarchy), every page the run pins within mem_mb: memfds and tmpfs too. Run as
  * root, it drops to a uid of its own per grader process (so concurrent graders do not share a
@@ -28,6 +30,7 @@
 #define SBX_OUTPUT_CAP (1 << 20) /* bytes of stdout (and of the result channel) kept */
 #define SBX_UID_BASE 200000      /* run as root: the sandbox uid is SBX_UID_BASE + pid % SBX_UID_SPAN */
 #define SBX_UID_SPAN 100000
+#define SBX_FILTER_FD(job) ((job)->result_channel ? 4 : 3) /* the syscall filter's fd in the child, for bwrap --seccomp */
 
 typedef struct {
     int timeout_ms;        /* per run, wall clock */
@@ -61,6 +64,9 @@ typedef struct {
 
 /* Absolute path of bubblewrap (fixed system locations), or NULL. */
 const char *sbx_bwrap_path(void);
+/* The syscall filter as a seccomp program in a memfd (close-on-exec, at offset 0), or -1 with err
+ * filled (a build without libseccomp refuses: no sandbox runs without its filter). */
+int sbx_filter_fd(char *err, size_t err_len);
 /* Absolute path of the interpreter o->python names (or the default one), or NULL. */
 const char *sbx_python_path(const sbx_opts *o);
 /* Runs a job. Returns 0 with *r filled (free with sbx_outcome_free), or -1 with err (a

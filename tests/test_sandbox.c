@@ -5,7 +5,9 @@
  * /proc/N/environ of the namespace), a nested user namespace, TCP and Unix sockets (pathname and
  * abstract), a fork bomb, memory (address space and the private /tmp), disk fill, an output
  * flood, memory pinned in memfds (within the limit in a memory cgroup), killing the parent,
- * daemonizing, ptrace and signals to host pids. Forged functional
+ * daemonizing, ptrace and signals to host pids; the syscall filter (vsock, netlink, packet and
+ * other socket families, io_uring, userfaultfd, perf_event_open, keyrings, memfd_secret, bpf,
+ * ptrace, mount, kexec, modules: each EPERM), with Unix and IP sockets still made. Forged functional
  * results are in test_code_grade. Skipped (exit 77) where bubblewrap is not installed.
  */
 #define _GNU_SOURCE
@@ -226,6 +228,20 @@ int main(void) {
              sock_path);
     probe("sockets", src, 5000, "connected []");
     close(us), close(as), unlink(sock_path);
+    /* the syscall filter: what reaches past the namespaces, each refused with EPERM (not ENOSYS: a
+     * kernel without the call would pass unfiltered) */
+    probe("syscall filter",
+          "import ctypes, errno, socket\nlibc = ctypes.CDLL(None, use_errno=True)\nseen = []\n"
+          "for fam, name in ((40, 'AF_VSOCK'), (16, 'AF_NETLINK'), (17, 'AF_PACKET'), (38, 'AF_ALG'), (0, 'AF_UNSPEC')):\n"
+          "    try:\n        socket.socket(fam, socket.SOCK_STREAM if fam == 40 else socket.SOCK_RAW if fam != 38 else socket.SOCK_SEQPACKET); seen.append(name + ' open')\n"
+          "    except OSError as e:\n        seen.append(name + ' ' + errno.errorcode.get(e.errno, str(e.errno)))\n"
+          "for nr, name in ((425, 'io_uring_setup'), (323, 'userfaultfd'), (298, 'perf_event_open'), (248, 'add_key'), (250, 'keyctl'),"
+          " (447, 'memfd_secret'), (321, 'bpf'), (101, 'ptrace'), (165, 'mount'), (246, 'kexec_load'), (175, 'init_module')):\n"
+          "    r = libc.syscall(nr, 0, 0, 0, 0, 0)\n"
+          "    seen.append(name + ' ' + ('ok' if r >= 0 else errno.errorcode.get(ctypes.get_errno(), '?')))\n"
+          "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); t = socket.socket(socket.AF_INET, socket.SOCK_STREAM); u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n"
+          "bad = [x for x in seen if not x.endswith(' EPERM')]\nprint('unfiltered', bad, 'unix and ip sockets made')\n",
+          5000, "unfiltered [] unix and ip sockets made");
     /* memory: the private /tmp is capped (64 MB), the address space too */
     probe("tmpfs", "n = 0\ntry:\n    f = open('/tmp/fill', 'wb')\n    while n < 400:\n        f.write(b'x' * (1 << 20)); f.flush(); n += 1\n"
                    "except OSError:\n    pass\nprint('tmpfs_mb', 'capped' if n <= 64 else n)\n",
@@ -236,6 +252,34 @@ int main(void) {
     run_probe("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", 5000, &r);
     CHECK(r.output_limit && r.out_len == SBX_OUTPUT_CAP);
     sbx_outcome_free(&r);
+    /* the cap is inclusive: exactly SBX_OUTPUT_CAP bytes is a whole output, one byte more the flood */
+    for (int extra = 0; extra < 2; extra++) {
+        char src_cap[200];
+        snprintf(src_cap, sizeof src_cap, "import sys\nsys.stdout.write('y' * %d)\n", SBX_OUTPUT_CAP + extra);
+        run_probe(src_cap, 5000, &r);
+        if (extra) CHECK(r.output_limit && r.out_len == SBX_OUTPUT_CAP);
+        else CHECK(!r.output_limit && r.out_len == SBX_OUTPUT_CAP && r.exit_code == 0 && r.out[SBX_OUTPUT_CAP - 1] == 'y');
+        sbx_outcome_free(&r);
+    }
+    /* /tmp filled with hundreds of thousands of files until the deadline: the run's memory cgroup is
+     * gone when sbx_run returns (the namespace's teardown frees the files first, which takes a while) */
+    if (getuid() == 0) {
+        run_probe("import os\ni = 0\nwhile True:\n    open('/tmp/%x' % i, 'w').close(); i += 1\n", 4000, &r);
+        const int had_cgroup = r.mem_cgroup;
+        CHECK(r.timed_out);
+        sbx_outcome_free(&r);
+        int left = 0;
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "zipage-sbx-%ld-", (long)getpid());
+        for (int v = 0; v < 2; v++) {
+            DIR *d = opendir(v ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup");
+            for (struct dirent *e; d && (e = readdir(d)) != NULL;) left += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+            if (d) closedir(d);
+        }
+        if (left) fprintf(stderr, "%d memory cgroups of this test left behind after the many-files probe\n", left);
+        CHECK(left == 0);
+        printf("many-files probe: %s, no cgroup left\n", had_cgroup ? "in a memory cgroup" : "no memory cgroup here");
+    }
     /* fork bomb and daemons: the run ends at its deadline and leaves no process behind */
     run_probe("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n", 1500, &r);
     CHECK(r.timed_out);

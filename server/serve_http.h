@@ -1,0 +1,40 @@
+/* serve_http.h - what the HTTP side of `zipage serve` shares between its files (serve.c: the
+ * handlers, the endpoints and srv_run; serve_answer.c: the answers' JSON; serve_stream.c: the
+ * streamed answers). Internal to server/; libmicrohttpd and cJSON types appear here, nowhere in
+ * serve.h. */
+#ifndef ZP_SERVE_HTTP_H
+#define ZP_SERVE_HTTP_H
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+
+#include "serve_internal.h"
+
+/* ---- responses (serve.c) */
+/* A JSON answer (json malloc'ed, freed here; a 503 carries Retry-After). */
+enum MHD_Result srv_send_json(struct MHD_Connection *c, unsigned status, char *json);
+enum MHD_Result srv_send_error(struct MHD_Connection *c, const srv_error *err);
+enum MHD_Result srv_refuse_with(struct MHD_Connection *c, int status, const char *type, const char *param, const char *msg);
+/* The connection's idle timeout off (while its request waits for the engine) or back on. */
+void srv_idle_timeout(const srv_server *s, struct MHD_Connection *c, int on);
+/* OpenAI's finish_reason of an engine finish. */
+const char *srv_finish_reason(zp_finish_reason f);
+
+/* ---- the answers' JSON (serve_answer.c) */
+/* The fields every answer opens with: id, object, created, model (chat: chat.completion[.chunk]). */
+cJSON *srv_answer_head(const srv_server *s, int chat, int chunk, int64_t call_id);
+/* usage: the prompts once each (not per choice), the tokens of every choice. */
+void srv_add_usage(cJSON *root, const srv_job *jobs, int n_jobs, int per_prompt);
+/* One choice, whole or streamed (serve_answer.c says which fields when). */
+cJSON *srv_choice_json(int chat, int stream, int first, int i, const char *text, int parsed, const char *reasoning, const char *finish,
+                       cJSON *logprobs);
+/* Log-probabilities of n sampled tokens in the completions or the chat form (*offset: text_offset). */
+cJSON *srv_logprobs_json(const srv_server *s, const int *tok, const zp_token_logprobs *lps, int n, int chat, size_t *offset);
+/* A whole answer of a call's choices (malloc'ed JSON). */
+char *srv_completion_json(srv_server *s, const srv_request *r, srv_job *jobs, int n_jobs, int64_t call_id);
+
+/* ---- streamed answers (serve_stream.c) */
+/* Queues the call's choices and answers with server-sent events; takes r (emptied) and jobs. */
+enum MHD_Result srv_start_stream(srv_server *s, struct MHD_Connection *c, srv_request *r, srv_job *jobs, int n_jobs);
+
+#endif

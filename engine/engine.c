@@ -438,9 +438,8 @@ static void build_layer_views(zp_engine *e, zp_seq *const *seqs, int n_seqs, int
 
 /* A decode step's block tables are padded (-1) to a multiple of this many blocks: the table
  * width is part of a decode graph's shape (model.c graph_key), and a growing context would
- * otherwise make a new shape every block (on a CPU simulation of the reasoning replica's
- * schedule, full KV's decode steps replayed 0.778 unpadded, 0.846 in 8s:
- * bench/log/s24-2026-12-04.md). Prefill steps, never recorded, keep their width. */
+ * otherwise make a new shape every block (the share of decode steps replayed is bench's
+ * graph_replay_share column). Prefill steps, never recorded, keep their width. */
 #define DECODE_TABLE_ROUND 8
 
 /* Rows of request q this step: logical tokens [n_done, n_tokens) at positions n_done.. (with a

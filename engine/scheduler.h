@@ -9,7 +9,7 @@
  * slots holding K/V) are separate fields: compression makes them differ.
  * With a block cap (nmax > 0, an evicting policy) a request holds at most nmax + 1 blocks;
  * when its growth block is full it is marked for compression and given a target table
- * (zipage-algorithm.md §2.3-2.4: in place, or fresh blocks in front of shared prefix blocks).
+ * (docs/algorithm.md §2.3-2.4: in place, or fresh blocks in front of shared prefix blocks).
  * Variants: `strict` runs at most M requests, each with a query slot; `hybrid` (Zipage) also
  * runs slot-less requests while they need no window queries (§4.4). Compressed or compressing
  * requests are never preempted (they are suspended instead). Host-only bookkeeping.

@@ -1,4 +1,4 @@
-/* zipage.c - the Zipage score (zipage-algorithm.md §3), each stage switchable for ablations:
+/* zipage.c - the Zipage score (docs/algorithm.md §3), each stage switchable for ablations:
  *   A  window attention: softmax over all keys, causal in the window, max over the GQA group,
  *      mean over the window;
  *   S  global score (use_global): max(A, decay * H) on tokens with history, stored as the new H;

@@ -257,8 +257,8 @@ static void test_admission_reserve(void) {
  * compression leaves far above its blocks. Watched after every step: when the waiting head's
  * reservation fits beside every running request's (free blocks less their remaining growth), a
  * query slot is free and the batch has room, the next step admits it (a prefill). Before the
- * fix a compressed request's length held back blocks no request could take: on the reasoning
- * replica, 12 requests ran with 571 of 679 blocks free and 884 waiting (bench/log/s24). */
+ * fix a compressed request's length held back blocks no request could take, and admission
+ * stalled with most of the pool free. */
 typedef struct {
     int could, stalls, admitted;
 } reserve_watch;

@@ -3,7 +3,7 @@
  * the same synthetic batch (S sequences of N tokens in blocks of B, Qwen3-8B's attention shape
  * by default, bf16 caches, one layer). Variant 0 is the mainline op (the CUDA backend's
  * attn_decode: engine/cuda/decode_attn_cuda.cu, its kernels and its selection rule); the others
- * were measured and not taken into the mainline (bench/log/s05..s07), and are kept here to be
+ * were measured and not taken into the mainline (bench/RESULTS.md, decode attention), and are kept here to be
  * measured again on other shapes and machines:
  *   1  the register-pipeline tensor-core kernel: the next tile's K and V wait in registers
  *      (one tile in flight) instead of the mainline's cp.async stages (two), sized for 2

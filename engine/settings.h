@@ -34,7 +34,8 @@ enum { ZP_SETTING_AXIS = 1 }; /* flags: an experiment may give a list of values 
     X(block_size, ZP_SET_INT, block_size, 256, NULL, 1, 65536, 0, "KV block size (default 256)")                                   \
     X(gpu_memory_utilization, ZP_SET_FLOAT, gpu_memory_utilization, 0.9, NULL, 0.01, 1, 0,                                         \
       "CUDA: share of device memory for weights, activations and KV (default 0.9)")                                                \
-    X(max_num_seqs, ZP_SET_INT, max_num_seqs, 256, NULL, 1, 1e6, 0, "running requests at most (default 256)")                  \
+    X(max_num_seqs, ZP_SET_INT, max_num_seqs, 256, NULL, 1, 1e6, 0,                                                                \
+      "requests in one step's batch at most (default 256; the running list may hold more: docs/algorithm.md 4.8)")                 \
     X(max_num_batched_tokens, ZP_SET_INT, max_num_batched_tokens, 8192, NULL, 1, 1e8, 0,                                          \
       "tokens in one step at most (default 8192; the Zipage reference runs 63840)")                                                \
     X(prefix_cache, ZP_SET_BOOL, enable_prefix_cache, 1, NULL, 0, 1, 0, "turns off the prefix cache of full prompt blocks (on by default)")       \

@@ -102,7 +102,7 @@ kill -TERM $PID; wait $PID || { echo "FAIL: the second server's exit status"; fa
 PID=$!
 for _ in $(seq 100); do grep -q "^serving" "$T/out3" && break; sleep 0.1; done
 PORT=$(sed -n 's/^serving tiny on http:\/\/127.0.0.1:\([0-9]*\)$/\1/p' "$T/out3")
-timeout 180 python3 "$(dirname "$0")/serve_hostile.py" "$PORT" sk-h tiny || { echo "FAIL: hostile clients"; tail -5 "$T/err3"; fails=$((fails+1)); }
+timeout 900 python3 "$(dirname "$0")/serve_hostile.py" "$PORT" sk-h tiny || { echo "FAIL: hostile clients"; tail -5 "$T/err3"; fails=$((fails+1)); }
 # SIGTERM with a long request in flight (--shutdown-timeout 2): from the signal on, a new connection
 # is refused at once (the listening socket is closed); 2 s later the unfinished request ends with a
 # 503 naming the shutdown (not a cut answer passed off as whole), and the server exits 0
@@ -142,7 +142,7 @@ wait $PID; rc=$?
 PID=$!
 for _ in $(seq 100); do grep -q "^serving" "$T/out4" && break; sleep 0.1; done
 PORT=$(sed -n 's/^serving tiny on http:\/\/127.0.0.1:\([0-9]*\)$/\1/p' "$T/out4")
-timeout 300 python3 "$(dirname "$0")/serve_limits.py" "$PORT" tiny || { echo "FAIL: admission limits"; tail -5 "$T/err4"; fails=$((fails+1)); }
+timeout 900 python3 "$(dirname "$0")/serve_limits.py" "$PORT" tiny || { echo "FAIL: admission limits"; tail -5 "$T/err4"; fails=$((fails+1)); }
 kill -TERM $PID; wait $PID || { echo "FAIL: the limits server's exit status"; fails=$((fails+1)); }
 # the command line's refusals: one line naming the flag, non-zero exit
 bad() { local want=$1; shift; "$@" > "$T/bad" 2>&1 && { echo "FAIL: accepted: $*"; fails=$((fails+1)); return; }

@@ -305,8 +305,7 @@ static enum MHD_Result serve_completion(srv_server *s, struct MHD_Connection *c,
 
 static int authorized(const srv_server *s, struct MHD_Connection *c) {
     if (!s->cfg.api_key) return 1;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    return h && !strncmp(h, "Bearer ", 7) && !strcmp(h + 7, s->cfg.api_key);
+    return srv_key_matches(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), s->cfg.api_key);
 }
 
 /* The first call, on the headers alone: a request without the key, or one that declares a body

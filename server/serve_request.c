@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h> /* strncasecmp */
 
 void srv_error_set(srv_error *err, int http_status, const char *type, const char *param, const char *fmt, ...) {
     err->http_status = http_status;
@@ -57,6 +58,15 @@ char *srv_error_json(const srv_error *err) {
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return s;
+}
+
+int srv_key_matches(const char *header, const char *key) {
+    if (!header || strncasecmp(header, "Bearer ", 7) != 0) return 0;
+    const char *given = header + 7;
+    const size_t n = strlen(key), m = strlen(given);
+    unsigned diff = n != m;
+    for (size_t i = 0; i < n; i++) diff |= (unsigned char)key[i] ^ (unsigned char)(i < m ? given[i] : 0);
+    return diff == 0;
 }
 
 /* ---------------------------------------------------------------- typed fields */

@@ -70,6 +70,10 @@ typedef struct {
  * is then empty); out is freed with srv_request_free either way. */
 zp_status srv_request_parse(const char *body, size_t n, srv_endpoint ep, srv_request *out, srv_error *err);
 void srv_request_free(srv_request *r);
+/* 1 when an Authorization header (NULL: none) is "Bearer KEY" with this key (the scheme in any
+ * case, RFC 6750), compared in time that depends on the lengths only, not on where a guess first
+ * differs (no key recovered byte by byte by timing). */
+int srv_key_matches(const char *header, const char *key);
 /* Fills *err (status 400 unless http_status is another) with a formatted message. */
 void srv_error_set(srv_error *err, int http_status, const char *type, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

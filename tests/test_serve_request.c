@@ -236,7 +236,17 @@ static void test_reasoning(void) {
     }
 }
 
+/* The API key: the scheme in any case; the key exactly (no prefix, no extension, no other case). */
+static void test_key(void) {
+    CHECK(srv_key_matches("Bearer sk-abc", "sk-abc") && srv_key_matches("bearer sk-abc", "sk-abc") && srv_key_matches("BEARER sk-abc", "sk-abc"));
+    CHECK(!srv_key_matches(NULL, "sk-abc") && !srv_key_matches("", "sk-abc") && !srv_key_matches("Bearer ", "sk-abc"));
+    CHECK(!srv_key_matches("Bearer sk-ab", "sk-abc") && !srv_key_matches("Bearer sk-abcd", "sk-abc") && !srv_key_matches("Bearer SK-abc", "sk-abc"));
+    CHECK(!srv_key_matches("Basic sk-abc", "sk-abc") && !srv_key_matches("Bearersk-abc", "sk-abc") && !srv_key_matches("sk-abc", "sk-abc"));
+    CHECK(!srv_key_matches("Bearer sk-abd", "sk-abc") && !srv_key_matches("Bearer tk-abc", "sk-abc"));
+}
+
 int main(void) {
+    test_key();
     test_reasoning();
     test_completions();
     test_chat();

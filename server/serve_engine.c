@@ -206,6 +206,16 @@ static int take_wake_list(srv_server *s) {
     return n;
 }
 
+/* Ends every choice still in the server's queue with a 503 saying why (mutex held). */
+static void end_waiting(srv_server *s, const char *why) {
+    for (int i = 0; i < s->n_waiting; i++) {
+        s->waiting[i]->status = ZP_ERR_INTERRUPTED;
+        snprintf(s->waiting[i]->error, sizeof s->waiting[i]->error, "%s", why);
+        job_done(s, s->waiting[i]);
+    }
+    s->n_waiting = 0;
+}
+
 /* The shutdown's grace period is over: every choice not yet finished ends with a 503 naming the
  * shutdown (its client never takes a cut answer for a whole one); those in the engine end at the
  * next step through the abort path (mutex held). */
@@ -220,12 +230,7 @@ static void cut_unfinished(srv_server *s) {
         snprintf(j->error, sizeof j->error, "%s", msg);
         j->call->aborted = 1;
     }
-    for (int i = 0; i < s->n_waiting; i++) {
-        s->waiting[i]->status = ZP_ERR_INTERRUPTED;
-        snprintf(s->waiting[i]->error, sizeof s->waiting[i]->error, "%s", msg);
-        job_done(s, s->waiting[i]);
-    }
-    s->n_waiting = 0;
+    end_waiting(s, msg);
     fprintf(stderr, "serve: %s: %d requests ended\n", msg, s->n_active);
 }
 
@@ -274,12 +279,7 @@ void *srv_engine_main(void *arg) {
             break;
         }
     }
-    for (int i = 0; i < s->n_waiting; i++) {
-        s->waiting[i]->status = ZP_ERR_INTERRUPTED;
-        snprintf(s->waiting[i]->error, sizeof s->waiting[i]->error, "the server is shutting down");
-        job_done(s, s->waiting[i]);
-    }
-    s->n_waiting = 0;
+    end_waiting(s, "the server is shutting down");
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
@@ -305,7 +305,7 @@ int srv_enqueue(srv_server *s, srv_job *jobs, int n_jobs, srv_call *call, int64_
     pthread_mutex_lock(&s->mu);
     /* the choices held: those in the engine (at most max_num_seqs: running, preempted, just admitted)
      * and those in the server's queue; past max_num_seqs + max_waiting a call is refused */
-    if (s->stopping || s->n_active + s->n_waiting + n_jobs > s->cfg.ec.max_num_seqs + s->cfg.max_waiting) {
+    if (s->stopping || s->n_active + s->n_waiting + n_jobs > hold) {
         pthread_mutex_unlock(&s->mu);
         srv_error_set(err, 503, "server_error", NULL, s->stopping ? "the server is shutting down" : "the waiting queue is full (%d choices); try again later",
                       s->cfg.max_waiting);

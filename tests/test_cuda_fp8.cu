@@ -2,7 +2,7 @@
  * cvt) against dtype.h's zp_f32_to_e4m3 / zp_e4m3_to_f32 (which test_fp8 ties to ml_dtypes'
  * float8_e4m3fn and check_fp8_torch.py to torch's cast) run on the same device: every one of the
  * 2^32 fp32 bit patterns encoded (a NaN's sign not compared), every byte decoded (NaN for NaN),
- * and every pair of bytes widened to a bf16 pair (e4m3x2_to_bf16x2, the tensor-core decode's).
+ * and every pair of bytes widened to an fp16 pair (e4m3x2_to_f16x2, the tensor-core decode's).
  * Exits 77 without a GPU. */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -33,15 +33,15 @@ __global__ void decode_all(int *bad) {
     if (isnan(sw) ? !isnan(hw) : __float_as_uint(hw) != __float_as_uint(sw)) atomicAdd(bad, 1);
 }
 
-/* Every pair of bytes widened to two bf16 values (the tensor-core decode's fragments): each
+/* Every pair of bytes widened to two fp16 values (the tensor-core decode's fragments): each
  * exactly the byte's value, the first byte in the low half (NaN for NaN). */
 __device__ __forceinline__ int same_value(float got, float want) {
     return isnan(want) ? isnan(got) : __float_as_uint(got) == __float_as_uint(want);
 }
 __global__ void widen_all(int *bad) {
     const unsigned u = blockIdx.x * blockDim.x + threadIdx.x; /* 65,536 pairs */
-    const uint32_t w = e4m3x2_to_bf16x2(u);
-    const float lo = __uint_as_float(w << 16), hi = __uint_as_float(w & 0xffff0000u);
+    const uint32_t w = e4m3x2_to_f16x2(u);
+    const float lo = __half2float(__ushort_as_half((unsigned short)(w & 0xffffu))), hi = __half2float(__ushort_as_half((unsigned short)(w >> 16)));
     if (!same_value(lo, zp_e4m3_to_f32((uint8_t)(u & 0xff))) || !same_value(hi, zp_e4m3_to_f32((uint8_t)(u >> 8)))) atomicAdd(bad, 1);
 }
 
@@ -79,7 +79,7 @@ int main(void) {
     printf("test_cuda_fp8: %llu of 2^32 fp32 patterns encode otherwise than zp_f32_to_e4m3%s", hbad, hbad ? " (first " : "");
     if (hbad) printf("0x%08x)", hfirst);
     CK(cudaMemcpy(&hwbad, wbad, sizeof hwbad, cudaMemcpyDeviceToHost));
-    printf("; %d of 256 bytes decode otherwise than zp_e4m3_to_f32; %d of 65,536 byte pairs widen to bf16 otherwise\n", hdbad, hwbad);
+    printf("; %d of 256 bytes decode otherwise than zp_e4m3_to_f32; %d of 65,536 byte pairs widen to fp16 otherwise\n", hdbad, hwbad);
     const int fail = hbad != 0 || hdbad != 0 || hwbad != 0;
     printf("test_cuda_fp8: %s\n", fail ? "FAILED" : "all checks passed");
     return fail;

@@ -13,7 +13,7 @@
  *   decode_attn_async_kernel  the same caches and head dims otherwise: QK^T and PV on tensor
  *                             cores (mma.sync), K/V tiles copied by cp.async two ahead through
  *                             shared memory (E4M3 bytes staged as they are, widened exactly to
- *                             bf16 in the fragments, the scales applied in fp32);
+ *                             fp16 in the fragments for fp16 MMAs, the scales applied in fp32);
  *   decode_attn_kernel        fp32 caches (the parity mode), head dim 256, and fp8 caches of
  *                             head dim 128 or 256 in fp32 storage or of head dim 256 (E4M3 bytes
  *                             decoded x the head's scale in registers): fp32 FMAs, keys by groups
@@ -169,7 +169,7 @@ decode_attn_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, co
 
 /* The default bf16 decode kernel (0.75 of the copy bandwidth at 256 x 384 against the register
  * pipeline's 0.68, equal on long contexts; bench/RESULTS.md): the tensor-core kernel with its
- * K/V tiles copied by cp.async into shared memory DEC_STAGES - 1 tiles ahead (twice the bytes in flight
+ * K/V tiles copied by cp.async into shared memory dec_stages - 1 tiles ahead (twice the bytes in flight
  * of the register pipeline, which keeps one), then read into the same fragments. Per warp and
  * stage: K and V of 16 keys, rows of D bf16, 16-byte chunks XOR-swizzled so that the fragment
  * reads hit distinct banks (K: chunk ^ 4 (row & 1); V: chunk ^ 2 ((row >> 1) & 3)). After the
@@ -184,7 +184,7 @@ static size_t decode_async_smem(int D, int elem) {
 }
 
 /* KT: bf16, or E4M3 bytes (an fp8 cache in bf16 storage: the bytes staged as they are, widened
- * to bf16 in the fragments, the scales applied in fp32: dec_key_scale, dec_value_scale). */
+ * to fp16 in the fragments (dec_op), the scales applied in fp32: dec_key_scale, dec_value_scale). */
 template <int D, typename KT>
 __global__ static void __launch_bounds__(DEC_WARPS * 32, 2)
 decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_ml, const float *q, const KT *kc, const KT *vc,
@@ -198,11 +198,12 @@ decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_
     const size_t head0 = P.head0;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane >> 2, t = lane & 3;
     if (P.t0 >= P.n) return decode_part_empty(part_ml, head0, p, n_parts, G);
-    unsigned char *stage = dsm + (size_t)warp * DEC_STAGES * 2 * TILE; /* [stage][K | V] tiles */
+    unsigned char *stage = dsm + (size_t)warp * dec_stages((int)sizeof(KT)) * 2 * TILE; /* [stage][K | V] tiles */
     uint32_t qa[D / 16][2];
     float m, l, o[D / 8][2];
-    mma_warp_begin<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o);
-    const float sl2 = dec_key_scale<D, KT>(scale * 1.44269504088896341f, ks, kh);
+    const float sl2_q = scale * 1.44269504088896341f; /* the softmax scale in log2 units */
+    mma_warp_begin<D, KT>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o, dec_q_mul<KT>(sl2_q));
+    const float sl2 = dec_key_scale<D, KT>(sl2_q, ks, kh);
     dec_async_walk<D, KT>(stage, P.t0 + warp * DEC_MMA_TILE, DEC_WARPS * DEC_MMA_TILE, t1, bt, bs, kc, vc, Hkv, kh, qa, sl2, m, l, o);
     dec_value_scale<D, KT>(o, vs, kh);
     __syncthreads(); /* every warp is done with its stages: the memory now holds wml | wacc */

@@ -6,7 +6,7 @@
  * or barrier follows the loop. On short contexts the block kernel pays its start (query
  * fragments, the first copies' latency) and its merge once per quarter of a context; here once
  * per context. It runs only where the batch alone fills the warps, so it has no partitions.
- * Its caches: bf16, or E4M3 bytes in bf16 storage (dec_async_walk widens them, the scales
+ * Its caches: bf16, or E4M3 bytes in bf16 storage (dec_async_walk widens them to fp16, the scales
  * apply in fp32).
  * Not here: partitions and their merge (the block kernels, decode_attn_cuda.cu), fp32 caches,
  * head dim 256.
@@ -15,7 +15,7 @@
 #include "decode_mma.cuh"
 
 /* Grid ceil(n_items / DEC_WARPS) blocks of DEC_WARPS warps; warp item i = s * Hkv + kh.
- * Shared: [DEC_WARPS][DEC_STAGES][K | V] tiles of dec_tile<D, KT>. q [rows, Hq, D] fp32; kc, vc
+ * Shared: [DEC_WARPS][dec_stages][K | V] tiles of dec_tile<D, KT>. q [rows, Hq, D] fp32; kc, vc
  * [blocks * bs, Hkv, D] of KT of this layer, with its scales ks, vs [Hkv] (fp8; NULL: 1.0);
  * out [rows, Hq, D] (or NULL) and out_bf. */
 template <int D, typename KT>
@@ -32,11 +32,12 @@ decode_attn_warp_kernel(float *out, bf16 *out_bf, const float *q, const KT *kc, 
     const int kh = item % Hkv, s = item / Hkv, G = Hq / Hkv;
     const int n = kv_len[s], row = q_start[s];
     const int *bt = tables + (size_t)s * max_blocks;
-    unsigned char *stage = dsm + (size_t)warp * DEC_STAGES * 2 * TILE;
+    unsigned char *stage = dsm + (size_t)warp * dec_stages((int)sizeof(KT)) * 2 * TILE;
     uint32_t qa[D / 16][2];
     float m, l, o[D / 8][2];
-    mma_warp_begin<D>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o);
-    const float sl2 = dec_key_scale<D, KT>(scale * 1.44269504088896341f, ks, kh);
+    const float sl2_q = scale * 1.44269504088896341f; /* the softmax scale in log2 units */
+    mma_warp_begin<D, KT>(qa, q + ((size_t)row * Hq + (size_t)kh * G + gq) * D, gq, G, t, m, l, o, dec_q_mul<KT>(sl2_q));
+    const float sl2 = dec_key_scale<D, KT>(sl2_q, ks, kh);
     dec_async_walk<D, KT>(stage, 0, DEC_MMA_TILE, n, bt, bs, kc, vc, Hkv, kh, qa, sl2, m, l, o);
     dec_value_scale<D, KT>(o, vs, kh);
     /* head gq's result: the lanes' partial sums added; n-tile (hd, j) holds dims 64hd + 16t + j and +8 */

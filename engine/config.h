@@ -47,17 +47,6 @@ zp_status zp_config_parse(const char *json, const char *src, zp_model_config *c)
 zp_status zp_config_parse_generation(const char *json, const char *src, zp_model_config *c);
 /* Load DIR/config.json and, if present, DIR/generation_config.json. */
 zp_status zp_config_load(const char *dir, zp_model_config *c);
-/* That dir is a model folder before anything is read from it: it exists, is a folder, is not
- * empty and (need_config) has config.json; the error says which, and what a model folder holds. */
-zp_status zp_model_dir_check(const char *dir, int need_config);
-/* Reads a whole file into a NUL-terminated malloc'ed buffer. */
-zp_status zp_read_file(const char *path, char **out, size_t *len);
-struct cJSON;
-/* Parses JSON text whose top level must be an object, with nothing after it and no key twice
- * in any object (error names src). */
-zp_status zp_json_parse_strict(const char *txt, const char *src, struct cJSON **out);
-/* Reads and parses a JSON file the same way; error names the file. */
-zp_status zp_read_json_object(const char *path, struct cJSON **out);
 int zp_config_is_eos(const zp_model_config *c, int token);
 const char *zp_arch_name(zp_arch a);
 

@@ -8,10 +8,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config.h"      /* zp_config_load, zp_model_config, zp_read_file */
+#include "config.h" /* zp_config_parse, zp_model_config */
 #include "safetensors.h" /* zp_st_write_begin, zp_st_entry */
 #include "sampler.h"     /* zp_philox4x32 */
 #include "paths.h"
+#include "files.h"
 
 zp_status zp_preset_config_path(const char *name, char *out, size_t out_len) {
     struct stat sb;

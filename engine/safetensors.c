@@ -4,7 +4,7 @@
  */
 #include "safetensors.h"
 
-#include "config.h" /* zp_read_file */
+#include "files.h"
 
 #include <cjson/cJSON.h> /* header and index parsing, header writing */
 #include <errno.h>

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <xxhash.h> /* run ids */
 
-#include "config.h" /* zp_read_file, zp_read_json_object */
 #include "policy.h" /* policy_find: each policy's default window */
+#include "files.h"
 
 #define EXP_SETTING_ROW(name, type, field, def, def_str, lo, hi, flags, help) \
     {#name, type, offsetof(exp_run, name), sizeof(((exp_run *)0)->name), (double)(def), (double)(lo), (double)(hi), def_str, flags, help},

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h> /* access */
 
-#include "config.h"     /* zp_model_dir_check */
+#include "files.h"
 #include "mkmodel.h"    /* zp_preset_dir */
 #include "runner.h"
 

@@ -10,11 +10,11 @@
 
 #include "code_grade.h"
 #include "sample_grade.h" /* each sample's verdict and the grader column */
-#include "config.h" /* zp_read_file, zp_read_json_object */
 #include "dataset.h"
 #include "metrics.h"
 #include "results_io.h"
 #include "paths.h"
+#include "files.h"
 
 /* ---------------------------------------------------------------- one sample */
 

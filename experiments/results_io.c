@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h" /* zp_read_file */
+#include "files.h"
 
 static zp_status io_fail(const char *path, const char *what) {
     return zp_fail(ZP_ERR_IO, "%s: %s failed: %s", path, what, strerror(errno));

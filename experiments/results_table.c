@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h" /* zp_read_file */
 #include "policy.h" /* labels, and the plans of curves */
+#include "files.h"
 
 enum { MAX_FIELDS = 64 }; /* runs.csv has 40 columns */
 typedef struct {

@@ -12,7 +12,6 @@
 
 #include "chat.h"         /* zp_chat_detect */
 #include "code_grade.h"   /* code_opts, code_sandbox_available */
-#include "config.h"       /* zp_read_file */
 #include "dataset.h"      /* ds_open, ds_select */
 #include "grader.h"       /* the math graders */
 #include "engine.h"       /* zp_engine_* */
@@ -25,6 +24,7 @@
 #include "sample_grade.h" /* each sample's verdict and the grader column */
 #include "paths.h"        /* zp_path: the datasets and the grader's environment */
 #include "clock.h"
+#include "files.h"
 
 /* runs.csv, one row per run: each column's name, printf format and value, in order. The
  * header and the rows are both made from this one table (write_row names the values). */

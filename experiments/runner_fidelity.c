@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h> /* access */
 
-#include "config.h" /* zp_read_file */
+#include "files.h"
 #include "fidelity_set.h"
 #include "results_io.h"
 #include "runner.h"

@@ -98,7 +98,7 @@ void scorer_keep_topk_recent(const float *score, int n, int budget, int recent, 
 zp_status scorer_rank_order(const float *score, const uint8_t *keep, int m, int n, int *order);
 
 /* A policy's score as a fixed pipeline of the scorers above (plan.c runs it on the host,
- * scorers/cuda/plan_cuda.cu on the device; policies/ fill it from their parameters):
+ * engine/cuda/plan_cuda.cu on the device; policies/ fill it from their parameters):
  *   A = attention ? window attention (attn) : key_score ? the key score : 0;      if max_norm: A /= max A (over t < n - w
  *       with norm_candidates, else over all n)
  *   S = global ? (max(A, gamma H) | A + gamma H on t < n_hist, or t < n_hist - w with

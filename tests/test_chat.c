@@ -8,8 +8,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "files.h"
 #include "chat.h"
-#include "config.h" /* zp_read_file */
 #include "test_util.h"
 
 static void expect(zp_chat_family f, int thinking, const char *sys, const char *user, const char *want) {

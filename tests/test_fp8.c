@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h" /* zp_read_file */
+#include "files.h"
 #include "dtype.h"
 #include "test_util.h"
 

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "config.h" /* zp_read_file */
+#include "files.h"
 #include "math_grade.h"
 #include "metrics.h"
 #include "test_util.h"

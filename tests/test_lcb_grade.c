@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files.h"
 #include "code_grade.h"
-#include "config.h" /* zp_read_file */
 #include "lcb_compare.h"
 #include "test_util.h"
 

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "config.h"
 #include "results_io.h"
 #include "results_table.h"

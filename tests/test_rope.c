@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "files.h"
 #include "config.h"
 #include "test_util.h"
 

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "files.h"
 #include "config.h"
 #include "mkmodel.h"
 #include "model.h"

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "files.h"
 #include "config.h"
 #include "tokenizer.h"
 #include "test_util.h"

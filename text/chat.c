@@ -6,8 +6,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config.h"    /* zp_read_file, zp_config_load */
+#include "config.h" /* ZP_ARCH_LLAMA, ZP_ARCH_QWEN3, zp_config_load */
 #include "tokenizer.h" /* zp_tokenizer_encode */
+#include "files.h"
 
 static const char *names[ZP_CHAT_COUNT] = {"qwen3", "r1", "llama3", "smollm2"};
 const char *zp_chat_family_name(zp_chat_family f) { return (f >= 0 && f < ZP_CHAT_COUNT) ? names[f] : "?"; }

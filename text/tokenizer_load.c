@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config.h" /* zp_read_file, zp_read_json_object, zp_model_dir_check */
+#include "files.h"
 #include "tokenizer_internal.h"
 
 /* Split regexes (the families' published pre-tokenizer patterns). */

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "files.h"
 #include "cli_common.h"  /* cli_report */
-#include "config.h"      /* zp_read_file */
 #include "results_io.h"  /* rio_*: durable appends, the folder lock */
 
 typedef struct {

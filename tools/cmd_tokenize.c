@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files.h"
 #include "cli_common.h" /* cli_value, cli_report */
-#include "config.h"     /* zp_read_file */
 #include "tokenizer.h"
 
 static zp_status read_all(const char *path, char **out, size_t *len) {

@@ -3,7 +3,7 @@
  * compaction of K, V and scores per (layer, KV head): in position order, then, for a policy
  * that keeps R-KV's score order, a permutation of the kept rows in place.
  * `compress` is the device path the engine uses on this backend: the policy's score plan runs
- * on the GPU (scorers/cuda/plan_cuda.cu) and the kept tokens of many (request, layer, KV
+ * on the GPU (engine/cuda/plan_cuda.cu) and the kept tokens of many (request, layer, KV
  * head) jobs are compacted in one launch, on a stream of its own; only block tables go up.
  * The gathers above remain for tests and for scoring on the host.
  */
@@ -12,7 +12,7 @@
 
 #include "cuda_common.cuh"
 #include "kv_elem.cuh" /* the K/V cache's element types: an fp8 cache's rows move as bytes */
-#include "../../scorers/cuda/plan_cuda.cuh"
+#include "plan_cuda.cuh"
 
 /* A block per batch row: its query row to query-cache row row_qslot[row], when it has one
  * (-1: none). Launched over every row whether any stores or not, so a decode graph recorded at

@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "files.h"
 #include "config.h"
 #include "fuzz_util.h"
 

@@ -4,7 +4,7 @@
 #ifndef ZP_PLAN_CUDA_CUH
 #define ZP_PLAN_CUDA_CUH
 
-#include "../../engine/cuda/cuda_common.cuh"
+#include "cuda_common.cuh"
 
 /* Jobs of one device compression, all arrays on the device. */
 typedef struct {

@@ -16,8 +16,8 @@
  */
 #include <math.h>
 
-#include "../key_hash.h"
-#include "../../engine/cuda/kv_elem.cuh" /* keys of an fp8 cache: E4M3 x the (layer, head)'s scale */
+#include "key_hash.h"  /* scorers/: the same hash as the host scorers' */
+#include "kv_elem.cuh" /* keys of an fp8 cache: E4M3 x the (layer, head)'s scale */
 #include "plan_cuda.cuh"
 
 #define PAIRS_Y 128            /* tokens per block of the pairs stage */

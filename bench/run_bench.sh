@@ -170,7 +170,7 @@ admission() {
   done
   [ "${STRICT:-1}" = 1 ] && { $B/zipage bench $common --scheduler strict --label zipage-strict || echo "admission: strict failed"; }
 }
-paper() { # the scaled replica to completion (bench/log/s19: 2.64x at 27 GiB / 8)
+paper() { # the scaled replica to completion (bench/RESULTS.md's paper workload row: 2.64x at 27 GiB / 8)
   local F=${SCALE:-8} pool=${POOL%%,*} n=${PAPER_REQ:-960}
   case $pool in *GiB) ;; *) echo "paper: give the KV memory as NGiB (got $pool)"; return 1;; esac
   local sp; sp=$(python3 -c "print(f'{${pool%GiB} / $F:g}GiB')") || return 1

@@ -38,7 +38,7 @@ curl -s "http://127.0.0.1:$PORT/metrics" > "$O/metrics_$POLICY.txt" 2>/dev/null
 kill -TERM $PID; wait $PID; echo "server exit status $?"
 [ $rc = 0 ] || exit $rc
 # the next process's cuBLAS failed (status 13) while the server's memory was still being given
-# back (s20 call 1): wait until the device's memory is free, at most 60 s
+# back: wait until the device's memory is free, at most 60 s
 for _ in $(seq 120); do
   used=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1)
   [ -z "$used" ] || [ "$used" -lt 4096 ] && break; sleep 0.5

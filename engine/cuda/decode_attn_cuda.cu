@@ -213,9 +213,10 @@ decode_attn_async_kernel(float *out, bf16 *out_bf, float *part_acc, float *part_
     decode_block_finish(wml, wacc, G, D, out, out_bf, part_acc, part_ml, row, Hq, kh, head0, p, n_parts);
 }
 
-/* The longest context (the batch's widest block table) the warp-per-item kernel takes: at
- * 256 x 4,096 keys it matched the block kernel (bench/RESULTS.md, sixth session); past that a
- * long context would be one warp's walk while the other warps idle. */
+/* The longest context (the batch's widest block table) the warp-per-item kernel takes: where
+ * it and the block kernel measured equal (256 sequences of 4,096 keys, `bench_attention decode
+ * 256 4096` under each); past that a long context would be one warp's walk while the other
+ * warps idle. */
 #define DEC_WARP_MAX_KEYS 4096
 
 template <typename T, int D>
@@ -227,8 +228,8 @@ static zp_status decode_launch(cuda_ctx *c, const zp_attn_dims *d, float *out, b
     if constexpr (sizeof(T) <= 2 && D <= 128) {
         if (sizeof(T) == 2 || !c->fp32) {
             /* a warp per item where the items fill the resident warps (2 blocks per SM) at least
-             * once and no context is longer than DEC_WARP_MAX_KEYS (measured: bench/RESULTS.md,
-             * sixth and seventh sessions; fewer or longer items stay with the blocks, whose four
+             * once and no context is longer than DEC_WARP_MAX_KEYS (`bench_attention decode`
+             * under each kernel); fewer or longer items stay with the blocks, whose four
              * warps share an item, so that one long context among short ones is not walked by a
              * single warp). A key-only rule, like n_parts: a graph replays it for every step of
              * its batch shape */

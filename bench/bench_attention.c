@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
         return 77;
     }
     const int per = (N + B - 1) / B, NB = S * per, T = prefill ? S * N : S;
-    zp_attn_dims d = {1, HQ, HKV, D, B, NB, 1.0f / 11.3137f, 1e-6f, 0, 0, 0, 0, NULL, NULL, NULL};
+    zp_attn_dims d = {.n_layers = 1, .n_heads = HQ, .n_kv_heads = HKV, .head_dim = D, .block_size = B, .num_blocks = NB,
+                      .scale = 1.0f / 11.3137f, .qk_norm_eps = 1e-6f};
     int *tables = malloc(sizeof(int) * (size_t)NB), *perm = malloc(sizeof(int) * (size_t)NB);
     int *q0 = malloc(sizeof(int) * (size_t)S), *ql = malloc(sizeof(int) * (size_t)S), *kl = malloc(sizeof(int) * (size_t)S);
     int *ids = calloc((size_t)T, sizeof(int)), *slots = malloc(sizeof(int) * (size_t)T), *posn = malloc(sizeof(int) * (size_t)T);
@@ -57,7 +58,8 @@ int main(int argc, char **argv) {
     for (int s = 0; s < S; s++) { q0[s] = prefill ? s * N : s; ql[s] = prefill ? N : 1; kl[s] = N; }
     for (int t = 0; t < T; t++) { slots[t] = -1; posn[t] = t; }
     for (size_t i = 0; i < (size_t)T * HQ * D; i++) { r ^= r << 13; r ^= r >> 17; r ^= r << 5; qh[i] = (float)(r >> 8) / 16777216.0f - 0.5f; }
-    zp_batch b = {T, S, ids, posn, slots, q0, ql, kl, tables, per, 0, NULL, prefill, 0, NULL, NULL, 1, NULL};
+    zp_batch b = {.n_tokens = T, .n_seqs = S, .token_ids = ids, .positions = posn, .slot_mapping = slots, .seq_q_start = q0,
+                  .seq_q_len = ql, .seq_kv_len = kl, .block_tables = tables, .max_blocks = per, .is_prefill = prefill, .n_views = 1};
     void *k = NULL, *v = NULL, *q = NULL, *o = NULL;
     if (be->alloc_cache(be, (size_t)NB * B * HKV * D, &k) || be->alloc_cache(be, (size_t)NB * B * HKV * D, &v) ||
         be->alloc(be, (size_t)T * HQ * D, ZP_ACT_F32, &q) || be->alloc(be, (size_t)T * HQ * D, ZP_ACT_OPERAND, &o))

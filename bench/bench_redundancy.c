@@ -76,7 +76,8 @@ int main(int argc, char **argv) {
         return 77;
     }
     const int nb = nr * (NMAX + 1);
-    zp_attn_dims d = {L, HQ, HKV, D, BS, nb, 1.0f / 11.3137f, 1e-6f, W, nr, 0, 0, NULL, NULL, NULL};
+    zp_attn_dims d = {.n_layers = L, .n_heads = HQ, .n_kv_heads = HKV, .head_dim = D, .block_size = BS, .num_blocks = nb,
+                      .scale = 1.0f / 11.3137f, .qk_norm_eps = 1e-6f, .window = W, .n_qslots = nr};
     void *k, *v, *q, *sc;
     if (be->alloc_cache(be, (size_t)L * nb * BS * HKV * D, &k) || be->alloc_cache(be, (size_t)L * nb * BS * HKV * D, &v) ||
         be->alloc_cache(be, (size_t)L * nr * W * HQ * D, &q) || be->alloc(be, (size_t)L * nb * BS * HKV, ZP_ACT_F32, &sc)) {

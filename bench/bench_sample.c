@@ -50,7 +50,8 @@ int main(int argc, char **argv) {
         if (set[s].peaked)
             for (int r = 0; r < R; r++) for (int j = 0; j < 6; j++) x[(size_t)r * V + (size_t)(r * 7919 + j * 104729) % V] = 9.f + j;
         if (be->from_host(be, d, ZP_ACT_F32, x, 0, (size_t)V * R) != ZP_OK) die("upload");
-        for (int r = 0; r < R; r++) rows[r] = (zp_sample_row){set[s].T, set[s].top_p, set[s].top_k, 0, 1, 42, (uint64_t)r};
+        for (int r = 0; r < R; r++)
+            rows[r] = (zp_sample_row){.temperature = set[s].T, .top_p = set[s].top_p, .top_k = set[s].top_k, .step = 1, .seed = 42, .request_id = (uint64_t)r};
         double t[9];
         int host = 0;
         if (be->sample(be, d, R, V, rows, ids) != ZP_OK) die("sample"); /* warm-up */

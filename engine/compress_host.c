@@ -47,7 +47,15 @@ static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_scor
     for (int g = 0; g < Hkv; g++) {
         for (int j = 0; j < w; j++) /* [w][Hq][D] -> this KV head's group [w][G][D] */
             memcpy(b->qhead + (size_t)j * G * D, b->queries + ((size_t)j * d->n_heads + (size_t)g * G) * D, sizeof(float) * (size_t)G * D);
-        const zp_score_view v = {n, D, G, w, d->scale, b->keys + (size_t)g * n * D, b->qhead, layer, d->kv_head0 + g};
+        const zp_score_view v = {.n = n,
+                                 .head_dim = D,
+                                 .group = G,
+                                 .window = w,
+                                 .scale = d->scale,
+                                 .keys = b->keys + (size_t)g * n * D,
+                                 .queries = b->qhead,
+                                 .layer = layer,
+                                 .head = d->kv_head0 + g};
         ZP_TRY(scorer_plan_run(plan, &v, score_cache ? b->hist + (size_t)g * n : NULL, score_cache ? r->n_hist : 0, d->block_size, budget,
                                b->scratch, b->keep + (size_t)g * n, score_cache ? b->new_hist + (size_t)g * n : NULL,
                                plan->order_score ? b->order + (size_t)g * n : NULL));

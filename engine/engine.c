@@ -473,13 +473,25 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
         for (int k = 0; k < max_blocks; k++) bt[k] = k < q->n_blocks ? q->blocks[k] : -1;
     }
     build_layer_views(e, seqs, n_seqs, max_blocks);
-    memset(b, 0, sizeof *b);
-    *b = (zp_batch){row, n_seqs, e->token_ids, e->positions, e->slots, e->q_start, e->q_len, e->kv_len, e->block_tables,
-                    max_blocks, n_seqs, e->out_rows, is_prefill, n_qs, e->qstore_rows, e->qstore_slots, 1, NULL};
-    if (e->layers.n_views > 1) {
-        b->n_views = e->layers.n_views;
-        b->layer_view = e->layers.view;
-    }
+    const int views = e->layers.n_views > 1;
+    *b = (zp_batch){.n_tokens = row,
+                    .n_seqs = n_seqs,
+                    .token_ids = e->token_ids,
+                    .positions = e->positions,
+                    .slot_mapping = e->slots,
+                    .seq_q_start = e->q_start,
+                    .seq_q_len = e->q_len,
+                    .seq_kv_len = e->kv_len,
+                    .block_tables = e->block_tables,
+                    .max_blocks = max_blocks,
+                    .n_out = n_seqs,
+                    .out_rows = e->out_rows,
+                    .is_prefill = is_prefill,
+                    .n_qstore = n_qs,
+                    .qstore_rows = e->qstore_rows,
+                    .qstore_slots = e->qstore_slots,
+                    .n_views = views ? e->layers.n_views : 1,
+                    .layer_view = views ? e->layers.view : NULL};
     return ZP_OK;
 }
 
@@ -504,8 +516,13 @@ static zp_status sample_on_device(zp_engine *e, zp_seq *const *seqs, int n, int 
         const zp_seq *q = seqs[i];
         const int step = q->n_tokens - q->n_prompt;
         if (step < q->sp.n_forced || q->sp.repetition_penalty != 1.0f) return ZP_OK;
-        e->srows[i] = (zp_sample_row){q->sp.temperature, q->sp.top_p, q->sp.top_k, (uint32_t)q->sample_index, (uint32_t)step, q->seed,
-                                      q->sp.has_rng_key ? q->sp.rng_key : (uint64_t)q->request_id};
+        e->srows[i] = (zp_sample_row){.temperature = q->sp.temperature,
+                                      .top_p = q->sp.top_p,
+                                      .top_k = q->sp.top_k,
+                                      .sample_index = (uint32_t)q->sample_index,
+                                      .step = (uint32_t)step,
+                                      .seed = q->seed,
+                                      .request_id = q->sp.has_rng_key ? q->sp.rng_key : (uint64_t)q->request_id};
     }
     *used = 1;
     return e->be->sample(e->be, e->model->logits, n, e->model->cfg.vocab, e->srows, e->sids);
@@ -625,49 +642,79 @@ static zp_status idle_step(zp_engine *e) {
                    e->sched.waiting.n, e->sched.running.n, e->pool.num_blocks);
 }
 
+/* A step's clocks: host seconds around the forward (device sampling included: device work is
+ * asynchronous) and, where the backend profiles, its per-op seconds before the forward. */
+typedef struct {
+    double t0, t1;
+    int prof;
+    double ops0[ZP_OP_COUNT];
+} step_clock;
+
+static void step_clock_start(zp_engine *e, const zp_batch *b, step_clock *c) {
+    c->prof = !b->is_prefill && e->be->op_seconds && e->be->op_seconds(e->be, c->ops0) == ZP_OK;
+    c->t0 = zp_now();
+}
+
+/* The forward pass over the batch's n_run requests, then, where the backend samples and no
+ * logits hook needs the rows, the device sampler (*used 1: e->sids holds its tokens; 0: the
+ * logits are on the host for sample_and_append). */
+static zp_status forward_and_sample(zp_engine *e, const zp_batch *b, int n_run, int *used) {
+    const int device_sampling = e->be->sample && !e->cfg.host_only && !e->logits_hook;
+    *used = 0;
+    ZP_TRY(engine_tp_forward(e, b, device_sampling ? NULL : e->logits));
+    if (!device_sampling) return ZP_OK;
+    ZP_TRY(sample_on_device(e, e->batch.seqs, n_run, used));
+    if (!*used) ZP_TRY(e->be->to_host(e->be, e->logits, e->model->logits, ZP_ACT_F32, 0, (size_t)n_run * e->model->cfg.vocab));
+    return ZP_OK;
+}
+
+/* The step's statistics, recorded once after its forward: running requests, then the prefill
+ * or decode counters (a decode step's attended K/V tokens and, when profiled, its op times). */
+static void step_record(zp_engine *e, const zp_batch *b, step_clock *c) {
+    c->t1 = zp_now();
+    e->last_batch = *b;
+    if (e->sched.running.n > e->stats.peak_running) e->stats.peak_running = e->sched.running.n;
+    e->stats.running_sum += e->sched.running.n;
+    if (b->is_prefill) {
+        e->stats.prefill_seconds += c->t1 - c->t0;
+        e->stats.prefill_steps++;
+        e->stats.prefill_tokens += b->n_tokens;
+        return;
+    }
+    e->stats.decode_seconds += c->t1 - c->t0;
+    e->stats.decode_steps++;
+    e->stats.decode_tokens += b->n_tokens;
+    int64_t kv = 0;
+    for (int s = 0; s < b->n_seqs; s++) kv += (int64_t)seq_attended(e, e->batch.seqs[s], b->seq_kv_len[s]);
+    e->stats.decode_kv_tokens += kv;
+    e->last_decode_rows = b->n_tokens;
+    e->last_decode_kv = kv;
+    double ops1[ZP_OP_COUNT];
+    if (c->prof && e->be->op_seconds(e->be, ops1) == ZP_OK) /* profiling waits for the step's events here */
+        for (int k = 0; k < ZP_OP_COUNT; k++) e->stats.decode_op_seconds[k] += ops1[k] - c->ops0[k];
+}
+
+/* One step: join last step's compression, schedule, route compressions, build the batch, run
+ * the forward and sample, record, append the tokens (and compress prompts that outgrew a
+ * prompt-only policy's budget). A compression started in step s overlaps step s's forward and
+ * is joined at the start of step s + 1, done or not: the schedule never depends on how fast the
+ * worker was, so async runs repeat token for token. */
 static zp_status engine_step(zp_engine *e) {
-    /* A compression started in step s overlaps step s's forward and is joined at the start of
-     * step s + 1, done or not: the schedule never depends on how fast the worker was, so async
-     * runs repeat token for token (joining whenever it happened to be done did not). */
     e->last_decode_rows = 0;
     e->last_decode_kv = 0;
     ZP_TRY(collect_worker(e, 1));
     ZP_TRY(sched_schedule(&e->sched, &e->batch));
-    int n_run = e->batch.n;
+    int n_run = e->batch.n, used = 0;
     if (e->compressing_enabled && !e->batch.is_prefill) ZP_TRY(route_compressions(e, &n_run));
     if (n_run == 0) return idle_step(e);
-    if (e->sched.running.n > e->stats.peak_running) e->stats.peak_running = e->sched.running.n;
-    e->stats.running_sum += e->sched.running.n;
     zp_batch b;
     ZP_TRY(build_batch(e, e->batch.seqs, n_run, e->batch.is_prefill, &b));
-    e->last_batch = b;
-    double ops0[ZP_OP_COUNT];
-    const int prof_decode = !b.is_prefill && e->be->op_seconds && e->be->op_seconds(e->be, ops0) == ZP_OK;
-    double t0 = zp_now();
-    const int device_sampling = e->be->sample && !e->cfg.host_only && !e->logits_hook;
-    ZP_TRY(engine_tp_forward(e, &b, device_sampling ? NULL : e->logits));
-    int used = 0;
-    if (device_sampling) {
-        ZP_TRY(sample_on_device(e, e->batch.seqs, n_run, &used));
-        if (!used) ZP_TRY(e->be->to_host(e->be, e->logits, e->model->logits, ZP_ACT_F32, 0, (size_t)n_run * e->model->cfg.vocab));
-    }
-    double t1 = zp_now(); /* device work is asynchronous: the forward's time includes the sampling kernel */
-    if (b.is_prefill) { e->stats.prefill_seconds += t1 - t0; e->stats.prefill_steps++; e->stats.prefill_tokens += b.n_tokens; }
-    else {
-        e->stats.decode_seconds += t1 - t0;
-        e->stats.decode_steps++;
-        e->stats.decode_tokens += b.n_tokens;
-        int64_t kv = 0;
-        for (int s = 0; s < b.n_seqs; s++) kv += (int64_t)seq_attended(e, e->batch.seqs[s], b.seq_kv_len[s]);
-        e->stats.decode_kv_tokens += kv;
-        e->last_decode_rows = b.n_tokens;
-        e->last_decode_kv = kv;
-        double ops1[ZP_OP_COUNT];
-        if (prof_decode && e->be->op_seconds(e->be, ops1) == ZP_OK) /* profiling waits for the step's events here */
-            for (int k = 0; k < ZP_OP_COUNT; k++) e->stats.decode_op_seconds[k] += ops1[k] - ops0[k];
-    }
+    step_clock clock;
+    step_clock_start(e, &b, &clock);
+    ZP_TRY(forward_and_sample(e, &b, n_run, &used));
+    step_record(e, &b, &clock);
     zp_status s = sample_and_append(e, e->batch.seqs, n_run, used ? e->sids : NULL);
-    e->stats.sample_seconds += zp_now() - t1;
+    e->stats.sample_seconds += zp_now() - clock.t1;
     if (s == ZP_OK && e->prompt_compress && b.is_prefill) s = compress_prompts(e, e->batch.seqs, n_run);
     return s;
 }

@@ -39,7 +39,9 @@ zp_status engine_warm_up(zp_model *m, int T, int n_out, int bs) {
             slots[t] = bt[k * maxb + i / bs] * bs + i % bs;
         }
         for (int i = 0; i < n_out; i++) out_rows[i] = (int)((int64_t)i * T / n_out);
-        zp_batch b = {T, S, ids, pos, slots, q0, len, kvl, bt, maxb, n_out, out_rows, 1, 0, NULL, NULL, 1, NULL};
+        zp_batch b = {.n_tokens = T, .n_seqs = S, .token_ids = ids, .positions = pos, .slot_mapping = slots, .seq_q_start = q0,
+                      .seq_q_len = len, .seq_kv_len = kvl, .block_tables = bt, .max_blocks = maxb, .n_out = n_out, .out_rows = out_rows,
+                      .is_prefill = 1, .n_views = 1};
         s = zp_model_forward(m, &b, &kv, NULL);
     }
     free(ids); free(pos); free(seq); free(bt); free(out_rows);

@@ -217,7 +217,7 @@ static zp_status rank_backend(const zp_engine_config *c, int base, int local, in
 
 static zp_status rank_model(const zp_engine_config *c, int r, zp_backend *be, zp_comm *comm, zp_model **out) {
     const int P = c->tp > 1 ? c->tp : 1;
-    zp_tp_shard t = {P, r, 0, 0, 0, 0, 0, 0}; /* the loader computes the shares from the model's shape */
+    zp_tp_shard t = {.size = P, .rank = r}; /* the loader computes the shares from the model's shape */
     return zp_model_load_rank(c->model_dir, c->random_weights, c->weight_seed, be, P > 1 ? &t : NULL, comm, out);
 }
 

@@ -118,7 +118,16 @@ typedef struct {
     int64_t rows, cols, r0, rn, c0, cn;
 } part;
 
-static part whole(const char *name, int64_t rows, int64_t cols) { return (part){name, rows, cols, 0, rows, 0, cols}; }
+/* Rows [r0, r0 + rn) of a [rows, cols] tensor, every column (a column-parallel split). */
+static part row_part(const char *name, int64_t rows, int64_t cols, int64_t r0, int64_t rn) {
+    return (part){.name = name, .rows = rows, .cols = cols, .r0 = r0, .rn = rn, .c0 = 0, .cn = cols};
+}
+/* Columns [c0, c0 + cn) of a [rows, cols] tensor, every row (a row-parallel split). */
+static part col_part(const char *name, int64_t rows, int64_t cols, int64_t c0, int64_t cn) {
+    return (part){.name = name, .rows = rows, .cols = cols, .r0 = 0, .rn = rows, .c0 = c0, .cn = cn};
+}
+
+static part whole(const char *name, int64_t rows, int64_t cols) { return row_part(name, rows, cols, 0, rows); }
 
 /* Loads p's tensor into dst ([rn, cn] floats, NaN and Inf refused): directly when p is the
  * whole tensor, else through a host copy of the whole. */
@@ -173,11 +182,11 @@ static zp_status load_layer(loader *ld, int l) {
     LNAME(n0, "input_layernorm.weight");
     ZP_TRY(load_one(ld, n0, H, 0, &w->attn_norm));
     LNAME(n0, "self_attn.q_proj.weight"); LNAME(n1, "self_attn.k_proj.weight"); LNAME(n2, "self_attn.v_proj.weight");
-    const part qkv[3] = {{n0, qd, H, q0, qn, 0, H}, {n1, kd, H, k0, kn, 0, H}, {n2, kd, H, k0, kn, 0, H}};
+    const part qkv[3] = {row_part(n0, qd, H, q0, qn), row_part(n1, kd, H, k0, kn), row_part(n2, kd, H, k0, kn)};
     ZP_TRY(load_stacked(ld, qkv, 3, &w->wqkv));
     if (c->qkv_bias) {
         LNAME(n0, "self_attn.q_proj.bias"); LNAME(n1, "self_attn.k_proj.bias"); LNAME(n2, "self_attn.v_proj.bias");
-        const part bias[3] = {{n0, qd, 0, q0, qn, 0, 0}, {n1, kd, 0, k0, kn, 0, 0}, {n2, kd, 0, k0, kn, 0, 0}};
+        const part bias[3] = {row_part(n0, qd, 0, q0, qn), row_part(n1, kd, 0, k0, kn), row_part(n2, kd, 0, k0, kn)};
         ZP_TRY(load_stacked(ld, bias, 3, &w->bqkv));
     }
     if (c->qk_norm) {
@@ -187,15 +196,15 @@ static zp_status load_layer(loader *ld, int l) {
         ZP_TRY(load_one(ld, n0, D, 0, &w->k_norm));
     }
     LNAME(n0, "self_attn.o_proj.weight");
-    const part o = {n0, H, qd, 0, H, q0, qn};
+    const part o = col_part(n0, H, qd, q0, qn);
     ZP_TRY(load_stacked(ld, &o, 1, &w->wo));
     LNAME(n0, "post_attention_layernorm.weight");
     ZP_TRY(load_one(ld, n0, H, 0, &w->mlp_norm));
     LNAME(n0, "mlp.gate_proj.weight"); LNAME(n1, "mlp.up_proj.weight");
-    const part gu[2] = {{n0, I, H, t->i0, t->ni, 0, H}, {n1, I, H, t->i0, t->ni, 0, H}};
+    const part gu[2] = {row_part(n0, I, H, t->i0, t->ni), row_part(n1, I, H, t->i0, t->ni)};
     ZP_TRY(load_stacked(ld, gu, 2, &w->w_gate_up));
     LNAME(n0, "mlp.down_proj.weight");
-    const part down = {n0, H, I, 0, H, t->i0, t->ni};
+    const part down = col_part(n0, H, I, t->i0, t->ni);
     ZP_TRY(load_stacked(ld, &down, 1, &w->w_down));
 #undef LNAME
     return ZP_OK;
@@ -248,7 +257,7 @@ static zp_status load_weights(zp_model *m, const char *dir, const zp_tp_shard *t
     zp_gguf gg;
     char gpath[4200], sp[4200];
     struct stat sb;
-    loader ld = {NULL, NULL, 0, dir, m, 0, 0, tp};
+    loader ld = {.dir = dir, .m = m, .tp = tp};
     snprintf(sp, sizeof sp, "%s/model.safetensors", dir);
     int has_st = stat(sp, &sb) == 0 || (snprintf(sp, sizeof sp, "%s/model.safetensors.index.json", dir), stat(sp, &sb) == 0);
     if (!has_st && find_gguf(dir, gpath, sizeof gpath) == 1) {
@@ -290,7 +299,7 @@ static zp_status model_finish_load(zp_model *m, const char *dir, int random, uin
     if (!m->layers) return zp_fail(ZP_ERR_OOM, "no memory for %d layers", m->cfg.n_layers);
     ZP_TRY(zp_tp_shard_of(&m->cfg, tp ? tp->size : 1, tp ? tp->rank : 0, &m->tp)); /* of this model, whatever the caller computed */
     if (random) {
-        loader ld = {NULL, NULL, 0, dir, m, 1, seed, &m->tp};
+        loader ld = {.dir = dir, .m = m, .random = 1, .seed = seed, .tp = &m->tp};
         ZP_TRY(load_all(&ld));
     } else {
         ZP_TRY(load_weights(m, dir, &m->tp));
@@ -380,9 +389,15 @@ zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, i
     if (calibrate && !kv_fp8) return zp_fail(ZP_ERR_INVALID, "kv cache: calibration without an fp8 cache"); /* zp_kv_scales_parse names it */
     if (calibrate && !m->be->kv_amax)
         return zp_fail(ZP_ERR_UNSUPPORTED, "kv_scales prompt: the %s backend cannot calibrate (no kv_amax op)", m->be->name);
-    zp_attn_dims d = {c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, block_size, num_blocks,
-                      1.0f / sqrtf((float)c->head_dim), c->rms_eps, 0, 0, m->tp.kv0, 0, NULL, NULL, NULL};
-    kv->dims = d;
+    kv->dims = (zp_attn_dims){.n_layers = c->n_layers,
+                              .n_heads = c->n_heads,
+                              .n_kv_heads = c->n_kv_heads,
+                              .head_dim = c->head_dim,
+                              .block_size = block_size,
+                              .num_blocks = num_blocks,
+                              .scale = 1.0f / sqrtf((float)c->head_dim),
+                              .qk_norm_eps = c->rms_eps,
+                              .kv_head0 = m->tp.kv0};
     size_t n = (size_t)c->n_layers * num_blocks * block_size * c->n_kv_heads * c->head_dim;
     if (kv_fp8) { /* n bytes each, held as f32 elements (4 bytes on every backend), zeroed */
         const int L = c->n_layers, G = c->n_kv_heads;

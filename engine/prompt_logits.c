@@ -30,7 +30,9 @@ zp_status zp_prompt_logits(const zp_engine_config *cfg, const int *prompt, int n
         int *slots = pos + T, *out_rows = pos + 2 * T, q0 = 0, kvl = T;
         for (int t = 0; t < T; t++) { pos[t] = t; slots[t] = t; out_rows[t] = all_positions ? t : T - 1; }
         for (int b = 0; b < nb; b++) bt[b] = b;
-        zp_batch b = {T, 1, prompt, pos, slots, &q0, &T, &kvl, bt, nb, R, out_rows, 1, 0, NULL, NULL, 1, NULL};
+        zp_batch b = {.n_tokens = T, .n_seqs = 1, .token_ids = prompt, .positions = pos, .slot_mapping = slots, .seq_q_start = &q0,
+                      .seq_q_len = &T, .seq_kv_len = &kvl, .block_tables = bt, .max_blocks = nb, .n_out = R, .out_rows = out_rows,
+                      .is_prefill = 1, .n_views = 1};
         s = zp_model_forward(m, &b, &kv, lg);
     }
     if (s == ZP_OK) { *logits = lg; *rows = R; *vocab = m->cfg.vocab; }

@@ -112,8 +112,17 @@ static zp_status seq_allocate(zp_scheduler *s, zp_seq *q) {
     return ZP_OK;
 }
 
+/* The scheduler's modes, each settled once by sched_enable_compression or
+ * sched_enable_prompt_compression and named here:
+ *   capped         an evicting policy under the N_max cap (compresses in decode)
+ *   prompt_only    a prompt-only policy (SnapKV as published: compresses long prompts once)
+ *   hybrid         Zipage's scheduler: requests run without a query slot while they need none */
+static int capped(const zp_scheduler *s) { return s->nmax > 0; }
+static int prompt_only(const zp_scheduler *s) { return s->prompt_budget > 0; }
+static int hybrid(const zp_scheduler *s) { return s->kind == ZP_SCHED_HYBRID; }
+
 /* Blocks a compression keeps: N_max, or the prompt budget's blocks of a prompt-only policy. */
-static int target_blocks(const zp_scheduler *s) { return s->nmax ? s->nmax : s->prompt_budget / s->block_size; }
+static int target_blocks(const zp_scheduler *s) { return capped(s) ? s->nmax : s->prompt_budget / s->block_size; }
 
 static int seq_needs_block(const zp_scheduler *s, const zp_seq *q) { return q->n_kv >= q->n_blocks * s->block_size; }
 
@@ -235,7 +244,7 @@ void sched_free(zp_scheduler *s) {
 
 int sched_blocks_needed(const zp_scheduler *s, int n_prompt, int max_tokens) {
     int total = sched_blocks_for(s, n_prompt + max_tokens);
-    if (!s->nmax) return total;
+    if (!capped(s)) return total;
     int capped = sched_blocks_for(s, n_prompt + 1);
     if (capped < s->cap_blocks) capped = s->cap_blocks;
     return capped < total ? capped : total;
@@ -249,7 +258,7 @@ zp_status sched_add(zp_scheduler *s, zp_seq *q) {
     if (need > s->pool->num_blocks)
         return zp_fail(ZP_ERR_CAPACITY, "request %lld: %d prompt + %d max tokens need %d blocks of %d, the pool has %d",
                        (long long)q->request_id, q->n_prompt, q->sp.max_tokens, need, s->block_size, s->pool->num_blocks);
-    if (s->nmax || s->prompt_budget) {
+    if (capped(s) || prompt_only(s)) {
         q->target = malloc(sizeof(int) * (size_t)(target_blocks(s) + 1));
         ZP_CHECK_ALLOC(q->target);
     }
@@ -390,12 +399,12 @@ static zp_status schedule_prefill(zp_scheduler *s, zp_sched_batch *out) {
         const int want = s->admission_reserve > 0 ? reserve_blocks(s, q) : 0;
         if (want && s->running.n > 0 && kv_pool_num_free(s->pool) - held < want) break;
         /* a long prompt of a prompt-only policy needs a slot for its first prefill's window */
-        const int prompt_slot = s->prompt_budget && q->n_prompt > s->prompt_budget && q->n_preemptions == 0;
-        if (s->nmax && s->n_free_q == 0 && (s->kind == ZP_SCHED_STRICT || !needs_no_slot(s, q))) break;
+        const int prompt_slot = prompt_only(s) && q->n_prompt > s->prompt_budget && q->n_preemptions == 0;
+        if (capped(s) && s->n_free_q == 0 && (!hybrid(s) || !needs_no_slot(s, q))) break;
         if (prompt_slot && s->n_free_q == 0) break;
         ZP_TRY(seq_allocate(s, q));
         if (want && want > q->n_blocks) held += want - q->n_blocks;
-        if (s->nmax || prompt_slot) slot_give(s, q);
+        if (capped(s) || prompt_slot) slot_give(s, q);
         seq_list_pop_front(&s->waiting);
         q->status = ZP_SEQ_RUNNING;
         ZP_TRY(seq_list_push_back(&s->running, q));
@@ -427,44 +436,58 @@ static int make_room(zp_scheduler *s, int i, int need, int slot_holders_ok) {
     return 1;
 }
 
-/* Decides request running.v[i]: 1 scheduled, 0 suspended (keeps its place), -1 preempted itself. */
-static zp_status decode_one(zp_scheduler *s, int i, int *verdict) {
+/* What a decode step decides for a running request. */
+typedef enum {
+    DECODE_RUN,       /* in this step's batch (a compressing request too: the engine routes it) */
+    DECODE_SUSPEND,   /* waits in its place: for a query slot, for blocks, for its compression's room */
+    DECODE_PREEMPTED, /* gave its blocks back and went to the front of the waiting queue */
+} decode_verdict;
+
+/* Full KV: a request that needs a block takes one, preempting the newest others, or itself when
+ * none is left to preempt. */
+static decode_verdict decide_full(zp_scheduler *s, int i, int need) {
+    if (!need || make_room(s, i, 1, 1)) return DECODE_RUN;
     zp_seq *q = s->running.v[i];
-    *verdict = 1;
-    if (q->compressing) return ZP_OK; /* routed to compression by the engine */
-    int need = seq_needs_block(s, q);
-    if (!s->nmax) { /* full KV: preempt the newest, or itself when alone */
-        if (need && !make_room(s, i, 1, 1)) {
-            seq_list_remove(&s->running, q);
-            seq_preempt(s, q);
-            *verdict = -1;
-            return ZP_OK;
-        }
-    } else if (q->qid >= 0 && need && q->n_blocks >= s->cap_blocks) {
+    seq_list_remove(&s->running, q);
+    seq_preempt(s, q);
+    return DECODE_PREEMPTED;
+}
+
+/* Under the cap: a request with a slot whose growth block is full is planned for compression
+ * (room for its target made by preempting newer ones); a slot-less one runs while it needs no
+ * window query; any other that needs a block takes one if room can be made. */
+static decode_verdict decide_capped(zp_scheduler *s, int i, int need) {
+    zp_seq *q = s->running.v[i];
+    if (q->qid >= 0 && need && q->n_blocks >= s->cap_blocks) {
         int plan[s->cap_blocks];
-        if (make_room(s, i, compression_layout(s, q, plan), s->enable_prefix_cache) && plan_compression(s, q)) return ZP_OK;
-        *verdict = 0;
-        return ZP_OK;
-    } else if (q->qid < 0 && !needs_no_slot(s, q)) {
-        *verdict = 0; /* waits for a query slot */
-        return ZP_OK;
-    } else if (need && !make_room(s, i, 1, q->qid >= 0 ? s->enable_prefix_cache : 1)) {
-        *verdict = 0;
-        return ZP_OK;
+        return make_room(s, i, compression_layout(s, q, plan), s->enable_prefix_cache) && plan_compression(s, q) ? DECODE_RUN
+                                                                                                                 : DECODE_SUSPEND;
     }
-    if (need) {
-        ZP_TRY(seq_reserve_blocks(q, q->n_blocks + 1));
-        q->blocks[q->n_blocks++] = kv_pool_alloc_block(s->pool);
-    }
+    if (q->qid < 0 && !needs_no_slot(s, q)) return DECODE_SUSPEND;
+    if (need && !make_room(s, i, 1, q->qid >= 0 ? s->enable_prefix_cache : 1)) return DECODE_SUSPEND;
+    return DECODE_RUN;
+}
+
+/* Decides request running.v[i]; a request that runs and fills its last block gets a new one
+ * (a request planned for compression has its target instead). */
+static zp_status decode_one(zp_scheduler *s, int i, decode_verdict *verdict) {
+    zp_seq *q = s->running.v[i];
+    *verdict = DECODE_RUN;
+    if (q->compressing) return ZP_OK; /* routed to compression by the engine */
+    const int need = seq_needs_block(s, q);
+    *verdict = capped(s) ? decide_capped(s, i, need) : decide_full(s, i, need);
+    if (*verdict != DECODE_RUN || !need || q->compressing) return ZP_OK;
+    ZP_TRY(seq_reserve_blocks(q, q->n_blocks + 1));
+    q->blocks[q->n_blocks++] = kv_pool_alloc_block(s->pool);
     return ZP_OK;
 }
 
 static zp_status schedule_decode(zp_scheduler *s, zp_sched_batch *out) {
     for (int i = 0; i < s->running.n && out->n < s->max_num_seqs;) {
-        int verdict;
+        decode_verdict verdict;
         ZP_TRY(decode_one(s, i, &verdict));
-        if (verdict < 0) continue; /* removed itself; the next request moved into slot i */
-        if (verdict > 0) {
+        if (verdict == DECODE_PREEMPTED) continue; /* removed itself; the next request moved into slot i */
+        if (verdict == DECODE_RUN) {
             out->seqs[out->n++] = s->running.v[i];
             out->n_tokens += s->running.v[i]->compressing ? 0 : 1;
         } else {
@@ -491,7 +514,7 @@ zp_status sched_schedule(zp_scheduler *s, zp_sched_batch *out) {
     /* as the Zipage reference (scheduler.py): freed query slots go to running requests first,
      * before waiting ones are admitted, so a slot-less request stalled at its window does not
      * wait while admissions take the slots */
-    if (s->kind == ZP_SCHED_HYBRID) refill_slots(s);
+    if (hybrid(s)) refill_slots(s);
     ZP_TRY(schedule_prefill(s, out));
     if (out->n) return ZP_OK;
     return schedule_decode(s, out);

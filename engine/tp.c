@@ -29,7 +29,7 @@ zp_status zp_tp_shard_of(const zp_model_config *c, int size, int rank, zp_tp_sha
         }
     if (c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads)
         return zp_fail(ZP_ERR_INVALID, "tensor parallel: %d query heads are not groups of the %d key-value heads", c->n_heads, c->n_kv_heads);
-    zp_tp_shard s = {size, rank, 0, c->n_heads / size, 0, c->n_kv_heads / size, 0, c->intermediate / size};
+    zp_tp_shard s = {.size = size, .rank = rank, .nq = c->n_heads / size, .nkv = c->n_kv_heads / size, .ni = c->intermediate / size};
     s.q0 = rank * s.nq;
     s.kv0 = rank * s.nkv;
     s.i0 = rank * s.ni;

@@ -97,7 +97,7 @@ static void take_logprobs(srv_stream *st, int i, stream_item *it) {
 }
 
 static stream_item text_item(srv_stream *st, int i, const char *t, size_t n, int is_reasoning) {
-    stream_item it = {ITEM_TEXT, i, is_reasoning, malloc(n + 1), n, NULL, {0}, NULL, NULL, 0};
+    stream_item it = {.kind = ITEM_TEXT, .i = i, .is_reasoning = is_reasoning, .text = malloc(n + 1), .n = n};
     if (it.text) memcpy(it.text, t, n), it.text[n] = 0, take_logprobs(st, i, &it);
     return it;
 }
@@ -126,17 +126,17 @@ static stream_item stream_next(srv_stream *st) {
         }
         if (j->done && !st->final[i]) {
             st->final[i] = 1;
-            stream_item it = {ITEM_FINAL, i, 0, NULL, 0, srv_finish_reason(j->finish), {0}, NULL, NULL, 0};
+            stream_item it = {.kind = ITEM_FINAL, .i = i, .finish = srv_finish_reason(j->finish)};
             if (j->status != ZP_OK) it.kind = ITEM_ERROR, srv_job_error(j, &it.err);
             else take_logprobs(st, i, &it);
             return it;
         }
         all_final &= st->final[i];
     }
-    if (!all_final) return (stream_item){ITEM_NONE, 0, 0, NULL, 0, NULL, {0}, NULL, NULL, 0};
-    if (st->phase == 0 && st->r.include_usage) { st->phase = 1; return (stream_item){ITEM_USAGE, 0, 0, NULL, 0, NULL, {0}, NULL, NULL, 0}; }
+    if (!all_final) return (stream_item){.kind = ITEM_NONE};
+    if (st->phase == 0 && st->r.include_usage) { st->phase = 1; return (stream_item){.kind = ITEM_USAGE}; }
     st->phase = 2;
-    return (stream_item){ITEM_DONE, 0, 0, NULL, 0, NULL, {0}, NULL, NULL, 0};
+    return (stream_item){.kind = ITEM_DONE};
 }
 
 /* The item's event (mutex not held: the choices it reads are done, or only its copy). */

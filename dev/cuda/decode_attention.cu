@@ -126,7 +126,15 @@ static uint32_t xorshift(uint32_t *r) { *r ^= *r << 13; *r ^= *r >> 17; *r ^= *r
 static void lab_setup(lab *L) {
     const int per = (L->N + L->B - 1) / L->B, NB = L->S * per, row = (L->HQ + 2 * L->HKV) * L->D;
     L->max_blocks = per;
-    L->d = (zp_attn_dims){1, L->HQ, L->HKV, L->D, L->B, NB, 1.0f / sqrtf((float)L->D), 1e-6f, 0, 0, 0, 0, NULL, NULL};
+    L->d = zp_attn_dims{}; /* one layer, no query cache, the storage type's cache */
+    L->d.n_layers = 1;
+    L->d.n_heads = L->HQ;
+    L->d.n_kv_heads = L->HKV;
+    L->d.head_dim = L->D;
+    L->d.block_size = L->B;
+    L->d.num_blocks = NB;
+    L->d.scale = 1.0f / sqrtf((float)L->D);
+    L->d.qk_norm_eps = 1e-6f;
     L->tables = (int *)malloc(sizeof(int) * (size_t)NB);
     L->q0 = (int *)malloc(sizeof(int) * (size_t)L->S);
     L->ql = (int *)malloc(sizeof(int) * (size_t)L->S);
@@ -160,14 +168,28 @@ static void lab_setup(lab *L) {
     for (int s = 0; s < L->S; s++) { /* one sequence's keys and values */
         for (size_t i = 0; i < (size_t)L->N * row; i++) qkv[i] = (float)(xorshift(&r) >> 8) / 8388608.0f - 1.0f;
         for (int t = 0; t < L->N; t++) slots[t] = L->tables[s * per + t / L->B] * L->B + t % L->B;
-        zp_batch fill = {L->N, 0, L->ids, L->pos, slots, NULL, NULL, NULL, NULL, 0, 0, NULL, 1, 0, NULL, NULL};
+        zp_batch fill = zp_batch{}; /* a prefill that only writes the sequence's K/V */
+        fill.n_tokens = L->N;
+        fill.token_ids = L->ids;
+        fill.positions = L->pos;
+        fill.slot_mapping = slots;
+        fill.is_prefill = 1;
         for (int k = 0; k < 2; k++)
             if (be[k]->from_host(be[k], QKV[k], ZP_ACT_OPERAND, qkv, 0, (size_t)L->N * row) || be[k]->set_batch(be[k], &fill) ||
                 be[k]->qkv_rope_store(be[k], &L->d, QKV[k], QF[k], NULL, NULL, L->kc[k], L->vc[k], 0))
                 die("cache fill");
     }
     for (size_t i = 0; i < (size_t)L->S * L->HQ * L->D; i++) qh[i] = (float)(xorshift(&r) >> 8) / 16777216.0f - 0.5f;
-    L->b = (zp_batch){L->S, L->S, L->ids, L->pos, slots, L->q0, L->ql, L->kl, L->tables, per, 0, NULL, 0, 0, NULL, NULL};
+    L->b = zp_batch{}; /* one decode row a sequence */
+    L->b.n_tokens = L->b.n_seqs = L->S;
+    L->b.token_ids = L->ids;
+    L->b.positions = L->pos;
+    L->b.slot_mapping = slots;
+    L->b.seq_q_start = L->q0;
+    L->b.seq_q_len = L->ql;
+    L->b.seq_kv_len = L->kl;
+    L->b.block_tables = L->tables;
+    L->b.max_blocks = per;
     for (int s = 0; s < L->S; s++) slots[s] = -1; /* decode rows write no KV here */
     L->ref = (float *)malloc(sizeof(float) * (size_t)L->S * L->HQ * L->D);
     if (!L->ref) die("host memory");

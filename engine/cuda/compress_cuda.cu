@@ -474,9 +474,18 @@ static zp_status compress_pack(cuda_ctx *c, const zp_attn_dims *d, int budget, i
     const size_t fbytes = sizeof(float) * rows;
     ZP_TRY(cuda_grow(c, &c->cwork, &c->cwork_cap, 6 * fbytes + rows));
     char *w = (char *)c->cwork;
-    *j = (zp_plan_jobs){(const int4 *)c->cpack, c->cpack + 4 * n_jobs, c->cpack + 4 * n_jobs + ZP_REQ_FIELDS * n_req, (int)n_jobs, max_n,
-                        (float *)w, (float *)(w + fbytes), (float *)(w + 2 * fbytes), (float *)(w + 3 * fbytes), (int *)(w + 4 * fbytes),
-                        (uint8_t *)(w + 6 * fbytes), (int *)(w + 5 * fbytes)};
+    j->jobs = (const int4 *)c->cpack;
+    j->reqs = c->cpack + 4 * n_jobs;
+    j->tables = j->reqs + ZP_REQ_FIELDS * n_req;
+    j->n_jobs = (int)n_jobs;
+    j->max_n = max_n;
+    j->S = (float *)w; /* the work area: five float arrays, the order, then the keep bytes */
+    j->P = (float *)(w + fbytes);
+    j->rs = (float *)(w + 2 * fbytes);
+    j->cl = (float *)(w + 3 * fbytes);
+    j->last = (int *)(w + 4 * fbytes);
+    j->order = (int *)(w + 5 * fbytes);
+    j->keep = (uint8_t *)(w + 6 * fbytes);
     return ZP_OK;
 }
 

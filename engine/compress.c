@@ -8,9 +8,9 @@
 #include <time.h>
 #include "clock.h"
 
-zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, const zp_kv_geometry *geo) {
+zp_status compressor_init(zp_compressor *c, const zp_policy_ops *ops, const char *params_json, const zp_kv_geometry *geo) {
     memset(c, 0, sizeof *c);
-    ZP_TRY(policy_create(policy, params_json, &c->policy));
+    ZP_TRY(policy_init_ops(ops, params_json, &c->policy));
     c->geo = *geo;
     c->device = 1;
     zp_score_plan plan;

@@ -43,7 +43,8 @@ typedef struct {
     zp_compress_stats stats;
 } zp_compressor;
 
-zp_status compressor_init(zp_compressor *c, const char *policy, const char *params_json, const zp_kv_geometry *geo);
+/* A compressor of the policy ops (policy_find) with its JSON parameters, for geometry geo. */
+zp_status compressor_init(zp_compressor *c, const zp_policy_ops *ops, const char *params_json, const zp_kv_geometry *geo);
 void compressor_free(zp_compressor *c);
 /* Compacts every request in seqs (each marked compressing, with a planned target). With
  * per-layer budgets (c->layers) each run of layers of one budget is its own group: layer l

@@ -36,9 +36,7 @@ zp_engine_config zp_engine_config_default(void) {
 }
 
 /* Default CPU pool: 32768 tokens, capped at 2 GiB of K/V (fp32, or fp8 bytes). */
-static int default_num_blocks(const zp_model_config *mc, const zp_engine_config *c) {
-    int fp8 = 0;
-    (void)zp_kv_dtype_parse(c->kv_dtype, &fp8); /* checked by engine_geometry */
+static int default_num_blocks(const zp_model_config *mc, const zp_engine_config *c, int fp8) {
     size_t per_block = zp_model_kv_block_bytes(mc, c->block_size, fp8 ? 1 : 4);
     int64_t tokens = c->kv_pool_tokens > 0 ? c->kv_pool_tokens : 32768;
     int64_t nb = (tokens + c->block_size - 1) / c->block_size;
@@ -51,64 +49,29 @@ static int default_num_blocks(const zp_model_config *mc, const zp_engine_config 
  * each compressed to nmax x block_size tokens right after it. */
 static zp_status init_compression(zp_engine *e, int num_blocks) {
     const zp_engine_config *c = &e->cfg;
-    const zp_policy_ops *ops = policy_find(c->policy ? c->policy : "full");
-    if (!ops) return policy_create(c->policy, NULL, &e->comp.policy); /* its error names the known ones */
-    zp_sched_kind kind = ops->evicts && !ops->prompt_only ? ZP_SCHED_HYBRID : ZP_SCHED_FULL;
-    if (c->scheduler && !sched_kind_parse(c->scheduler, &kind))
-        return zp_fail(ZP_ERR_INVALID, "unknown scheduler \"%s\" (known: full, strict, hybrid)", c->scheduler);
-    if (!ops->evicts) {
-        if (kind != ZP_SCHED_FULL) return zp_fail(ZP_ERR_INVALID, "scheduler %s needs an evicting policy (policy is full)", c->scheduler);
-        return policy_create("full", c->policy_params, &e->comp.policy);
-    }
-    if (ops->prompt_only && kind != ZP_SCHED_FULL)
-        return zp_fail(ZP_ERR_INVALID, "scheduler %s: policy %s compresses only prompts and runs the full scheduler", c->scheduler, ops->name);
+    const engine_plan *p = &e->plan;
+    if (!p->ops->evicts) return policy_init_ops(p->ops, c->policy_params, &e->comp.policy);
     const int m = engine_query_slots(e, num_blocks);
-    const zp_kv_geometry *g = &e->geo;
-    ZP_TRY(compressor_init(&e->comp, c->policy, c->policy_params, g));
-    ZP_TRY(zp_layer_plan_resolve(c->layer_budget, c->pyramid_beta, g, e->model->cfg.n_layers, &e->layers));
+    ZP_TRY(compressor_init(&e->comp, p->ops, c->policy_params, &p->geo));
+    ZP_TRY(zp_layer_plan_resolve(c->layer_budget, c->pyramid_beta, &p->geo, e->model->cfg.n_layers, &e->layers));
     e->comp.layers = &e->layers;
     e->comp.device = !c->host_only;
-    if (e->comp.shift_positions && e->layers.n_views > 1)
+    if (p->shift_positions && e->layers.n_views > 1)
         return zp_fail(ZP_ERR_INVALID, "policy %s: position_shift needs layer_budget uniform (per-layer budgets give each layer its own cache indices)",
-                       c->policy);
-    if (ops->prompt_only) ZP_TRY(sched_enable_prompt_compression(&e->sched, g, m));
-    else ZP_TRY(sched_enable_compression(&e->sched, kind, g, m));
-    ZP_TRY(engine_tp_compression(e, m, policy_stores_history(&e->comp.policy, g->budget, g->window), e->comp.history_live));
-    if (e->comp.history_live || ops->prompt_only) { /* each request's history, or compressed prompt, is its own: no prefix hits */
-        if (e->comp.history_live && !e->kv.score) return zp_fail(ZP_ERR_INVALID, "policy %s: a live history needs a score cache", c->policy);
-        e->cfg.enable_prefix_cache = 0;
-        e->sched.enable_prefix_cache = 0;
-    }
+                       p->ops->name);
+    if (p->ops->prompt_only) ZP_TRY(sched_enable_prompt_compression(&e->sched, &p->geo, m));
+    else ZP_TRY(sched_enable_compression(&e->sched, p->sched, &p->geo, m));
+    ZP_TRY(engine_tp_compression(e, m, p->stores_history, p->history_live));
+    if (p->history_live && !e->kv.score) return zp_fail(ZP_ERR_INVALID, "policy %s: a live history needs a score cache", p->ops->name);
     e->ctask = calloc((size_t)c->max_num_seqs, sizeof *e->ctask);
     ZP_CHECK_ALLOC(e->ctask);
-    e->compressing_enabled = !ops->prompt_only;
-    e->prompt_compress = ops->prompt_only;
+    e->compressing_enabled = !p->ops->prompt_only;
+    e->prompt_compress = p->ops->prompt_only;
     e->stats.n_qslots = m;
     return ZP_OK;
 }
 
-/* The geometry of cfg (geometry.h), before anything is loaded: an unknown policy, a bad block
- * size, nmax or window fail here. */
-static zp_status engine_geometry(const zp_engine_config *cfg, zp_kv_geometry *geo) {
-    const char *name = cfg->policy ? cfg->policy : "full";
-    const zp_policy_ops *ops = policy_find(name);
-    if (!ops) {
-        zp_policy p;
-        return policy_create(name, NULL, &p); /* its error names the known ones */
-    }
-    ZP_TRY(zp_geometry_resolve(ops, cfg->block_size, cfg->nmax, cfg->window, geo));
-    int fp8, calibrate;
-    ZP_TRY(zp_kv_dtype_parse(cfg->kv_dtype, &fp8));
-    ZP_TRY(zp_kv_scales_parse(cfg->kv_scales, fp8, &calibrate));
-    zp_layer_budget_kind kind;
-    return zp_layer_budget_check(cfg->layer_budget, cfg->pyramid_beta, geo, &kind);
-}
-
-int engine_kv_elem_bytes(const zp_engine *e) {
-    int fp8 = 0;
-    (void)zp_kv_dtype_parse(e->cfg.kv_dtype, &fp8); /* checked by engine_geometry */
-    return fp8 ? 1 : e->be->cache_elem_bytes;
-}
+int engine_kv_elem_bytes(const zp_engine *e) { return e->plan.kv_fp8 ? 1 : e->be->cache_elem_bytes; }
 
 /* The backend's switches of cfg (CUDA graphs; none with tensor parallelism, whose sums leave
  * the stream). */
@@ -128,17 +91,16 @@ static zp_status engine_setup(zp_engine *e) {
     const zp_engine_config *cfg = &e->cfg;
     int nb = 0;
     zp_status s = ZP_OK;
-    e->cfg.window = e->geo.window; /* the policy's authors' window when unset, before any sizing */
     if (cfg->kv_pool_bytes > 0 && (cfg->kv_pool_tokens > 0 || cfg->num_blocks > 0))
         return zp_fail(ZP_ERR_INVALID, "kv_pool_bytes excludes kv_pool_tokens and num_blocks");
     if (cfg->num_blocks > 0) nb = cfg->num_blocks;
     else if (cfg->kv_pool_bytes > 0) s = engine_bytes_num_blocks(e, cfg->kv_pool_bytes / e->tp, &nb);
     else if (cfg->kv_pool_tokens <= 0 && e->be->mem_info) s = engine_device_num_blocks(e, &nb);
-    else nb = default_num_blocks(&e->model_cfg, cfg);
+    else nb = default_num_blocks(&e->model_cfg, cfg, e->plan.kv_fp8);
     if (s == ZP_OK) s = engine_tp_kv_alloc(e, nb, cfg->block_size);
     if (s == ZP_OK && e->be->op_seconds) s = e->be->op_seconds(e->be, NULL);
     if (s == ZP_OK) s = kv_pool_init(&e->pool, nb, cfg->block_size);
-    if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, cfg->enable_prefix_cache);
+    if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, e->plan.prefix_cache);
     if (s == ZP_OK) e->sched.admission_reserve = cfg->admission_reserve;
     if (s == ZP_OK) s = init_compression(e, nb);
     if (s == ZP_OK) {
@@ -147,25 +109,25 @@ static zp_status engine_setup(zp_engine *e) {
     }
     e->stats.num_blocks = nb;
     e->stats.block_size = cfg->block_size;
-    e->stats.prefix_cache = e->sched.enable_prefix_cache;
+    e->stats.prefix_cache = e->plan.prefix_cache;
     e->stats.kv_state_bytes = s == ZP_OK ? engine_kv_state_bytes(e, nb) * e->tp : 0;
     return s;
 }
 
 zp_status zp_engine_config_check(const zp_engine_config *cfg) {
-    zp_kv_geometry geo;
+    engine_plan plan;
     int base;
-    ZP_TRY(engine_geometry(cfg, &geo));
+    ZP_TRY(engine_plan_resolve(cfg, &plan));
     return engine_device_base(cfg->device, &base);
 }
 
 zp_status zp_engine_init(const zp_engine_config *cfg, zp_engine **out) {
-    zp_kv_geometry geo;
-    ZP_TRY(engine_geometry(cfg, &geo));
+    engine_plan plan;
+    ZP_TRY(engine_plan_resolve(cfg, &plan));
     zp_engine *e = calloc(1, sizeof *e);
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
-    e->geo = geo;
+    e->plan = plan;
     e->tp = 1;
     zp_status s = engine_tp_open(e);
     if (s == ZP_OK) s = engine_backend_flags(e, cfg);
@@ -180,8 +142,8 @@ static int same_str(const char *a, const char *b) { return (!a && !b) || (a && b
 zp_status zp_engine_reinit(zp_engine **ep, const zp_engine_config *cfg) {
     zp_engine *old = *ep;
     const zp_engine_config *oc = &old->cfg;
-    zp_kv_geometry geo;
-    ZP_TRY(engine_geometry(cfg, &geo));
+    engine_plan plan;
+    ZP_TRY(engine_plan_resolve(cfg, &plan));
     if (!old->abandoned && zp_engine_has_unfinished(old))
         return zp_fail(ZP_ERR_INVALID, "engine reinit: requests are still unfinished");
     if (atomic_load(&old->tp_stopped))
@@ -195,7 +157,7 @@ zp_status zp_engine_reinit(zp_engine **ep, const zp_engine_config *cfg) {
     zp_engine *e = calloc(1, sizeof *e);
     ZP_CHECK_ALLOC(e);
     e->cfg = *cfg;
-    e->geo = geo;
+    e->plan = plan;
     engine_tp_move(e, old); /* take the backends and the weights; the old KV pools go */
     zp_engine_free(old);
     *ep = NULL;
@@ -399,7 +361,7 @@ static zp_status reserve_step(zp_engine *e, int rows, int seqs, int max_blocks) 
 /* Window rows of q this step: tokens landing in window offsets of the block that will be the
  * last one after the step (§1.3), for requests holding a query slot. */
 static zp_status add_query_stores(zp_engine *e, const zp_seq *q, int row0, int n_new, int *n_qs) {
-    const int bs = e->geo.block_size, w = e->geo.window;
+    const int bs = e->plan.geo.block_size, w = e->plan.geo.window;
     if ((!e->compressing_enabled && !e->prompt_compress) || q->qid < 0) return ZP_OK;
     const int last_start = (q->n_kv + n_new - 1) / bs * bs;
     for (int j = 0; j < n_new; j++) {
@@ -430,7 +392,7 @@ static void build_layer_views(zp_engine *e, zp_seq *const *seqs, int n_seqs, int
             const zp_seq *q = seqs[i];
             const int dead = q->compressed ? e->layers.dead[v] : 0;
             int *bt = e->block_tables + ((size_t)v * n_seqs + i) * max_blocks;
-            const int k = zp_layer_view_table(q->blocks, q->n_blocks, e->geo.nmax, dead, bt);
+            const int k = zp_layer_view_table(q->blocks, q->n_blocks, e->plan.geo.nmax, dead, bt);
             for (int j = k; j < max_blocks; j++) bt[j] = -1;
             e->kv_len[(size_t)v * n_seqs + i] = e->kv_len[i] - dead * bs;
         }
@@ -592,7 +554,7 @@ static zp_status collect_worker(zp_engine *e, int wait) {
  * wait for a later step. Returns the number of requests left to run in e->batch.seqs. */
 static zp_status route_compressions(zp_engine *e, int *n_run) {
     zp_sched_batch *sb = &e->batch;
-    int n = 0, n_new = 0, longest = e->geo.cap_blocks;
+    int n = 0, n_new = 0, longest = e->plan.geo.cap_blocks;
     for (int i = 0; i < sb->n; i++) /* a first compression of a long prompt has more blocks than nmax + 1 */
         if (sb->seqs[i]->compressing == ZP_COMPRESS_PLANNED && sb->seqs[i]->n_blocks > longest) longest = sb->seqs[i]->n_blocks;
     const int cap = e->cfg.max_compress_blocks / longest > 0 ? e->cfg.max_compress_blocks / longest : 1; /* as the reference: by the longest table */

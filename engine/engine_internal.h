@@ -21,8 +21,24 @@ typedef struct {
     zp_compressor comp;
 } zp_engine_peer;
 
+/* What the settings decide, resolved once before anything is loaded (engine_plan.c) and read,
+ * never changed, by the engine, its scheduler and its compressor. */
+typedef struct {
+    const zp_policy_ops *ops;          /* the policy (full when unset) */
+    zp_kv_geometry geo;                /* block size, N_max, budget, cap, window (the authors' when unset) */
+    zp_sched_kind sched;               /* full, strict or hybrid */
+    int stores_history;                /* the policy keeps a stored (global) history score: a score cache */
+    int history_live;                  /* it keeps exact H2O's live history */
+    int shift_positions;               /* StreamingLLM's position shift */
+    int kv_fp8, kv_calibrate;          /* K/V in E4M3; its scales calibrated on the first prefill */
+    zp_layer_budget_kind layer_budget; /* uniform or pyramid */
+    int prefix_cache;                  /* the prefix cache serves (off for a live history and compressed prompts) */
+} engine_plan;
+zp_status engine_plan_resolve(const zp_engine_config *cfg, engine_plan *p);
+
 struct zp_engine {
-    zp_engine_config cfg;
+    zp_engine_config cfg;     /* as given; what it decides is the plan's */
+    engine_plan plan;
     zp_model_config model_cfg; /* the whole model's shape (with tensor parallelism rank 0's model holds its share) */
     int tp;                   /* tensor-parallel ranks (engine_tp.c), 1 without */
     zp_engine_peer *peers;    /* [tp - 1] ranks 1.. */
@@ -31,7 +47,6 @@ struct zp_engine {
     atomic_int tp_stopped;    /* a rank failed: the group was aborted (comm.h), no more steps */
     atomic_int tp_failed_rank; /* the first rank that failed */
     struct engine_rank_pool *rank_pool; /* the ranks' persistent threads (engine_tp.c), NULL at tp 1 */
-    zp_kv_geometry geo;       /* resolved from cfg once: block size, N_max, budget, window */
     zp_backend *be;
     zp_model *model;
     zp_kv_storage kv;

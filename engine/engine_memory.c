@@ -53,15 +53,9 @@ zp_status engine_warm_up(zp_model *m, int T, int n_out, int bs) {
  * (0 without an evicting policy): K/V in their element size (fp8: 1 byte), queries in the backend's
  * cache element size, scores in fp32. */
 static void kv_state_costs(const zp_engine *e, size_t *per_block, size_t *per_slot) {
-    const zp_engine_config *c = &e->cfg;
     const zp_model_config *mc = &e->model->cfg;
-    const zp_kv_geometry *g = &e->geo;
-    zp_policy pol;
-    int history = 0;
-    if (g->evicts && policy_create(c->policy, c->policy_params, &pol) == ZP_OK) { /* parameters decide, e.g. use_global */
-        history = policy_stores_history(&pol, g->budget, g->window);
-        policy_destroy(&pol);
-    }
+    const zp_kv_geometry *g = &e->plan.geo;
+    const int history = e->plan.stores_history; /* its parameters decide, e.g. use_global */
     const size_t es = (size_t)e->be->cache_elem_bytes, L = (size_t)mc->n_layers, bs = (size_t)g->block_size;
     *per_block = zp_model_kv_block_bytes(mc, g->block_size, engine_kv_elem_bytes(e)) + (history ? L * bs * mc->n_kv_heads * sizeof(float) : 0);
     *per_slot = g->evicts ? L * (size_t)g->window * mc->n_heads * mc->head_dim * es : 0;
@@ -79,10 +73,10 @@ static zp_status rank_num_blocks(zp_engine *e, int r, engine_rank *k, void *arg)
     size_t per_block, per_slot;
     kv_state_costs(e, &per_block, &per_slot); /* every rank's share has the same shape */
     const int evicts = per_slot > 0;
-    const size_t slots = e->geo.prompt_only ? (size_t)engine_query_slots(e, 0) : (size_t)c->max_num_seqs;
+    const size_t slots = e->plan.geo.prompt_only ? (size_t)engine_query_slots(e, 0) : (size_t)c->max_num_seqs;
     const size_t reserve = evicts ? per_slot * slots + ZP_COMPRESS_DEVICE_BYTES : 0;
     const double avail = util * (double)total_b - (double)(total_b - free_b) - (double)reserve;
-    const double need = (double)per_block * (e->geo.cap_blocks > 0 ? e->geo.cap_blocks : 1);
+    const double need = (double)per_block * (e->plan.geo.cap_blocks > 0 ? e->plan.geo.cap_blocks : 1);
     if (avail < need)
         return zp_fail(ZP_ERR_CAPACITY, "not enough device memory for the KV pool: %.2f GiB in use after the warm-up, %.2f GiB total, "
                        "gpu_memory_utilization %.2f leaves %.3f GiB, a request needs %.3f GiB (lower max_num_batched_tokens or "
@@ -109,7 +103,7 @@ zp_status engine_device_num_blocks(zp_engine *e, int *num_blocks) {
 
 int engine_query_slots(const zp_engine *e, int nb) {
     const zp_engine_config *c = &e->cfg;
-    const zp_kv_geometry *g = &e->geo;
+    const zp_kv_geometry *g = &e->plan.geo;
     if (!g->evicts) return 0;
     int m = g->prompt_only ? c->max_num_batched_tokens / (g->budget + 1) /* long prompts in one prefill */
             : c->max_concurrency > 0 ? c->max_concurrency : nb / g->cap_blocks;
@@ -133,7 +127,7 @@ zp_status engine_bytes_num_blocks(const zp_engine *e, double bytes, int *num_blo
         const int step = (int)(over / (double)per_block);
         n -= step > 1 ? step : 1;
     }
-    const int need = e->geo.cap_blocks > 0 ? e->geo.cap_blocks : 1;
+    const int need = e->plan.geo.cap_blocks > 0 ? e->plan.geo.cap_blocks : 1;
     if (n < need)
         return zp_fail(ZP_ERR_CAPACITY, "kv_pool_bytes %.0f holds %d blocks of %zu bytes%s; a request needs %d", bytes, n < 0 ? 0 : n,
                        per_block, per_slot ? " with their query slots" : "", need);

@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "engine_internal.h"
-#include "kv_scales.h" /* zp_kv_scales_parse */
 
 engine_rank engine_rank_of(zp_engine *e, int r) {
     if (r == 0) return (engine_rank){e->be, e->model, &e->kv, &e->comp};
@@ -337,10 +336,7 @@ typedef struct {
 static zp_status rank_kv_alloc(zp_engine *e, int r, engine_rank *k, void *arg) {
     (void)r;
     const kv_arg *a = arg;
-    int fp8, calibrate;
-    ZP_TRY(zp_kv_dtype_parse(e->cfg.kv_dtype, &fp8));
-    ZP_TRY(zp_kv_scales_parse(e->cfg.kv_scales, fp8, &calibrate));
-    return zp_model_kv_alloc_typed(k->model, a->num_blocks, a->block_size, fp8, calibrate, k->kv);
+    return zp_model_kv_alloc_typed(k->model, a->num_blocks, a->block_size, e->plan.kv_fp8, e->plan.kv_calibrate, k->kv);
 }
 
 zp_status engine_tp_kv_alloc(zp_engine *e, int num_blocks, int block_size) {
@@ -360,11 +356,11 @@ void engine_tp_kv_free(zp_engine *e) {
 static zp_status rank_compression(zp_engine *e, int r, engine_rank *k, void *arg) {
     const int *a = arg; /* n_qslots, with_scores, history_live */
     if (r > 0) {
-        ZP_TRY(compressor_init(k->comp, e->cfg.policy, e->cfg.policy_params, &e->geo));
+        ZP_TRY(compressor_init(k->comp, e->plan.ops, e->cfg.policy_params, &e->plan.geo));
         k->comp->layers = e->comp.layers;
         k->comp->device = e->comp.device;
     }
-    ZP_TRY(zp_model_kv_alloc_compression(k->model, k->kv, &e->geo, a[0], a[1]));
+    ZP_TRY(zp_model_kv_alloc_compression(k->model, k->kv, &e->plan.geo, a[0], a[1]));
     k->kv->history_live = a[2];
     return ZP_OK;
 }

@@ -38,26 +38,32 @@ void policy_names(char *buf, size_t len) {
     for (int i = 0; registry[i] && n < len; i++) n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", registry[i]->name);
 }
 
-zp_status policy_create(const char *name, const char *params_json, zp_policy *out) {
+zp_status policy_unknown(const char *name) {
+    char names[256];
+    policy_names(names, sizeof names);
+    return zp_fail(ZP_ERR_INVALID, "unknown policy \"%s\" (known: %s)", name, names);
+}
+
+zp_status policy_init_ops(const zp_policy_ops *ops, const char *params_json, zp_policy *out) {
     memset(out, 0, sizeof *out);
-    const zp_policy_ops *ops = policy_find(name);
-    if (!ops) {
-        char names[256];
-        policy_names(names, sizeof names);
-        return zp_fail(ZP_ERR_INVALID, "unknown policy \"%s\" (known: %s)", name, names);
-    }
     cJSON *params = NULL;
     if (params_json && *params_json) {
         params = cJSON_Parse(params_json);
         if (!cJSON_IsObject(params)) {
             cJSON_Delete(params);
-            return zp_fail(ZP_ERR_INVALID, "policy %s: parameters are not a JSON object: %s", name, params_json);
+            return zp_fail(ZP_ERR_INVALID, "policy %s: parameters are not a JSON object: %s", ops->name, params_json);
         }
     }
     zp_status s = ops->init(params, &out->state);
     cJSON_Delete(params);
     if (s == ZP_OK) out->ops = ops;
     return s;
+}
+
+zp_status policy_create(const char *name, const char *params_json, zp_policy *out) {
+    memset(out, 0, sizeof *out);
+    const zp_policy_ops *ops = policy_find(name);
+    return ops ? policy_init_ops(ops, params_json, out) : policy_unknown(name);
 }
 
 void policy_destroy(zp_policy *p) {

@@ -71,6 +71,10 @@ zp_status policy_plan(const zp_policy *p, int budget, int window, zp_score_plan 
 
 /* Looks a policy up by name and parses its JSON parameters (NULL or "" for defaults). */
 zp_status policy_create(const char *name, const char *params_json, zp_policy *out);
+/* The same for a policy already found (policy_find). */
+zp_status policy_init_ops(const zp_policy_ops *ops, const char *params_json, zp_policy *out);
+/* The error of an unknown policy name, naming the known ones. */
+zp_status policy_unknown(const char *name);
 void policy_destroy(zp_policy *p);
 const zp_policy_ops *policy_find(const char *name);
 /* What tables call p: its label_of, else its ops' label. */

@@ -38,7 +38,7 @@ static void on_token(void *ctx, int64_t id, int sample, int tok, zp_finish_reaso
  * shared prefix blocks); ending the request must give them back. */
 static int fresh_targets(const zp_engine *e, const zp_seq *q) {
     int fresh = 0;
-    for (int k = 0; k <= e->geo.nmax; k++) {
+    for (int k = 0; k <= e->plan.geo.nmax; k++) {
         int in_table = 0;
         for (int i = 0; i < q->n_blocks; i++) in_table |= q->blocks[i] == q->target[k];
         fresh += !in_table;

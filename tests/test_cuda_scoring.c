@@ -152,7 +152,7 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
     for (int k = 0; k < 2; k++) {
         zp_kv_geometry geo;
         CHECK_OK(zp_geometry_resolve(policy_find(policy), BS, NMAX, W, &geo));
-        CHECK_OK(compressor_init(&comp[k], policy, params, &geo));
+        CHECK_OK(compressor_init(&comp[k], policy_find(policy), params, &geo));
         comp[k].device = k;
     }
     zp_score_plan pl;

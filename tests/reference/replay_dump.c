@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
     zp_kv_geometry geo;
     if (!ops) { fprintf(stderr, "replay_dump: unknown policy %s\n", argv[2]); return 1; }
     TRY(zp_geometry_resolve(ops, r.bs, r.budget / r.bs, r.w, &geo));
-    TRY(compressor_init(&r.comp, argv[2], argv[3], &geo));
+    TRY(compressor_init(&r.comp, ops, argv[3], &geo));
     r.comp.device = 0;
     r.kv.history_live = r.comp.history_live;
     r.table = malloc(sizeof(int) * (NB + 1));

@@ -1,0 +1,55 @@
+/* engine_plan.c - every engine setting that decides what the engine is, resolved once from the
+ * configuration before anything is loaded (engine_plan_resolve): the policy, looked up once and
+ * its parameters checked once; the KV geometry; the scheduler's kind; the K/V element type and
+ * where its scales come from; the layer budget's kind; whether the prefix cache can serve. The
+ * engine, its scheduler and its compressor read the plan, never the raw settings for these, and
+ * nothing changes the configuration afterwards. Deliberately not here: sizes that need the model
+ * or the device (the pool, the query slots, the layer budgets' views: engine.c, engine_memory.c). */
+#include "engine_internal.h"
+
+#include "kv_scales.h"
+
+/* The policy's facts that depend on its parameters: a stored (global) history, a live history
+ * (exact H2O), the position shift of StreamingLLM. */
+static zp_status policy_facts(const zp_engine_config *cfg, engine_plan *p) {
+    zp_policy pol;
+    ZP_TRY(policy_init_ops(p->ops, cfg->policy_params, &pol));
+    zp_score_plan plan;
+    if (p->ops->evicts && policy_plan(&pol, p->geo.budget, p->geo.window, &plan) == ZP_OK) {
+        p->history_live = plan.history_live;
+        p->shift_positions = plan.shift_positions;
+    }
+    p->stores_history = p->geo.evicts && policy_stores_history(&pol, p->geo.budget, p->geo.window);
+    policy_destroy(&pol);
+    return ZP_OK;
+}
+
+/* The scheduler: the policy's (hybrid for a capping policy, full otherwise) unless cfg names one
+ * that fits it. */
+static zp_status scheduler_kind(const zp_engine_config *cfg, engine_plan *p) {
+    const zp_policy_ops *ops = p->ops;
+    p->sched = ops->evicts && !ops->prompt_only ? ZP_SCHED_HYBRID : ZP_SCHED_FULL;
+    if (cfg->scheduler && !sched_kind_parse(cfg->scheduler, &p->sched))
+        return zp_fail(ZP_ERR_INVALID, "unknown scheduler \"%s\" (known: full, strict, hybrid)", cfg->scheduler);
+    if (!ops->evicts && p->sched != ZP_SCHED_FULL)
+        return zp_fail(ZP_ERR_INVALID, "scheduler %s needs an evicting policy (policy is %s)", cfg->scheduler, ops->name);
+    if (ops->prompt_only && p->sched != ZP_SCHED_FULL)
+        return zp_fail(ZP_ERR_INVALID, "scheduler %s: policy %s compresses only prompts and runs the full scheduler", cfg->scheduler, ops->name);
+    return ZP_OK;
+}
+
+zp_status engine_plan_resolve(const zp_engine_config *cfg, engine_plan *p) {
+    memset(p, 0, sizeof *p);
+    const char *name = cfg->policy ? cfg->policy : "full";
+    p->ops = policy_find(name);
+    if (!p->ops) return policy_unknown(name);
+    ZP_TRY(zp_geometry_resolve(p->ops, cfg->block_size, cfg->nmax, cfg->window, &p->geo));
+    ZP_TRY(zp_kv_dtype_parse(cfg->kv_dtype, &p->kv_fp8));
+    ZP_TRY(zp_kv_scales_parse(cfg->kv_scales, p->kv_fp8, &p->kv_calibrate));
+    ZP_TRY(zp_layer_budget_check(cfg->layer_budget, cfg->pyramid_beta, &p->geo, &p->layer_budget));
+    ZP_TRY(scheduler_kind(cfg, p));
+    ZP_TRY(policy_facts(cfg, p));
+    /* each request's live history, or compressed prompt, is its own: no prefix hits */
+    p->prefix_cache = cfg->enable_prefix_cache && !p->history_live && !p->ops->prompt_only;
+    return ZP_OK;
+}

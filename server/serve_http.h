@@ -1,6 +1,6 @@
 /* serve_http.h - what the HTTP side of `zipage serve` shares between its files (serve.c: the
- * handlers, the endpoints and srv_run; serve_answer.c: the answers' JSON; serve_stream.c: the
- * streamed answers). Internal to server/; libmicrohttpd and cJSON types appear here, nowhere in
+ * handlers, the endpoints and srv_run; serve_prompt.c: a request's prompts; serve_answer.c: the
+ * answers' JSON; serve_stream.c: the streamed answers). Internal to server/; libmicrohttpd and cJSON types appear here, nowhere in
  * serve.h. */
 #ifndef ZP_SERVE_HTTP_H
 #define ZP_SERVE_HTTP_H
@@ -19,6 +19,12 @@ enum MHD_Result srv_refuse_with(struct MHD_Connection *c, int status, const char
 void srv_idle_timeout(const srv_server *s, struct MHD_Connection *c, int on);
 /* OpenAI's finish_reason of an engine finish. */
 const char *srv_finish_reason(zp_finish_reason f);
+
+/* ---- a request's prompts (serve_prompt.c) */
+/* A chat request's conversation rendered and tokenized into r->prompts[0]; 0 with err filled. */
+int srv_chat_prompt(srv_server *s, srv_request *r, srv_error *err);
+/* The call's n_jobs choices: prompts tokenized and checked, sampling set; 0 with err filled. */
+int srv_build_jobs(srv_server *s, const srv_request *r, srv_job *jobs, int n_jobs, srv_error *err);
 
 /* ---- the answers' JSON (serve_answer.c) */
 /* The fields every answer opens with: id, object, created, model (chat: chat.completion[.chunk]). */

@@ -191,15 +191,15 @@ void zp_engine_free(zp_engine *e) {
     compressor_free(&e->comp);
     zp_layer_plan_free(&e->layers);
     free(e->ctask);
-    free(e->qstore_rows); free(e->qstore_slots);
+    free(e->step.qstore_rows); free(e->step.qstore_slots);
     for (int i = 0; i < e->all.n; i++) seq_destroy(e->all.v[i]);
     for (int i = 0; i < e->finished.n; i++) seq_destroy(e->finished.v[i]);
     free(e->all.v);
     free(e->finished.v);
     free(e->batch.seqs);
-    free(e->token_ids); free(e->positions); free(e->slots); free(e->out_rows);
-    free(e->q_start); free(e->q_len); free(e->kv_len); free(e->block_tables);
-    free(e->logits); free(e->scratch); free(e->srows); free(e->sids);
+    free(e->step.token_ids); free(e->step.positions); free(e->step.slots); free(e->step.out_rows);
+    free(e->step.q_start); free(e->step.q_len); free(e->step.kv_len); free(e->step.block_tables);
+    free(e->step.logits); free(e->step.scratch); free(e->step.srows); free(e->step.sids);
     sched_free(&e->sched);
     kv_pool_free(&e->pool);
     if (e->model) { zp_model_kv_free(e->model, &e->kv); zp_model_free(e->model); }
@@ -325,35 +325,35 @@ static zp_status grow_int(int **p, int *cap, int need) {
 }
 
 static zp_status reserve_step(zp_engine *e, int rows, int seqs, int max_blocks) {
-    if (rows > e->rows_cap) {
-        int c = e->rows_cap;
-        ZP_TRY(grow_int(&e->token_ids, &c, rows)); c = e->rows_cap;
-        ZP_TRY(grow_int(&e->positions, &c, rows)); c = e->rows_cap;
-        ZP_TRY(grow_int(&e->slots, &c, rows));
-        e->rows_cap = rows;
+    if (rows > e->step.rows_cap) {
+        int c = e->step.rows_cap;
+        ZP_TRY(grow_int(&e->step.token_ids, &c, rows)); c = e->step.rows_cap;
+        ZP_TRY(grow_int(&e->step.positions, &c, rows)); c = e->step.rows_cap;
+        ZP_TRY(grow_int(&e->step.slots, &c, rows));
+        e->step.rows_cap = rows;
     }
-    if (seqs > e->seq_cap) {
-        int c = e->seq_cap;
-        ZP_TRY(grow_int(&e->q_start, &c, seqs)); c = e->seq_cap;
-        ZP_TRY(grow_int(&e->q_len, &c, seqs)); c = e->seq_cap;
-        ZP_TRY(grow_int(&e->out_rows, &c, seqs));
-        e->seq_cap = seqs;
+    if (seqs > e->step.seq_cap) {
+        int c = e->step.seq_cap;
+        ZP_TRY(grow_int(&e->step.q_start, &c, seqs)); c = e->step.seq_cap;
+        ZP_TRY(grow_int(&e->step.q_len, &c, seqs)); c = e->step.seq_cap;
+        ZP_TRY(grow_int(&e->step.out_rows, &c, seqs));
+        e->step.seq_cap = seqs;
     }
     const int V = e->layers.n_views > 1 ? e->layers.n_views : 1;
-    ZP_TRY(grow_int(&e->kv_len, &e->kvl_cap, seqs * V));
-    ZP_TRY(grow_int(&e->block_tables, &e->bt_cap, seqs * max_blocks * V));
-    if (seqs > e->logits_rows) {
-        free(e->logits);
-        free(e->srows); free(e->sids);
-        e->logits = malloc(sizeof(float) * (size_t)seqs * (size_t)e->model->cfg.vocab);
-        e->srows = malloc(sizeof *e->srows * (size_t)seqs);
-        e->sids = malloc(sizeof(int) * (size_t)seqs);
-        if (!e->logits || !e->srows || !e->sids) { e->logits_rows = 0; return zp_fail(ZP_ERR_OOM, "engine: no memory for %d logits rows", seqs); }
-        e->logits_rows = seqs;
+    ZP_TRY(grow_int(&e->step.kv_len, &e->step.kvl_cap, seqs * V));
+    ZP_TRY(grow_int(&e->step.block_tables, &e->step.bt_cap, seqs * max_blocks * V));
+    if (seqs > e->step.logits_rows) {
+        free(e->step.logits);
+        free(e->step.srows); free(e->step.sids);
+        e->step.logits = malloc(sizeof(float) * (size_t)seqs * (size_t)e->model->cfg.vocab);
+        e->step.srows = malloc(sizeof *e->step.srows * (size_t)seqs);
+        e->step.sids = malloc(sizeof(int) * (size_t)seqs);
+        if (!e->step.logits || !e->step.srows || !e->step.sids) { e->step.logits_rows = 0; return zp_fail(ZP_ERR_OOM, "engine: no memory for %d logits rows", seqs); }
+        e->step.logits_rows = seqs;
     }
-    if (!e->scratch) {
-        e->scratch = malloc(sizeof(float) * 3 * (size_t)e->model->cfg.vocab); /* the sampler's 2 V, a logits row for logprobs */
-        ZP_CHECK_ALLOC(e->scratch);
+    if (!e->step.scratch) {
+        e->step.scratch = malloc(sizeof(float) * 3 * (size_t)e->model->cfg.vocab); /* the sampler's 2 V, a logits row for logprobs */
+        ZP_CHECK_ALLOC(e->step.scratch);
     }
     return ZP_OK;
 }
@@ -369,14 +369,14 @@ static zp_status add_query_stores(zp_engine *e, const zp_seq *q, int row0, int n
         if (e->prompt_compress) off = p - (q->n_prompt - w) + (bs - w); /* the prompt's last w queries, in order */
         else if (p < last_start) continue;
         if (off < bs - w || off >= bs) continue;
-        if (*n_qs >= e->qstore_cap) {
-            int cap = e->qstore_cap ? 2 * e->qstore_cap : 64, c1 = e->qstore_cap, c2 = e->qstore_cap;
-            ZP_TRY(grow_int(&e->qstore_rows, &c1, cap));
-            ZP_TRY(grow_int(&e->qstore_slots, &c2, cap));
-            e->qstore_cap = cap;
+        if (*n_qs >= e->step.qstore_cap) {
+            int cap = e->step.qstore_cap ? 2 * e->step.qstore_cap : 64, c1 = e->step.qstore_cap, c2 = e->step.qstore_cap;
+            ZP_TRY(grow_int(&e->step.qstore_rows, &c1, cap));
+            ZP_TRY(grow_int(&e->step.qstore_slots, &c2, cap));
+            e->step.qstore_cap = cap;
         }
-        e->qstore_rows[*n_qs] = row0 + j;
-        e->qstore_slots[*n_qs] = q->qid * w + (off - (bs - w));
+        e->step.qstore_rows[*n_qs] = row0 + j;
+        e->step.qstore_slots[*n_qs] = q->qid * w + (off - (bs - w));
         (*n_qs)++;
     }
     return ZP_OK;
@@ -391,10 +391,10 @@ static void build_layer_views(zp_engine *e, zp_seq *const *seqs, int n_seqs, int
         for (int i = 0; i < n_seqs; i++) {
             const zp_seq *q = seqs[i];
             const int dead = q->compressed ? e->layers.dead[v] : 0;
-            int *bt = e->block_tables + ((size_t)v * n_seqs + i) * max_blocks;
+            int *bt = e->step.block_tables + ((size_t)v * n_seqs + i) * max_blocks;
             const int k = zp_layer_view_table(q->blocks, q->n_blocks, e->plan.geo.nmax, dead, bt);
             for (int j = k; j < max_blocks; j++) bt[j] = -1;
-            e->kv_len[(size_t)v * n_seqs + i] = e->kv_len[i] - dead * bs;
+            e->step.kv_len[(size_t)v * n_seqs + i] = e->step.kv_len[i] - dead * bs;
         }
 }
 
@@ -420,38 +420,38 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
     for (int i = 0; i < n_seqs; i++) {
         const zp_seq *q = seqs[i];
         int n_new = q->n_tokens - q->n_done;
-        e->q_start[i] = row;
-        e->q_len[i] = n_new;
-        e->kv_len[i] = q->n_kv + n_new;
+        e->step.q_start[i] = row;
+        e->step.q_len[i] = n_new;
+        e->step.kv_len[i] = q->n_kv + n_new;
         ZP_TRY(add_query_stores(e, q, row, n_new, &n_qs));
         for (int j = 0; j < n_new; j++, row++) {
             int phys = q->n_kv + j;
-            e->token_ids[row] = q->tokens[q->n_done + j];
-            e->positions[row] = (e->comp.shift_positions ? q->n_kv : q->n_done) + j;
-            e->slots[row] = q->blocks[phys / bs] * bs + phys % bs;
+            e->step.token_ids[row] = q->tokens[q->n_done + j];
+            e->step.positions[row] = (e->comp.shift_positions ? q->n_kv : q->n_done) + j;
+            e->step.slots[row] = q->blocks[phys / bs] * bs + phys % bs;
         }
-        e->out_rows[i] = row - 1;
-        int *bt = e->block_tables + (size_t)i * max_blocks;
+        e->step.out_rows[i] = row - 1;
+        int *bt = e->step.block_tables + (size_t)i * max_blocks;
         for (int k = 0; k < max_blocks; k++) bt[k] = k < q->n_blocks ? q->blocks[k] : -1;
     }
     build_layer_views(e, seqs, n_seqs, max_blocks);
     const int views = e->layers.n_views > 1;
     *b = (zp_batch){.n_tokens = row,
                     .n_seqs = n_seqs,
-                    .token_ids = e->token_ids,
-                    .positions = e->positions,
-                    .slot_mapping = e->slots,
-                    .seq_q_start = e->q_start,
-                    .seq_q_len = e->q_len,
-                    .seq_kv_len = e->kv_len,
-                    .block_tables = e->block_tables,
+                    .token_ids = e->step.token_ids,
+                    .positions = e->step.positions,
+                    .slot_mapping = e->step.slots,
+                    .seq_q_start = e->step.q_start,
+                    .seq_q_len = e->step.q_len,
+                    .seq_kv_len = e->step.kv_len,
+                    .block_tables = e->step.block_tables,
                     .max_blocks = max_blocks,
                     .n_out = n_seqs,
-                    .out_rows = e->out_rows,
+                    .out_rows = e->step.out_rows,
                     .is_prefill = is_prefill,
                     .n_qstore = n_qs,
-                    .qstore_rows = e->qstore_rows,
-                    .qstore_slots = e->qstore_slots,
+                    .qstore_rows = e->step.qstore_rows,
+                    .qstore_slots = e->step.qstore_slots,
                     .n_views = views ? e->layers.n_views : 1,
                     .layer_view = views ? e->layers.view : NULL};
     return ZP_OK;
@@ -470,7 +470,7 @@ static zp_finish_reason check_finish(const zp_engine *e, const zp_seq *q, int to
 }
 
 /* Device sampling, called when the backend has it and no logits hook is set: unless a row
- * needs the host (forced tokens, repetition penalty; then *used stays 0), fills e->sids,
+ * needs the host (forced tokens, repetition penalty; then *used stays 0), fills e->step.sids,
  * -1 where the host must sample after all. */
 static zp_status sample_on_device(zp_engine *e, zp_seq *const *seqs, int n, int *used) {
     *used = 0;
@@ -478,7 +478,7 @@ static zp_status sample_on_device(zp_engine *e, zp_seq *const *seqs, int n, int 
         const zp_seq *q = seqs[i];
         const int step = q->n_tokens - q->n_prompt;
         if (step < q->sp.n_forced || q->sp.repetition_penalty != 1.0f) return ZP_OK;
-        e->srows[i] = (zp_sample_row){.temperature = q->sp.temperature,
+        e->step.srows[i] = (zp_sample_row){.temperature = q->sp.temperature,
                                       .top_p = q->sp.top_p,
                                       .top_k = q->sp.top_k,
                                       .sample_index = (uint32_t)q->sample_index,
@@ -487,11 +487,11 @@ static zp_status sample_on_device(zp_engine *e, zp_seq *const *seqs, int n, int 
                                       .request_id = q->sp.has_rng_key ? q->sp.rng_key : (uint64_t)q->request_id};
     }
     *used = 1;
-    return e->be->sample(e->be, e->model->logits, n, e->model->cfg.vocab, e->srows, e->sids);
+    return e->be->sample(e->be, e->model->logits, n, e->model->cfg.vocab, e->step.srows, e->step.sids);
 }
 
 /* ids: tokens sampled on the device (-1: sample this row on the host), or NULL: all on the
- * host from e->logits. */
+ * host from e->step.logits. */
 static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n, const int *ids) {
     const int V = e->model->cfg.vocab;
     for (int i = 0; i < n; i++) {
@@ -499,15 +499,15 @@ static zp_status sample_and_append(zp_engine *e, zp_seq *const *seqs, int n, con
         sched_mark_computed(&e->sched, q);
         if (q->n_kv > e->stats.peak_request_tokens) e->stats.peak_request_tokens = q->n_kv;
         int step = q->n_tokens - q->n_prompt;
-        float *row = e->logits + (size_t)i * V;
+        float *row = e->step.logits + (size_t)i * V;
         if (ids && (ids[i] < 0 || q->sp.want_logprobs)) ZP_TRY(e->be->to_host(e->be, row, e->model->logits, ZP_ACT_F32, (size_t)i * V, (size_t)V));
         if (e->logits_hook) e->logits_hook(e->logits_hook_ctx, q->request_id, q->sample_index, step, row, V);
-        float *raw = e->scratch + 2 * (size_t)V; /* the host sampler changes row: logprobs read the model's logits */
+        float *raw = e->step.scratch + 2 * (size_t)V; /* the host sampler changes row: logprobs read the model's logits */
         if (q->sp.want_logprobs) memcpy(raw, row, sizeof(float) * (size_t)V);
         float u = zp_rng_uniform(q->seed, q->sp.has_rng_key ? q->sp.rng_key : (uint64_t)q->request_id, (uint32_t)q->sample_index, (uint32_t)step);
         int tok = step < q->sp.n_forced ? q->sp.forced[step]
                   : ids && ids[i] >= 0 ? ids[i]
-                                       : zp_sample_token(row, V, &q->sp, q->tokens, q->n_tokens, u, e->scratch);
+                                       : zp_sample_token(row, V, &q->sp, q->tokens, q->n_tokens, u, e->step.scratch);
         q->tokens[q->n_tokens++] = tok;
         e->stats.generated_tokens++;
         q->finish = check_finish(e, q, tok);
@@ -618,15 +618,15 @@ static void step_clock_start(zp_engine *e, const zp_batch *b, step_clock *c) {
 }
 
 /* The forward pass over the batch's n_run requests, then, where the backend samples and no
- * logits hook needs the rows, the device sampler (*used 1: e->sids holds its tokens; 0: the
+ * logits hook needs the rows, the device sampler (*used 1: e->step.sids holds its tokens; 0: the
  * logits are on the host for sample_and_append). */
 static zp_status forward_and_sample(zp_engine *e, const zp_batch *b, int n_run, int *used) {
     const int device_sampling = e->be->sample && !e->cfg.host_only && !e->logits_hook;
     *used = 0;
-    ZP_TRY(engine_tp_forward(e, b, device_sampling ? NULL : e->logits));
+    ZP_TRY(engine_tp_forward(e, b, device_sampling ? NULL : e->step.logits));
     if (!device_sampling) return ZP_OK;
     ZP_TRY(sample_on_device(e, e->batch.seqs, n_run, used));
-    if (!*used) ZP_TRY(e->be->to_host(e->be, e->logits, e->model->logits, ZP_ACT_F32, 0, (size_t)n_run * e->model->cfg.vocab));
+    if (!*used) ZP_TRY(e->be->to_host(e->be, e->step.logits, e->model->logits, ZP_ACT_F32, 0, (size_t)n_run * e->model->cfg.vocab));
     return ZP_OK;
 }
 
@@ -675,7 +675,7 @@ static zp_status engine_step(zp_engine *e) {
     step_clock_start(e, &b, &clock);
     ZP_TRY(forward_and_sample(e, &b, n_run, &used));
     step_record(e, &b, &clock);
-    zp_status s = sample_and_append(e, e->batch.seqs, n_run, used ? e->sids : NULL);
+    zp_status s = sample_and_append(e, e->batch.seqs, n_run, used ? e->step.sids : NULL);
     e->stats.sample_seconds += zp_now() - clock.t1;
     if (s == ZP_OK && e->prompt_compress && b.is_prefill) s = compress_prompts(e, e->batch.seqs, n_run);
     return s;

@@ -21,6 +21,20 @@ typedef struct {
     zp_compressor comp;
 } zp_engine_peer;
 
+/* The host arrays of one step (build_batch fills them and the zp_batch points into them; the
+ * sampler reads and writes the rest), grown by reserve_step to the largest step so far. */
+typedef struct {
+    int *token_ids, *positions, *slots, rows_cap;   /* [rows] */
+    int *q_start, *q_len, *out_rows, seq_cap;       /* [seqs] */
+    int *kv_len, kvl_cap, *block_tables, bt_cap;    /* [views][seqs], [views][seqs][max_blocks] */
+    int *qstore_rows, *qstore_slots, qstore_cap;    /* rows whose queries go to the query cache */
+    float *logits;                                  /* [logits_rows][vocab] host logits */
+    int logits_rows;
+    zp_sample_row *srows;                           /* device sampling: one row per scheduled request ... */
+    int *sids;                                      /* ... and its token */
+    float *scratch;                                 /* the host sampler's 3 x vocab floats */
+} engine_step_arrays;
+
 /* What the settings decide, resolved once before anything is loaded (engine_plan.c) and read,
  * never changed, by the engine, its scheduler and its compressor. */
 typedef struct {
@@ -56,14 +70,7 @@ struct zp_engine {
     zp_seq_list finished;     /* finished, not yet polled */
     zp_sched_batch batch;
     int64_t next_order;
-    /* per-step host arrays, grown on demand */
-    int *token_ids, *positions, *slots, *out_rows, rows_cap;
-    int *q_start, *q_len, *kv_len, *block_tables, seq_cap, kvl_cap, bt_cap; /* kv_len, block_tables: every layer view */
-    float *logits, *scratch;
-    int logits_rows;
-    zp_sample_row *srows;     /* device sampling: one row per scheduled request */
-    int *sids;                /* its token ids */
-    int *qstore_rows, *qstore_slots, qstore_cap;
+    engine_step_arrays step;  /* the step's host arrays */
     zp_engine_stats stats;
     zp_batch last_batch;      /* the batch of the last forward (tests) */
     int last_decode_rows;     /* the last step's decode rows (0: it ran no decode forward) ... */

@@ -324,21 +324,21 @@ static zp_status grow_int(int **p, int *cap, int need) {
     return ZP_OK;
 }
 
+/* n arrays of one capacity *cap grown together to need. */
+static zp_status grow_ints(int **const *arrs, int n, int *cap, int need) {
+    for (int i = 0; i < n; i++) {
+        int c = *cap;
+        ZP_TRY(grow_int(arrs[i], &c, need));
+    }
+    if (need > *cap) *cap = need;
+    return ZP_OK;
+}
+
 static zp_status reserve_step(zp_engine *e, int rows, int seqs, int max_blocks) {
-    if (rows > e->step.rows_cap) {
-        int c = e->step.rows_cap;
-        ZP_TRY(grow_int(&e->step.token_ids, &c, rows)); c = e->step.rows_cap;
-        ZP_TRY(grow_int(&e->step.positions, &c, rows)); c = e->step.rows_cap;
-        ZP_TRY(grow_int(&e->step.slots, &c, rows));
-        e->step.rows_cap = rows;
-    }
-    if (seqs > e->step.seq_cap) {
-        int c = e->step.seq_cap;
-        ZP_TRY(grow_int(&e->step.q_start, &c, seqs)); c = e->step.seq_cap;
-        ZP_TRY(grow_int(&e->step.q_len, &c, seqs)); c = e->step.seq_cap;
-        ZP_TRY(grow_int(&e->step.out_rows, &c, seqs));
-        e->step.seq_cap = seqs;
-    }
+    int **by_row[] = {&e->step.token_ids, &e->step.positions, &e->step.slots};
+    int **by_seq[] = {&e->step.q_start, &e->step.q_len, &e->step.out_rows};
+    ZP_TRY(grow_ints(by_row, 3, &e->step.rows_cap, rows));
+    ZP_TRY(grow_ints(by_seq, 3, &e->step.seq_cap, seqs));
     const int V = e->layers.n_views > 1 ? e->layers.n_views : 1;
     ZP_TRY(grow_int(&e->step.kv_len, &e->step.kvl_cap, seqs * V));
     ZP_TRY(grow_int(&e->step.block_tables, &e->step.bt_cap, seqs * max_blocks * V));

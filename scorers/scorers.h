@@ -75,6 +75,18 @@ void scorer_key_score(zp_key_score kind, uint32_t seed, int layer, int head, con
  * request's draws follow its own lengths, not the schedule. */
 float scorer_key_draw(uint32_t seed, int layer, int head, int n, int t);
 
+/* TriAttention's key score (trig.c): one query head's calibrated statistics (q_re, q_im: the mean
+ * pre-RoPE query; q_abs: the mean modulus; F = D/2 pairs, "half" pairing) against n post-RoPE keys
+ * [n][D] at next position R: out[t] = sum_f A_f C_f - B_f S_f + (q_abs_f - |q_f|) |k_f|, with
+ * C, S [F] the means of cos and sin of (R + o) w_f over the ZP_TRIG_OFFSETS offsets o = 2^j
+ * (scorer_trig_phase, w the model's RoPE frequencies). */
+#define ZP_TRIG_OFFSETS 17
+void scorer_trig_phase(const float *w, int F, int64_t R, double *C, double *S);
+void scorer_trig_score(const float *keys, int n, int D, const float *q_re, const float *q_im, const float *q_abs, const double *C,
+                       const double *S, float *out);
+/* x[n] z-normalised in place: (x - mean) / max(population std, eps). */
+void scorer_znorm(float *x, int n, float eps);
+
 /* Redundancy logits r[n] from keys, with the "last above threshold is protected" rule:
  * r[x] = sum_{y != x} c(x,y) - sum_{y : last(y) = x} c(x,y), c the cosine similarity,
  * last(y) the latest x != y with c(x,y) > theta. Raw: all pairs, O(n^2 D). Lightning: pairs

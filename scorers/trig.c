@@ -1,0 +1,57 @@
+/* trig.c - TriAttention's key score (docs/triattention.md), from the keys alone and one query
+ * head's calibrated statistics: no query window, no attention weights.
+ *
+ * With "half" RoPE pairing (pair f: dims f and f + D/2 as one complex number k_f), the calibrated
+ * mean pre-RoPE query E q_f and mean modulus E|q_f|, and R the next query's position, the score of
+ * a post-RoPE key is
+ *   sum_f [A_f C_f - B_f S_f] + sum_f (E|q_f| - |E q_f|) |k_f|,
+ *   A_f = Re(E q_f conj(k_f)), B_f = Im(E q_f conj(k_f)),
+ *   C_f, S_f = the means over o = 1, 2, 4, ..., 65536 of cos((R + o) w_f) and sin((R + o) w_f):
+ * the expected RoPE logit of the mean query at 17 future positions, averaged, plus the magnitude
+ * term (tests/reference/ref_triattention.py cites the authors' code it follows; this is the form
+ * on post-RoPE keys, which needs no key positions). C_f and S_f are made once per compression
+ * (scorer_trig_phase) in double precision; each key's sum is accumulated in double.
+ * Complexity: O(F) per compression for the phases, O(n D) per query head for the scores.
+ * Deliberately not here: the statistics' file (the engine loads it), the GQA and layer reductions
+ * and the top-k (the plan's). */
+#include <math.h>
+
+#include "scorers.h"
+
+void scorer_trig_phase(const float *w, int F, int64_t R, double *C, double *S) {
+    for (int f = 0; f < F; f++) {
+        double c = 0, s = 0;
+        for (int j = 0; j < ZP_TRIG_OFFSETS; j++) {
+            const double a = ((double)R + (double)(1 << j)) * (double)w[f];
+            c += cos(a);
+            s += sin(a);
+        }
+        C[f] = c / ZP_TRIG_OFFSETS;
+        S[f] = s / ZP_TRIG_OFFSETS;
+    }
+}
+
+void scorer_trig_score(const float *keys, int n, int D, const float *q_re, const float *q_im, const float *q_abs, const double *C,
+                       const double *S, float *out) {
+    const int F = D / 2;
+    for (int t = 0; t < n; t++) {
+        const float *k = keys + (size_t)t * D;
+        double acc = 0;
+        for (int f = 0; f < F; f++) {
+            const double kr = k[f], ki = k[f + F], qr = q_re[f], qi = q_im[f];
+            const double A = qr * kr + qi * ki, B = qi * kr - qr * ki;
+            acc += A * C[f] - B * S[f] + ((double)q_abs[f] - sqrt(qr * qr + qi * qi)) * sqrt(kr * kr + ki * ki);
+        }
+        out[t] = (float)acc;
+    }
+}
+
+void scorer_znorm(float *x, int n, float eps) {
+    if (n <= 0) return;
+    double m = 0, v = 0;
+    for (int t = 0; t < n; t++) m += x[t];
+    m /= n;
+    for (int t = 0; t < n; t++) v += (x[t] - m) * (x[t] - m);
+    const double sd = sqrt(v / n) > eps ? sqrt(v / n) : eps;
+    for (int t = 0; t < n; t++) x[t] = (float)((x[t] - m) / sd);
+}

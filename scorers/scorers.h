@@ -86,6 +86,13 @@ void scorer_trig_score(const float *keys, int n, int D, const float *q_re, const
                        const double *S, float *out);
 /* x[n] z-normalised in place: (x - mean) / max(population std, eps). */
 void scorer_znorm(float *x, int n, float eps);
+/* One (layer, KV head) of TriAttention's per_layer_perhead mode: out[t] = +inf for the first
+ * `protect` tokens (the prompt, kept and never scored), else the max over the G query heads of
+ * their scores of tokens [protect, n) z-normalised over those tokens (floor ZP_TRIG_STD_EPS).
+ * stats: [G][q_re | q_im | q_abs][F]; C, S from scorer_trig_phase. scratch: [n] floats. */
+#define ZP_TRIG_STD_EPS 1e-6f
+zp_status scorer_trig_group(const float *keys, int n, int D, int G, const float *stats, const double *C, const double *S, int protect,
+                            float *out, float *scratch);
 
 /* Redundancy logits r[n] from keys, with the "last above threshold is protected" rule:
  * r[x] = sum_{y != x} c(x,y) - sum_{y : last(y) = x} c(x,y), c the cosine similarity,

@@ -12,8 +12,10 @@
  * on post-RoPE keys, which needs no key positions). C_f and S_f are made once per compression
  * (scorer_trig_phase) in double precision; each key's sum is accumulated in double.
  * Complexity: O(F) per compression for the phases, O(n D) per query head for the scores.
- * Deliberately not here: the statistics' file (the engine loads it), the GQA and layer reductions
- * and the top-k (the plan's). */
+ * scorer_trig_group is one (layer, KV head) of the per_layer_perhead mode: each query head's scores
+ * of the decode tokens z-normalised, the group's max, the protected prompt at +inf.
+ * Deliberately not here: the statistics' file (the engine loads it), the reduction across layers
+ * of the per_head and union modes, and the top-k (the plan's). */
 #include <math.h>
 
 #include "scorers.h"
@@ -54,4 +56,19 @@ void scorer_znorm(float *x, int n, float eps) {
     for (int t = 0; t < n; t++) v += (x[t] - m) * (x[t] - m);
     const double sd = sqrt(v / n) > eps ? sqrt(v / n) : eps;
     for (int t = 0; t < n; t++) x[t] = (float)((x[t] - m) / sd);
+}
+
+zp_status scorer_trig_group(const float *keys, int n, int D, int G, const float *stats, const double *C, const double *S, int protect,
+                            float *out, float *scratch) {
+    if (protect < 0 || protect > n) return zp_fail(ZP_ERR_INVALID, "trig scores: %d protected tokens of %d", protect, n);
+    const int F = D / 2, m = n - protect;
+    for (int t = 0; t < protect; t++) out[t] = INFINITY;
+    for (int t = protect; t < n; t++) out[t] = -INFINITY;
+    for (int g = 0; g < G; g++) {
+        const float *q = stats + (size_t)g * 3 * F;
+        scorer_trig_score(keys + (size_t)protect * D, m, D, q, q + F, q + 2 * F, C, S, scratch);
+        scorer_znorm(scratch, m, ZP_TRIG_STD_EPS);
+        for (int t = 0; t < m; t++) out[protect + t] = scratch[t] > out[protect + t] ? scratch[t] : out[protect + t];
+    }
+    return ZP_OK;
 }

@@ -3,8 +3,8 @@
  * "n D G P budget R", then F = D/2 RoPE frequencies, then per query head of the group its q_re,
  * q_im and q_abs [F], then the group's n post-RoPE keys [n][D]. Out: G lines of the n raw scores,
  * then one line of the kept tokens of one (layer, KV head) in the per_layer_perhead rule: the
- * prompt [0, P), and of the decode tokens [P, n) each query head's scores z-normalised, the
- * group's max, the top min(budget - P, n - P) (scorer_topk: ties to the earlier token).
+ * prompt [0, P), and the top min(budget - P, n - P) decode tokens of scorer_trig_group's scores
+ * (scorer_topk: ties to the earlier token).
  * No checks here: the oracle compares. */
 #include <math.h>
 #include <stdint.h>
@@ -38,12 +38,11 @@ int main(void) {
             scorer_trig_score(keys, n, D, qg, qg + F, qg + 2 * F, C, S, row);
             for (int t = 0; t < n; t++) printf("%.9g%c", row[t], t + 1 < n ? ' ' : '\n');
         }
-        for (int t = 0; t < m; t++) agg[t] = -INFINITY;
-        for (int g = 0; g < G; g++) {
-            float *dec = sc + (size_t)g * n + P;
-            scorer_znorm(dec, m, 1e-6f);
-            for (int t = 0; t < m; t++) agg[t] = dec[t] > agg[t] ? dec[t] : agg[t];
-        }
+        float *all = malloc(sizeof(float) * (size_t)n), *tmp = malloc(sizeof(float) * (size_t)n);
+        if (!all || !tmp || scorer_trig_group(keys, n, D, G, q, C, S, P, all, tmp) != ZP_OK) return 3;
+        for (int t = 0; t < m; t++) agg[t] = all[P + t];
+        free(all);
+        free(tmp);
         const int k = budget - P < m ? budget - P : m;
         scorer_topk(agg, m, k > 0 ? k : 0, keep);
         for (int t = 0; t < P; t++) printf("%d ", t);

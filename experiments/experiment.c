@@ -285,8 +285,7 @@ void exp_engine_config(const exp_run *r, zp_engine_config *ec) {
 #define EXP_TO_ENGINE(name, type, field, def, def_str, lo, hi, flags, help) ec->field = r->name;
     ZP_ENGINE_SETTINGS(EXP_TO_ENGINE)
 #undef EXP_TO_ENGINE
-    ec->policy_params = r->policy_params[0] ? r->policy_params : NULL;
-    if (!ec->nmax) ec->nmax = 8; /* full KV: no cap, and the engine wants a valid one */
+    ec->policy_params = r->policy_params[0] ? r->policy_params : NULL; /* full KV's nmax 0: the plan reads none */
 }
 
 void exp_free(experiment *x) {

@@ -47,7 +47,16 @@ static void test_compaction_shift(void) {
     enum { BS = 4, NB = 6, HKV = 2, D = 8, L = 1, N = 12 };
     zp_backend *be;
     CHECK_OK(zp_backend_cpu_create(1, &be));
-    zp_attn_dims d = {L, 4, HKV, D, BS, NB, 1.f, 1e-6f, 4, 1, 0, 0, NULL, NULL, NULL};
+    zp_attn_dims d = {.n_layers = L,
+                      .n_heads = 4,
+                      .n_kv_heads = HKV,
+                      .head_dim = D,
+                      .block_size = BS,
+                      .num_blocks = NB,
+                      .scale = 1.f,
+                      .qk_norm_eps = 1e-6f,
+                      .window = 4,
+                      .n_qslots = 1};
     float k[NB * BS * HKV * D], v[NB * BS * HKV * D], before[NB * BS * HKV * D];
     for (int i = 0; i < NB * BS * HKV * D; i++) { k[i] = (float)sin(0.37 * i); v[i] = (float)i; }
     memcpy(before, k, sizeof k);
@@ -83,7 +92,16 @@ static void test_compaction_op(void) {
     enum { BS = 4, NB = 10, HKV = 2, D = 3, L = 2, N = 12, LAYER = 1 };
     zp_backend *be;
     CHECK_OK(zp_backend_cpu_create(1, &be));
-    zp_attn_dims d = {L, 4, HKV, D, BS, NB, 1.f, 1e-6f, 4, 1, 0, 0, NULL, NULL, NULL};
+    zp_attn_dims d = {.n_layers = L,
+                      .n_heads = 4,
+                      .n_kv_heads = HKV,
+                      .head_dim = D,
+                      .block_size = BS,
+                      .num_blocks = NB,
+                      .scale = 1.f,
+                      .qk_norm_eps = 1e-6f,
+                      .window = 4,
+                      .n_qslots = 1};
     float k[L * NB * BS * HKV * D], v[L * NB * BS * HKV * D], sc[L * NB * BS * HKV];
     for (int i = 0; i < L * NB * BS * HKV * D; i++) { k[i] = (float)i; v[i] = -(float)i; }
     for (int i = 0; i < L * NB * BS * HKV; i++) sc[i] = -1.f;

@@ -43,7 +43,20 @@ static void teacher_forced_kv(const char *preset, int fp32, int kv_fp8, int cali
         CHECK_OK(zp_model_load(zp_test_model(preset), be[k], &m[k]));
         CHECK_OK(zp_model_kv_alloc_typed(m[k], N / BS + 1, BS, kv_fp8, calibrate, &kv[k]));
         lg[k] = malloc(sizeof(float) * (size_t)m[k]->cfg.vocab);
-        zp_batch b = {N, 1, ids, pos, slots, &z, &n, &n, bt, N / BS + 1, 1, &last, 1, 0, NULL, NULL, 1, NULL};
+        zp_batch b = {.n_tokens = N,
+                      .n_seqs = 1,
+                      .token_ids = ids,
+                      .positions = pos,
+                      .slot_mapping = slots,
+                      .seq_q_start = &z,
+                      .seq_q_len = &n,
+                      .seq_kv_len = &n,
+                      .block_tables = bt,
+                      .max_blocks = N / BS + 1,
+                      .n_out = 1,
+                      .out_rows = &last,
+                      .is_prefill = 1,
+                      .n_views = 1};
         CHECK_OK(zp_model_forward(m[k], &b, &kv[k], lg[k]));
     }
     const int V = m[0]->cfg.vocab;

@@ -111,7 +111,17 @@ static void run(int fp32) {
     const double rel = fp32 ? 1e-4 : 2e-2;
     const int len[2] = {37, 20}, bt[2][3] = {{9, 2, 6}, {5, 11, -1}};
     const float scales[2 * L * Hkv] = {0.5f, 0.25f, 1.0f, 2.0f, 2.0f, 0.5f, 0.125f, 1.0f}; /* [side][layer][head] */
-    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / 8.0f, 1e-6f, 0, 0, 0, 1, scales, scales + L * Hkv, NULL};
+    zp_attn_dims d = {.n_layers = L,
+                      .n_heads = Hq,
+                      .n_kv_heads = Hkv,
+                      .head_dim = D,
+                      .block_size = BS,
+                      .num_blocks = NB,
+                      .scale = 1.0f / 8.0f,
+                      .qk_norm_eps = 1e-6f,
+                      .kv_fp8 = 1,
+                      .k_scale = scales,
+                      .v_scale = scales + L * Hkv};
     zp_attn_dims dd[2] = {d, d};
     float inv[D / 2], qn[D], kn[D], *qkv = malloc(sizeof(float) * T * W);
     for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
@@ -126,7 +136,18 @@ static void run(int fp32) {
     int ids[T] = {0}, pos[T], slots[T], q0[2] = {0, 37}, kvl[2] = {37, 20};
     for (int s = 0, t = 0; s < 2; s++)
         for (int i = 0; i < len[s]; i++, t++) { pos[t] = i + 100 * s; slots[t] = bt[s][i / BS] * BS + i % BS; }
-    zp_batch fill = {T, 2, ids, pos, slots, q0, kvl, kvl, &bt[0][0], 3, 0, NULL, 1, 0, NULL, NULL, 1, NULL};
+    zp_batch fill = {.n_tokens = T,
+                     .n_seqs = 2,
+                     .token_ids = ids,
+                     .positions = pos,
+                     .slot_mapping = slots,
+                     .seq_q_start = q0,
+                     .seq_q_len = kvl,
+                     .seq_kv_len = kvl,
+                     .block_tables = &bt[0][0],
+                     .max_blocks = 3,
+                     .is_prefill = 1,
+                     .n_views = 1};
     void *QKV[2], *Q[2], *O[2], *KC[2], *VC[2], *QN[2], *KN[2], *DS[2];
     for (int k = 0; k < 2; k++) {
         QKV[k] = zp_test_up(be[k], qkv, ZP_ACT_OPERAND, T * W);
@@ -171,7 +192,17 @@ static void run(int fp32) {
     float *qd = malloc(sizeof(float) * 2 * Hq * D), *qall = malloc(sizeof(float) * T * Hq * D);
     CHECK_OK(be[0]->to_host(be[0], qall, Q[0], ZP_ACT_F32, 0, T * Hq * D));
     for (int s = 0; s < 2; s++) memcpy(qd + s * Hq * D, qall + (size_t)drow[s] * Hq * D, sizeof(float) * Hq * D);
-    zp_batch dec = {2, 2, ids, pos, slots, dq0, dql, kvl, &bt[0][0], 3, 0, NULL, 0, 0, NULL, NULL, 1, NULL};
+    zp_batch dec = {.n_tokens = 2,
+                    .n_seqs = 2,
+                    .token_ids = ids,
+                    .positions = pos,
+                    .slot_mapping = slots,
+                    .seq_q_start = dq0,
+                    .seq_q_len = dql,
+                    .seq_kv_len = kvl,
+                    .block_tables = &bt[0][0],
+                    .max_blocks = 3,
+                    .n_views = 1};
     void *QD[2], *OD[2], *SC[2], *ST[2];
     const size_t ns = (size_t)L * NB * BS * Hkv;
     float *old = malloc(sizeof(float) * ns);
@@ -232,7 +263,17 @@ static void decode_case(int fp32, int Dd, int S, const int *len, const char *sha
     const int NBr = nb + 2;
     const size_t cache = (size_t)NBr * BSZ * G * Dd, cf = (cache + 3) / 4;
     const float scales[2 * G] = {0.25f, 2.0f, 0.5f, 1.0f};
-    zp_attn_dims d = {1, H, G, Dd, BSZ, NBr, 1.0f / sqrtf((float)Dd), 1e-6f, 0, 0, 0, 1, scales, scales + G, NULL};
+    zp_attn_dims d = {.n_layers = 1,
+                      .n_heads = H,
+                      .n_kv_heads = G,
+                      .head_dim = Dd,
+                      .block_size = BSZ,
+                      .num_blocks = NBr,
+                      .scale = 1.0f / sqrtf((float)Dd),
+                      .qk_norm_eps = 1e-6f,
+                      .kv_fp8 = 1,
+                      .k_scale = scales,
+                      .v_scale = scales + G};
     int *tables = malloc(sizeof(int) * S * maxb), next = 0, *ids = calloc(S, sizeof(int)), *pos = calloc(S, sizeof(int));
     int *slots = malloc(sizeof(int) * S), *q0 = malloc(sizeof(int) * S), *ql = malloc(sizeof(int) * S);
     for (int s = 0; s < S; s++) {
@@ -248,7 +289,17 @@ static void decode_case(int fp32, int Dd, int S, const int *len, const char *sha
         v8[i] = (b & 0x7f) == 0x7f ? (uint8_t)(b - 1) : b;
     }
     for (int i = 0; i < S * H * Dd; i++) q[i] = 0.05f * rnd((uint32_t)i, 9);
-    zp_batch dec = {S, S, ids, pos, slots, q0, ql, len, tables, maxb, 0, NULL, 0, 0, NULL, NULL, 1, NULL};
+    zp_batch dec = {.n_tokens = S,
+                    .n_seqs = S,
+                    .token_ids = ids,
+                    .positions = pos,
+                    .slot_mapping = slots,
+                    .seq_q_start = q0,
+                    .seq_q_len = ql,
+                    .seq_kv_len = len,
+                    .block_tables = tables,
+                    .max_blocks = maxb,
+                    .n_views = 1};
     zp_backend *be[2];
     CHECK_OK(zp_backend_cpu_create(2, &be[0]));
     CHECK_OK(zp_backend_cuda_create(0, fp32, NULL, &be[1]));

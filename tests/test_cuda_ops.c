@@ -127,7 +127,16 @@ static void test_attention_path(pair *p) {
     enum { Hq = 4, Hkv = 2, D = 64, BS = 16, NB = 12, L = 2, LAYER = 1, W = 4 };
     const int len[2] = {37, 20}, T = 57;
     const int bt[2][3] = {{9, 2, 6}, {5, 11, -1}};
-    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / 8.0f, 1e-6f, W, 2, 0, 0, NULL, NULL, NULL};
+    zp_attn_dims d = {.n_layers = L,
+                      .n_heads = Hq,
+                      .n_kv_heads = Hkv,
+                      .head_dim = D,
+                      .block_size = BS,
+                      .num_blocks = NB,
+                      .scale = 1.0f / 8.0f,
+                      .qk_norm_eps = 1e-6f,
+                      .window = W,
+                      .n_qslots = 2};
     float inv[D / 2], *qkv = malloc(sizeof(float) * T * (Hq + 2 * Hkv) * D), qn[D], kn[D];
     for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
     for (int i = 0; i < T * (Hq + 2 * Hkv) * D; i++) qkv[i] = rnd((uint32_t)i, 7);
@@ -135,7 +144,21 @@ static void test_attention_path(pair *p) {
     int ids[57] = {0}, pos[57], slots[57], q0[2] = {0, 37}, kvl[2] = {37, 20}, qrows[3] = {33, 36, 56}, qslots[3] = {0, 3, 4 + 1};
     for (int s = 0, t = 0; s < 2; s++)
         for (int i = 0; i < len[s]; i++, t++) { pos[t] = i + 100 * s; slots[t] = bt[s][i / BS] * BS + i % BS; }
-    zp_batch b = {T, 2, ids, pos, slots, q0, kvl, kvl, &bt[0][0], 3, 0, NULL, 1, 3, qrows, qslots, 1, NULL};
+    zp_batch b = {.n_tokens = T,
+                  .n_seqs = 2,
+                  .token_ids = ids,
+                  .positions = pos,
+                  .slot_mapping = slots,
+                  .seq_q_start = q0,
+                  .seq_q_len = kvl,
+                  .seq_kv_len = kvl,
+                  .block_tables = &bt[0][0],
+                  .max_blocks = 3,
+                  .is_prefill = 1,
+                  .n_qstore = 3,
+                  .qstore_rows = qrows,
+                  .qstore_slots = qslots,
+                  .n_views = 1};
     zp_backend *be[2] = {p->cpu, p->gpu};
     void *QKV[2], *Q[2], *O[2], *KC[2], *VC[2], *QC[2], *QN[2], *KN[2];
     size_t cache_n = (size_t)L * NB * BS * Hkv * D;
@@ -243,7 +266,14 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
         maxb = (len[s] + BS - 1) / BS > maxb ? (len[s] + BS - 1) / BS : maxb;
     }
     const int NB = nb + 3;
-    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / sqrtf((float)D), 1e-6f, 0, 0, 0, 0, NULL, NULL, NULL};
+    zp_attn_dims d = {.n_layers = L,
+                      .n_heads = Hq,
+                      .n_kv_heads = Hkv,
+                      .head_dim = D,
+                      .block_size = BS,
+                      .num_blocks = NB,
+                      .scale = 1.0f / sqrtf((float)D),
+                      .qk_norm_eps = 1e-6f};
     int *tables = malloc(sizeof(int) * S * maxb), *slots = malloc(sizeof(int) * total), *pos = malloc(sizeof(int) * total);
     int *ids = calloc((size_t)total, sizeof(int)), *q0 = malloc(sizeof(int) * S), *qlen = malloc(sizeof(int) * S), next = 0, t = 0;
     for (int s = 0, r = 0; s < S; s++) {
@@ -258,8 +288,20 @@ static void test_paged_attention(pair *p, int S, const int *len, const int *ql, 
     for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
     for (size_t i = 0; i < nkv; i++) qkv[i] = rnd((uint32_t)i, 21);
     for (size_t i = 0; i < nq; i++) qd[i] = 2.0f * rnd((uint32_t)i, 22);
-    zp_batch fill = {total, 0, ids, pos, slots, NULL, NULL, NULL, NULL, 0, 0, NULL, 1, 0, NULL, NULL, 1, NULL};
-    zp_batch att = {T, S, ids, pos, slots, q0, qlen, len, tables, maxb, 0, NULL, ql != NULL, 0, NULL, NULL, 1, NULL};
+    zp_batch fill = {
+        .n_tokens = total, .token_ids = ids, .positions = pos, .slot_mapping = slots, .is_prefill = 1, .n_views = 1};
+    zp_batch att = {.n_tokens = T,
+                    .n_seqs = S,
+                    .token_ids = ids,
+                    .positions = pos,
+                    .slot_mapping = slots,
+                    .seq_q_start = q0,
+                    .seq_q_len = qlen,
+                    .seq_kv_len = len,
+                    .block_tables = tables,
+                    .max_blocks = maxb,
+                    .is_prefill = ql != NULL,
+                    .n_views = 1};
     zp_backend *be[2] = {p->cpu, p->gpu};
     void *QKV[2], *QF[2], *Q[2], *O[2], *KC[2], *VC[2];
     for (int k = 0; k < 2; k++) {
@@ -387,7 +429,13 @@ static void test_sampling(pair *p) {
             sp.top_p = set[s].top_p;
             sp.top_k = set[s].top_k;
             for (int r = 0; r < R; r++)
-                rows[r] = (zp_sample_row){sp.temperature, sp.top_p, sp.top_k, (uint32_t)r, (uint32_t)(s + 1), 1234u, (uint64_t)(shape * 10 + r)};
+                rows[r] = (zp_sample_row){.temperature = sp.temperature,
+                                          .top_p = sp.top_p,
+                                          .top_k = sp.top_k,
+                                          .sample_index = (uint32_t)r,
+                                          .step = (uint32_t)(s + 1),
+                                          .seed = 1234u,
+                                          .request_id = (uint64_t)(shape * 10 + r)};
             CHECK_OK(p->gpu->sample(p->gpu, d, R, V, rows, ids));
             int same = 0, fallback = 0;
             for (int r = 0; r < R; r++) {

@@ -114,8 +114,21 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
         CHECK_OK(be->from_host(be, dev_scales, ZP_ACT_F32, scales, 0, 2 * L * HKV));
     }
     /* KV head 0 of the model is head 3 (a tensor-parallel rank): seeded draws hash 3.. */
-    zp_attn_dims dims = {L, HQ, HKV, D, BS, NB, 1.0f / 8.0f, 1e-6f, W, NREQ, 3, kv_fp8, kv_fp8 ? scales : NULL,
-                         kv_fp8 ? scales + L * HKV : NULL, dev_scales};
+    zp_attn_dims dims = {.n_layers = L,
+                         .n_heads = HQ,
+                         .n_kv_heads = HKV,
+                         .head_dim = D,
+                         .block_size = BS,
+                         .num_blocks = NB,
+                         .scale = 1.0f / 8.0f,
+                         .qk_norm_eps = 1e-6f,
+                         .window = W,
+                         .n_qslots = NREQ,
+                         .kv_head0 = 3,
+                         .kv_fp8 = kv_fp8,
+                         .k_scale = kv_fp8 ? scales : NULL,
+                         .v_scale = kv_fp8 ? scales + L * HKV : NULL,
+                         .dev_scales = dev_scales};
     const size_t n_kv = (size_t)L * NB * BS * HKV * D;
     for (int k = 0; k < 2; k++) {
         zp_kv_storage *kv = &c.kv[k];

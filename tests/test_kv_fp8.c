@@ -45,7 +45,14 @@ static void test_ops(zp_backend *be) {
     const int bt[2][4] = {{9, 2, -1, -1}, {5, 11, 0, 7}};
     /* K of layers 0, 1 (a scale per KV head), then V: powers of two, exact to divide by */
     const float scales[2 * L * Hkv] = {1.0f, 0.25f, 0.5f, 2.0f, 1.0f, 4.0f, 2.0f, 0.125f};
-    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / sqrtf(D), 1e-6f, 0, 0, 0, 0, NULL, NULL, NULL};
+    zp_attn_dims d = {.n_layers = L,
+                      .n_heads = Hq,
+                      .n_kv_heads = Hkv,
+                      .head_dim = D,
+                      .block_size = BS,
+                      .num_blocks = NB,
+                      .scale = 1.0f / sqrtf(D),
+                      .qk_norm_eps = 1e-6f};
     zp_attn_dims d8 = d;
     d8.kv_fp8 = 1, d8.k_scale = scales, d8.v_scale = scales + L * Hkv;
     float inv[D / 2];
@@ -58,7 +65,18 @@ static void test_ops(zp_backend *be) {
     int ids[T] = {0}, pos[T], slots[T], q0[2] = {0, 7}, ql[2] = {7, 10}, kvl[2] = {7, 10};
     for (int s = 0, t = 0; s < 2; s++)
         for (int i = 0; i < len[s]; i++, t++) { pos[t] = i + 3 * s; slots[t] = bt[s][i / BS] * BS + i % BS; }
-    zp_batch b = {T, 2, ids, pos, slots, q0, ql, kvl, &bt[0][0], 4, 0, NULL, 1, 0, NULL, NULL, 1, NULL};
+    zp_batch b = {.n_tokens = T,
+                  .n_seqs = 2,
+                  .token_ids = ids,
+                  .positions = pos,
+                  .slot_mapping = slots,
+                  .seq_q_start = q0,
+                  .seq_q_len = ql,
+                  .seq_kv_len = kvl,
+                  .block_tables = &bt[0][0],
+                  .max_blocks = 4,
+                  .is_prefill = 1,
+                  .n_views = 1};
     CHECK_OK(be->set_batch(be, &b));
     memset(kc, 0, sizeof kc), memset(vc, 0, sizeof vc), memset(k8, 0, sizeof k8), memset(v8, 0, sizeof v8);
     CHECK_OK(be->qkv_rope_store(be, &d, qkv, q, qn, kn, kc, vc, LAYER));

@@ -105,7 +105,16 @@ static void compressor_views(void) {
     m.be = be;
     m.cfg.n_layers = L; m.cfg.n_heads = HQ; m.cfg.n_kv_heads = HKV; m.cfg.head_dim = D;
     zp_kv_storage kv = {0};
-    kv.dims = (zp_attn_dims){L, HQ, HKV, D, BS, NB, 1.0f / 3.0f, 1e-6f, W, 1, 0, 0, NULL, NULL, NULL};
+    kv.dims = (zp_attn_dims){.n_layers = L,
+                             .n_heads = HQ,
+                             .n_kv_heads = HKV,
+                             .head_dim = D,
+                             .block_size = BS,
+                             .num_blocks = NB,
+                             .scale = 1.0f / 3.0f,
+                             .qk_norm_eps = 1e-6f,
+                             .window = W,
+                             .n_qslots = 1};
     CHECK_OK(be->alloc_cache(be, (size_t)L * NB * BS * HKV * D, &kv.k));
     CHECK_OK(be->alloc_cache(be, (size_t)L * NB * BS * HKV * D, &kv.v));
     CHECK_OK(be->alloc_cache(be, (size_t)L * W * HQ * D, &kv.q));

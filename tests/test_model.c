@@ -50,12 +50,37 @@ static void test_prefill_equals_decode(const char *preset) {
     for (int t = 0; t < N; t++) { pos[t] = t; slots[t] = bt[t / BS] * BS + t % BS; rows[t] = t; }
     float *pre = malloc(sizeof(float) * N * V), *dec = malloc(sizeof(float) * V);
     int q0 = 0, ql = N, kvl = N;
-    zp_batch b = {N, 1, ids, pos, slots, &q0, &ql, &kvl, bt, 3, N, rows, 1, 0, NULL, NULL, 1, NULL};
+    zp_batch b = {.n_tokens = N,
+                  .n_seqs = 1,
+                  .token_ids = ids,
+                  .positions = pos,
+                  .slot_mapping = slots,
+                  .seq_q_start = &q0,
+                  .seq_q_len = &ql,
+                  .seq_kv_len = &kvl,
+                  .block_tables = bt,
+                  .max_blocks = 3,
+                  .n_out = N,
+                  .out_rows = rows,
+                  .is_prefill = 1,
+                  .n_views = 1};
     CHECK_OK(zp_model_forward(f.m, &b, &f.kv, pre));
     double scale = zp_max_abs(pre, (size_t)N * V), worst = 0;
     for (int t = 0; t < N; t++) {
         int one_q = 0, one_len = 1, kv_len = t + 1, row0 = 0;
-        zp_batch d = {1, 1, ids + t, pos + t, slots + t, &one_q, &one_len, &kv_len, bt, 3, 1, &row0, 0, 0, NULL, NULL, 1, NULL};
+        zp_batch d = {.n_tokens = 1,
+                      .n_seqs = 1,
+                      .token_ids = ids + t,
+                      .positions = pos + t,
+                      .slot_mapping = slots + t,
+                      .seq_q_start = &one_q,
+                      .seq_q_len = &one_len,
+                      .seq_kv_len = &kv_len,
+                      .block_tables = bt,
+                      .max_blocks = 3,
+                      .n_out = 1,
+                      .out_rows = &row0,
+                      .n_views = 1};
         CHECK_OK(zp_model_forward(f.m, &d, &f.kv, dec));
         worst = fmax(worst, zp_max_abs_diff(dec, pre + (size_t)t * V, V));
     }
@@ -81,11 +106,37 @@ static void test_ragged_batch(const char *preset) {
         for (int i = 0; i < len[s]; i++, t++) { pos[t] = i; slots[t] = bt[s][i / BS] * BS + i % BS; }
         rows[s] = t - 1;
     }
-    zp_batch b = {T, 3, ids, pos, slots, q0, ql, kvl, &bt[0][0], 2, 3, rows, 1, 0, NULL, NULL, 1, NULL};
+    zp_batch b = {.n_tokens = T,
+                  .n_seqs = 3,
+                  .token_ids = ids,
+                  .positions = pos,
+                  .slot_mapping = slots,
+                  .seq_q_start = q0,
+                  .seq_q_len = ql,
+                  .seq_kv_len = kvl,
+                  .block_tables = &bt[0][0],
+                  .max_blocks = 2,
+                  .n_out = 3,
+                  .out_rows = rows,
+                  .is_prefill = 1,
+                  .n_views = 1};
     CHECK_OK(zp_model_forward(f.m, &b, &f.kv, all));
     for (int s = 0; s < 3; s++) {
         int z = 0, last = len[s] - 1;
-        zp_batch a = {len[s], 1, ids + q0[s], pos + q0[s], slots + q0[s], &z, &ql[s], &kvl[s], bt[s], 2, 1, &last, 1, 0, NULL, NULL, 1, NULL};
+        zp_batch a = {.n_tokens = len[s],
+                      .n_seqs = 1,
+                      .token_ids = ids + q0[s],
+                      .positions = pos + q0[s],
+                      .slot_mapping = slots + q0[s],
+                      .seq_q_start = &z,
+                      .seq_q_len = &ql[s],
+                      .seq_kv_len = &kvl[s],
+                      .block_tables = bt[s],
+                      .max_blocks = 2,
+                      .n_out = 1,
+                      .out_rows = &last,
+                      .is_prefill = 1,
+                      .n_views = 1};
         CHECK_OK(zp_model_forward(f.m, &a, &f.kv, one));
         CHECK(zp_max_abs_diff(one, all + (size_t)s * V, V) <= 1e-4 * zp_max_abs(one, V));
     }
@@ -121,7 +172,20 @@ static void test_golden(const char *preset) {
     float *lg = malloc(sizeof(float) * V);
     int pos[N], slots[N], bt[2] = {0, 1}, z = 0, n = N, last = N - 1;
     for (int t = 0; t < N; t++) pos[t] = slots[t] = t;
-    zp_batch b = {N, 1, ids, pos, slots, &z, &n, &n, bt, 2, 1, &last, 1, 0, NULL, NULL, 1, NULL};
+    zp_batch b = {.n_tokens = N,
+                  .n_seqs = 1,
+                  .token_ids = ids,
+                  .positions = pos,
+                  .slot_mapping = slots,
+                  .seq_q_start = &z,
+                  .seq_q_len = &n,
+                  .seq_kv_len = &n,
+                  .block_tables = bt,
+                  .max_blocks = 2,
+                  .n_out = 1,
+                  .out_rows = &last,
+                  .is_prefill = 1,
+                  .n_views = 1};
     CHECK_OK(zp_model_forward(f.m, &b, &f.kv, lg));
     double ss = 0;
     for (int v = 0; v < V; v++) ss += (double)lg[v] * lg[v];
@@ -181,7 +245,20 @@ static void test_random_weights(const char *preset) {
     for (int k = 0; k < 2; k++) {
         CHECK_OK(zp_model_kv_alloc(m[k], 2, 16, &kv[k]));
         lg[k] = malloc(sizeof(float) * V);
-        zp_batch b = {N, 1, ids, pos, slots, &q0, &ql, &kvl, bt, 2, 1, &last, 1, 0, NULL, NULL, 1, NULL};
+        zp_batch b = {.n_tokens = N,
+                      .n_seqs = 1,
+                      .token_ids = ids,
+                      .positions = pos,
+                      .slot_mapping = slots,
+                      .seq_q_start = &q0,
+                      .seq_q_len = &ql,
+                      .seq_kv_len = &kvl,
+                      .block_tables = bt,
+                      .max_blocks = 2,
+                      .n_out = 1,
+                      .out_rows = &last,
+                      .is_prefill = 1,
+                      .n_views = 1};
         CHECK_OK(zp_model_forward(m[k], &b, &kv[k], lg[k]));
     }
     CHECK(memcmp(lg[0], lg[1], sizeof(float) * V) == 0);

@@ -109,7 +109,14 @@ static void test_paged_attention(zp_backend *be) {
     enum { Hq = 4, Hkv = 2, D = 16, BS = 4, NB = 12, L = 2, LAYER = 1 };
     const int len[2] = {7, 10}, T = 17;
     const int bt[2][4] = {{9, 2, -1, -1}, {5, 11, 0, 7}}; /* scattered physical blocks */
-    zp_attn_dims d = {L, Hq, Hkv, D, BS, NB, 1.0f / sqrtf(D), 1e-6f, 0, 0, 0, 0, NULL, NULL, NULL};
+    zp_attn_dims d = {.n_layers = L,
+                      .n_heads = Hq,
+                      .n_kv_heads = Hkv,
+                      .head_dim = D,
+                      .block_size = BS,
+                      .num_blocks = NB,
+                      .scale = 1.0f / sqrtf(D),
+                      .qk_norm_eps = 1e-6f};
     float inv[D / 2];
     for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(10000.f, 2.f * i / D);
     CHECK_OK(be->rope_init(be, inv, D / 2, 1.0f));
@@ -121,7 +128,18 @@ static void test_paged_attention(zp_backend *be) {
     int ids[17] = {0}, pos[17], slots[17], q0[2] = {0, 7}, ql[2] = {7, 10}, kvl[2] = {7, 10};
     for (int s = 0, t = 0; s < 2; s++)
         for (int i = 0; i < len[s]; i++, t++) { pos[t] = i + 3 * s; slots[t] = bt[s][i / BS] * BS + i % BS; }
-    zp_batch b = {T, 2, ids, pos, slots, q0, ql, kvl, &bt[0][0], 4, 0, NULL, 1, 0, NULL, NULL, 1, NULL};
+    zp_batch b = {.n_tokens = T,
+                  .n_seqs = 2,
+                  .token_ids = ids,
+                  .positions = pos,
+                  .slot_mapping = slots,
+                  .seq_q_start = q0,
+                  .seq_q_len = ql,
+                  .seq_kv_len = kvl,
+                  .block_tables = &bt[0][0],
+                  .max_blocks = 4,
+                  .is_prefill = 1,
+                  .n_views = 1};
     CHECK_OK(be->set_batch(be, &b));
     CHECK_OK(be->qkv_rope_store(be, &d, qkv, q, qn, kn, kc, vc, LAYER));
     CHECK_OK(be->attn_prefill(be, &d, out, q, kc, vc, LAYER));

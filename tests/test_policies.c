@@ -33,7 +33,7 @@ static void onehot_view(zp_score_view *v, float *keys, float *q, int n, int w, i
                 float p = probs[(j * G + g) * n + t];
                 q[(j * G + g) * n + t] = p > 0 ? logf(p) : -1e4f;
             }
-    *v = (zp_score_view){n, n, G, w, 1.0f, keys, q, 0, 0};
+    *v = (zp_score_view){.n = n, .head_dim = n, .group = G, .window = w, .scale = 1.0f, .keys = keys, .queries = q};
 }
 
 static void test_streaming_example(void) {
@@ -213,7 +213,7 @@ static void test_attention_random(void) {
     float keys[N * D], q[W * G * D], out[N], scratch[2 * N];
     for (int i = 0; i < N * D; i++) keys[i] = frand((uint32_t)i, 2);
     for (int i = 0; i < W * G * D; i++) q[i] = frand((uint32_t)i, 3);
-    zp_score_view v = {N, D, G, W, 0.25f, keys, q, 0, 0};
+    zp_score_view v = {.n = N, .head_dim = D, .group = G, .window = W, .scale = 0.25f, .keys = keys, .queries = q};
     for (int mode = 0; mode < ZP_GQA_COUNT; mode++) {
         for (int excl = 0; excl < 2; excl++) {
             zp_attn_opts o = {(zp_gqa_reduce)mode, ZP_QRED_MEAN, excl, 0};

@@ -95,7 +95,7 @@ static zp_status rank_run(rank_job *j) {
     zp_model *m = NULL;
     zp_kv_storage kv;
     memset(&kv, 0, sizeof kv);
-    zp_tp_shard t = {j->size, j->rank, 0, 0, 0, 0, 0, 0};
+    zp_tp_shard t = {.size = j->size, .rank = j->rank};
     zp_status s = backend_create(j->device, &be);
     if (s == ZP_OK) s = zp_model_load_rank(j->source, 1, 7, be, &t, j->comm, &m);
     if (s == ZP_OK) s = zp_model_kv_alloc(m, N_BLOCKS, BS, &kv);
@@ -107,13 +107,38 @@ static zp_status rank_run(rank_job *j) {
     }
     if (s == ZP_OK) {
         int q0 = 0, ql = N_PROMPT, kvl = N_PROMPT, last = N_PROMPT - 1;
-        zp_batch b = {N_PROMPT, 1, ids, pos, slots, &q0, &ql, &kvl, bt, 4, 1, &last, 1, 0, NULL, NULL, 1, NULL};
+        zp_batch b = {.n_tokens = N_PROMPT,
+                      .n_seqs = 1,
+                      .token_ids = ids,
+                      .positions = pos,
+                      .slot_mapping = slots,
+                      .seq_q_start = &q0,
+                      .seq_q_len = &ql,
+                      .seq_kv_len = &kvl,
+                      .block_tables = bt,
+                      .max_blocks = 4,
+                      .n_out = 1,
+                      .out_rows = &last,
+                      .is_prefill = 1,
+                      .n_views = 1};
         s = zp_model_forward(m, &b, &kv, j->logits);
     }
     for (int g = 0; s == ZP_OK && g < N_DECODE; g++) {
         int tok = j->tokens[g] = argmax(j->logits + (size_t)g * V, V), p = N_PROMPT + g, slot = bt[p / BS] * BS + p % BS;
         int q0 = 0, ql = 1, kvl = p + 1, row = 0;
-        zp_batch d = {1, 1, &tok, &p, &slot, &q0, &ql, &kvl, bt, 4, 1, &row, 0, 0, NULL, NULL, 1, NULL};
+        zp_batch d = {.n_tokens = 1,
+                      .n_seqs = 1,
+                      .token_ids = &tok,
+                      .positions = &p,
+                      .slot_mapping = &slot,
+                      .seq_q_start = &q0,
+                      .seq_q_len = &ql,
+                      .seq_kv_len = &kvl,
+                      .block_tables = bt,
+                      .max_blocks = 4,
+                      .n_out = 1,
+                      .out_rows = &row,
+                      .n_views = 1};
         s = zp_model_forward(m, &d, &kv, j->logits + (size_t)(g + 1) * V);
     }
     if (s == ZP_OK) j->tokens[N_DECODE] = argmax(j->logits + (size_t)N_DECODE * V, V);
@@ -171,7 +196,7 @@ static void test_slices(const char *source) {
     CHECK_OK(zp_model_load_random(source, 7, be, &full));
     zp_comm *comm[2];
     CHECK_OK(zp_comm_local_create(2, comm));
-    zp_tp_shard t = {2, 1, 0, 0, 0, 0, 0, 0};
+    zp_tp_shard t = {.size = 2, .rank = 1};
     CHECK_OK(zp_model_load_rank(source, 1, 7, be, &t, comm[1], &part));
     const zp_model_config *c = &full->cfg;
     const int H = c->hidden, D = c->head_dim, I = c->intermediate, Hq = c->n_heads, Hkv = c->n_kv_heads;
@@ -205,7 +230,7 @@ static void test_slices(const char *source) {
     zp_model *m = NULL;
     CHECK_FAILS(zp_model_load_rank(source, 1, 7, be, &t, NULL, &m), ZP_ERR_INVALID, "needs a communicator of its group (got none)");
     CHECK_FAILS(zp_model_load_rank(source, 1, 7, be, &t, comm[0], &m), ZP_ERR_INVALID, "got one of another size or rank");
-    zp_tp_shard four = {4, 0, 0, 0, 0, 0, 0, 0};
+    zp_tp_shard four = {.size = 4};
     zp_comm *c4[4];
     CHECK_OK(zp_comm_local_create(4, c4));
     if (!strcmp(source, "tiny-qwen3")) CHECK_FAILS(zp_model_load_rank(source, 1, 7, be, &four, c4[0], &m), ZP_ERR_INVALID, "2 key-value heads");

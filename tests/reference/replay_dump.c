@@ -102,7 +102,16 @@ int main(int argc, char **argv) {
     TRY(zp_backend_cpu_create(1, &r.be));
     r.m.be = r.be;
     r.m.cfg.n_layers = 1, r.m.cfg.n_heads = Hq, r.m.cfg.n_kv_heads = r.H, r.m.cfg.head_dim = r.D;
-    r.kv.dims = (zp_attn_dims){1, Hq, r.H, r.D, r.bs, NB, 1.0f / sqrtf((float)r.D), 1e-6f, r.w, 1, 0, 0, NULL, NULL, NULL};
+    r.kv.dims = (zp_attn_dims){.n_layers = 1,
+                               .n_heads = Hq,
+                               .n_kv_heads = r.H,
+                               .head_dim = r.D,
+                               .block_size = r.bs,
+                               .num_blocks = NB,
+                               .scale = 1.0f / sqrtf((float)r.D),
+                               .qk_norm_eps = 1e-6f,
+                               .window = r.w,
+                               .n_qslots = 1};
 
     TRY(r.be->alloc_cache(r.be, (size_t)NB * r.bs * r.H * r.D, &r.kv.k));
     TRY(r.be->alloc_cache(r.be, (size_t)NB * r.bs * r.H * r.D, &r.kv.v));

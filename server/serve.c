@@ -23,6 +23,7 @@
 typedef struct {
     char *body;
     size_t n, cap;
+    double t0; /* when its headers arrived (the request timeout counts from here) */
 } srv_conn;
 
 
@@ -238,13 +239,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (refused_on_headers(s, c, url, method, &ret)) return ret;
         b = calloc(1, sizeof *b);
         if (!b) return MHD_NO;
+        b->t0 = zp_now();
         *con_cls = b;
         return MHD_YES;
     }
     if (*upload_size) {
-        /* a body without Content-Length (chunked) past the limit: libmicrohttpd takes no answer
-         * while a body is coming in, so the connection is closed here, nothing more buffered */
+        /* a body without Content-Length (chunked) past the limit, or one still coming in after the
+         * request timeout (a client that trickles it, never silent long enough for the idle
+         * timeout): libmicrohttpd takes no answer while a body is coming in, so the connection is
+         * closed here, nothing more buffered */
         if (b->n + *upload_size > s->cfg.max_body) return MHD_NO;
+        if (s->cfg.request_timeout > 0 && zp_now() - b->t0 > s->cfg.request_timeout) return MHD_NO;
         else {
             if (b->n + *upload_size + 1 > b->cap) {
                 size_t cap = (b->n + *upload_size + 1) * 2;

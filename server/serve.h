@@ -29,11 +29,21 @@ typedef struct {
     size_t max_body;           /* bytes of a request body before a 413 (declared) or a close (chunked) */
     int shutdown_timeout;      /* seconds after SIGTERM/SIGINT before unfinished requests end with a 503; 0: they all finish */
     int idle_timeout;          /* seconds a connection may stay silent (headers, body, keep-alive, an answer not read) before it is closed; 0: never */
+    int request_timeout;       /* seconds from a request's headers to the end of its body before the connection is closed
+                                  (a client trickling its body, never silent for idle_timeout); 0: never */
     srv_reasoning_parser reasoning; /* chat answers: the thinking block as reasoning_content (NONE: in content) */
 } srv_config;
 
 static inline srv_config srv_config_default(void) {
-    srv_config c = {zp_engine_config_default(), "127.0.0.1", 8000, NULL, NULL, 4096, 8u << 20, 60, 60, SRV_REASONING_NONE};
+    srv_config c = {.ec = zp_engine_config_default(),
+                    .host = "127.0.0.1",
+                    .port = 8000,
+                    .max_waiting = 4096,
+                    .max_body = 8u << 20,
+                    .shutdown_timeout = 60,
+                    .idle_timeout = 60,
+                    .request_timeout = 120,
+                    .reasoning = SRV_REASONING_NONE};
     return c;
 }
 /* Runs until SIGINT or SIGTERM: stops accepting, finishes the requests in flight, returns ZP_OK.

@@ -6,7 +6,8 @@ API key (test_serve.sh starts it). What each class of probe expects:
   the limit: the answer (401, 413) comes before a byte of the body is sent;
 - slow or silent clients: connections that send part of their headers, part of a declared body,
   nothing after connecting, or that leave a keep-alive connection idle, are closed after the idle
-  timeout, and meanwhile /health and a completion are answered at once;
+  timeout, and meanwhile /health and a completion are answered at once; a client that trickles its
+  body, never silent for the idle timeout, is closed at the request timeout (--request-timeout 3);
 - a body sent in chunks past the limit: the connection is closed, not buffered;
 - a request that waits for the engine longer than the idle timeout is not idle: answered in full,
   whole or streamed (a long prefill before the first event);
@@ -18,6 +19,7 @@ import json, socket, sys, time
 
 port, key, model = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 IDLE = 1.0  # the server's --idle-timeout
+REQUEST = 3.0  # its --request-timeout
 fails = []
 
 
@@ -135,6 +137,22 @@ waits = [closed_within(s, IDLE + 4) for s in slow]
 check(all(w is not None for w in waits), f"every slow client closed within {IDLE + 4:.0f} s of idling (seconds: {waits})")
 for s in slow:
     s.close()
+
+# ---- a body trickled a byte every IDLE / 3 s: never idle, closed at the request timeout
+with conn() as s:
+    s.sendall(head(length=1000))
+    t0, closed = time.monotonic(), None
+    try:
+        while time.monotonic() - t0 < REQUEST + 4:
+            s.sendall(b" ")
+            if closed_within(s, IDLE / 3) is not None:
+                closed = time.monotonic() - t0
+                break
+    except (BrokenPipeError, ConnectionResetError):
+        closed = time.monotonic() - t0
+    check(closed is not None and REQUEST - 0.5 <= closed <= REQUEST + 2,
+          f"a body trickled under the idle timeout: closed at the request timeout of {REQUEST:.0f} s (after {closed} s)")
+    check(health_fast(), "/health answered at once after the trickling client")
 
 # ---- a chunked body past the limit (8 MiB): closed as it streams in, not buffered
 with conn() as s:

@@ -98,7 +98,9 @@ print(f"reasoning parser: {len(want_r)} bytes of reasoning, {len(want_c)} of con
 PY
 kill -TERM $PID; wait $PID || { echo "FAIL: the second server's exit status"; fails=$((fails+1)); }
 # hostile and careless clients (tests/serve_hostile.py) against a server with a 1-second idle timeout
-"$Z" serve --model "$T/m" --port 0 --api-key sk-h --served-model-name tiny --idle-timeout 1 --shutdown-timeout 2 $ENGINE > "$T/out3" 2> "$T/err3" &
+# and a 3-second request timeout
+"$Z" serve --model "$T/m" --port 0 --api-key sk-h --served-model-name tiny --idle-timeout 1 --request-timeout 3 --shutdown-timeout 2 $ENGINE \
+  > "$T/out3" 2> "$T/err3" &
 PID=$!
 for _ in $(seq 100); do grep -q "^serving" "$T/out3" && break; sleep 0.1; done
 PORT=$(sed -n 's/^serving tiny on http:\/\/127.0.0.1:\([0-9]*\)$/\1/p' "$T/out3")
@@ -153,6 +155,7 @@ bad "--port" "$Z" serve --model "$T/m" --port 70000
 bad "not an IPv4 address" "$Z" serve --model "$T/m" --port 0 --host nowhere
 bad "neither deepseek_r1 nor qwen3" "$Z" serve --model "$T/m" --port 0 --reasoning-parser r1
 bad "--idle-timeout" "$Z" serve --model "$T/m" --port 0 --idle-timeout -1
+bad "--request-timeout" "$Z" serve --model "$T/m" --port 0 --request-timeout 1e9
 bad "--shutdown-timeout" "$Z" serve --model "$T/m" --port 0 --shutdown-timeout x
 echo "test_serve: $fails failure(s)"
 [ $fails = 0 ]

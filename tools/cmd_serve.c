@@ -25,6 +25,8 @@ static void usage(FILE *f) {
                "                            keep-alive, an answer not read (default 60; 0: never). A request waiting\n"
                "                            for the engine is not idle. Without the key, or with a Content-Length over\n"
                "                            8 MiB, a request is refused on its headers, before its body is read\n"
+               "  --request-timeout S       close a connection whose body is still coming in S seconds after its\n"
+               "                            headers (a client trickling it; default 120; 0: never)\n"
                "  --reasoning-parser P      chat answers' thinking block as reasoning_content: deepseek_r1 (the\n"
                "                            answer is reasoning up to </think>) or qwen3 (when it opens with <think>)\n"
                "endpoints: GET /health, GET /metrics, GET /v1/models, POST /v1/completions,\n"
@@ -47,6 +49,7 @@ static zp_status parse(int argc, char **argv, srv_config *c) {
         else if (!strcmp(a, "--served-model-name")) c->served_name = v;
         else if (!strcmp(a, "--max-waiting")) ZP_TRY(cli_int(a, v, 1, 1 << 20, &c->max_waiting));
         else if (!strcmp(a, "--idle-timeout")) ZP_TRY(cli_int(a, v, 0, 86400, &c->idle_timeout));
+        else if (!strcmp(a, "--request-timeout")) ZP_TRY(cli_int(a, v, 0, 86400, &c->request_timeout));
         else if (!strcmp(a, "--shutdown-timeout")) ZP_TRY(cli_int(a, v, 0, 1 << 24, &c->shutdown_timeout));
         else if (!strcmp(a, "--reasoning-parser")) {
             if (!srv_reasoning_parse_name(v, &c->reasoning)) return zp_fail(ZP_ERR_INVALID, "--reasoning-parser: \"%s\" is neither deepseek_r1 nor qwen3", v);

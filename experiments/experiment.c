@@ -153,9 +153,10 @@ static zp_status expand_params(const cJSON *pp, int index, char *out, size_t n, 
  * KV's and a prompt-only policy's scheduler. */
 static zp_status finish_run(exp_run *run, const char *src, const zp_policy_ops **ops) {
     if (!(*ops = policy_find(run->policy))) {
-        char names[256];
-        policy_names(names, sizeof names);
-        return zp_fail(ZP_ERR_INVALID, "%s: unknown policy \"%s\" (known: %s)", src, run->policy, names);
+        char why[512]; /* policy_unknown's line names the known ones; copied: zp_fail rewrites it */
+        const zp_status s = policy_unknown(run->policy);
+        snprintf(why, sizeof why, "%s", zp_last_error());
+        return zp_fail(s, "%s: %s", src, why);
     }
     run->window = policy_window(*ops, run->window); /* its authors' window unless set */
     if (!strcmp(run->policy, "full")) {

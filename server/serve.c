@@ -23,7 +23,6 @@
 typedef struct {
     char *body;
     size_t n, cap;
-    double t0; /* when its headers arrived (the request timeout counts from here) */
 } srv_conn;
 
 
@@ -239,17 +238,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (refused_on_headers(s, c, url, method, &ret)) return ret;
         b = calloc(1, sizeof *b);
         if (!b) return MHD_NO;
-        b->t0 = zp_now();
         *con_cls = b;
         return MHD_YES;
     }
     if (*upload_size) {
-        /* a body without Content-Length (chunked) past the limit, or one still coming in after the
-         * request timeout (a client that trickles it, never silent long enough for the idle
-         * timeout): libmicrohttpd takes no answer while a body is coming in, so the connection is
-         * closed here, nothing more buffered */
-        if (b->n + *upload_size > s->cfg.max_body) return MHD_NO;
-        if (s->cfg.request_timeout > 0 && zp_now() - b->t0 > s->cfg.request_timeout) return MHD_NO;
+        /* a body without Content-Length (chunked) past the limit: libmicrohttpd takes no answer
+         * while a body is coming in, so the connection is closed here, nothing more buffered (a
+         * body trickled past the request timeout: serve_arrival.c) */
+        if (b->n + *upload_size > s->cfg.max_body)
+            return MHD_NO;
         else {
             if (b->n + *upload_size + 1 > b->cap) {
                 size_t cap = (b->n + *upload_size + 1) * 2;
@@ -264,6 +261,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
+    srv_arrival_mark(s, c, 0); /* arrived: from here the time is the engine's */
     if (!strcmp(url, "/health")) return srv_send_json(c, MHD_HTTP_OK, strdup("{}"));
     if (!strcmp(url, "/metrics") && !strcmp(method, "GET")) return serve_metrics(s, c); /* as /health: no key (vLLM's too) */
     const int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
@@ -276,9 +274,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why) {
-    (void)cls;
-    (void)c;
     (void)why;
+    srv_arrival_mark(cls, c, 1); /* a kept-alive connection's next request: its clock starts now */
     srv_conn *b = *con_cls;
     if (b) free(b->body);
     free(b);
@@ -305,18 +302,22 @@ zp_status srv_run(const srv_config *cfg) {
     else {
         /* poll(), not select(): a load test holds more than select's 1,024 descriptors; one
          * connection per queued choice at most, and a margin for /metrics and refusals */
-        d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-                             (uint16_t)cfg->port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)(cfg->max_waiting + cfg->ec.max_num_seqs) + 256u,
-                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout, MHD_OPTION_END);
+        d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                                 MHD_USE_ITC | MHD_USE_ERROR_LOG,
+                             (uint16_t)cfg->port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR,
+                             (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
+                             MHD_OPTION_NOTIFY_CONNECTION, srv_arrival_notify, &s, MHD_OPTION_CONNECTION_LIMIT,
+                             (unsigned)(cfg->max_waiting + cfg->ec.max_num_seqs) + 256u, MHD_OPTION_CONNECTION_TIMEOUT,
+                             (unsigned)cfg->idle_timeout, MHD_OPTION_END);
         if (!d) st = zp_fail(ZP_ERR_IO, "serve: cannot listen on %s:%d (in use, or not allowed)", cfg->host, cfg->port);
     }
     if (st == ZP_OK) {
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
         printf("serving %s on http://%s:%u\n", s.name, cfg->host, info ? (unsigned)info->port : (unsigned)cfg->port);
         fflush(stdout);
-        int sig;
-        sigwait(&sigs, &sig);
+        int sig; /* a signal, and every quarter second the request timeout's sweep */
+        const struct timespec tick = {0, 250000000};
+        while ((sig = sigtimedwait(&sigs, NULL, &tick)) < 0) srv_arrival_sweep(&s, zp_now());
         fprintf(stderr, "serve: %s: no new connections; finishing the requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
         /* the listening socket closed: a new connection is refused at once, not left unanswered */
         const MHD_socket ls = MHD_quiesce_daemon(d);

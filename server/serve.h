@@ -29,8 +29,9 @@ typedef struct {
     size_t max_body;           /* bytes of a request body before a 413 (declared) or a close (chunked) */
     int shutdown_timeout;      /* seconds after SIGTERM/SIGINT before unfinished requests end with a 503; 0: they all finish */
     int idle_timeout;          /* seconds a connection may stay silent (headers, body, keep-alive, an answer not read) before it is closed; 0: never */
-    int request_timeout;       /* seconds from a request's headers to the end of its body before the connection is closed
-                                  (a client trickling its body, never silent for idle_timeout); 0: never */
+    int request_timeout;       /* seconds a request may take to arrive, headers and body, counted from its connection's
+                                  start or previous answer, before the connection is closed (a client trickling it, never
+                                  silent for idle_timeout); 0: never */
     srv_reasoning_parser reasoning; /* chat answers: the thinking block as reasoning_content (NONE: in content) */
 } srv_config;
 

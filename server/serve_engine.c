@@ -371,6 +371,7 @@ zp_status srv_server_open(srv_server *s, const srv_config *cfg) {
     snapshot(s); /* /metrics before the first step */
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->tok_mu, NULL);
+    pthread_mutex_init(&s->arrival_mu, NULL);
     pthread_cond_init(&s->wake, NULL);
     return ZP_OK;
 }

@@ -20,6 +20,17 @@ void srv_idle_timeout(const srv_server *s, struct MHD_Connection *c, int on);
 /* OpenAI's finish_reason of an engine finish. */
 const char *srv_finish_reason(zp_finish_reason f);
 
+/* ---- the request timeout (serve_arrival.c) */
+/* libmicrohttpd's connection notification (cls: the server): lists a connection from its start to its close. */
+void srv_arrival_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                        enum MHD_ConnectionNotificationCode code);
+/* The connection's request has arrived (arriving 0: its body is complete) or the next one starts
+ * arriving (1: its previous answer has ended; the clock starts afresh). */
+void srv_arrival_mark(srv_server *s, struct MHD_Connection *c, int arriving);
+/* Shuts down the sockets of connections still arriving cfg.request_timeout seconds after their
+ * clock started; returns how many. */
+int srv_arrival_sweep(srv_server *s, double now);
+
 /* ---- a request's prompts (serve_prompt.c) */
 /* A chat request's conversation rendered and tokenized into r->prompts[0]; 0 with err filled. */
 int srv_chat_prompt(srv_server *s, srv_request *r, srv_error *err);

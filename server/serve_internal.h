@@ -104,6 +104,8 @@ typedef struct {
     int cut;                   /* stopping: the deadline passed, the unfinished ended */
     zp_status engine_status;
     srv_metrics m;             /* under mu: the engine's counters after its last step, the latencies */
+    pthread_mutex_t arrival_mu;
+    struct srv_arrival *arrivals; /* under arrival_mu: every open connection (serve_arrival.c) */
 } srv_server;
 
 /* The server's engine, tokenizer, queue and counters from cfg (srv_server_close frees them). */

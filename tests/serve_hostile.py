@@ -7,7 +7,8 @@ API key (test_serve.sh starts it). What each class of probe expects:
 - slow or silent clients: connections that send part of their headers, part of a declared body,
   nothing after connecting, or that leave a keep-alive connection idle, are closed after the idle
   timeout, and meanwhile /health and a completion are answered at once; a client that trickles its
-  body, never silent for the idle timeout, is closed at the request timeout (--request-timeout 3);
+  headers or body, never silent for the idle timeout, is closed at the request timeout
+  (--request-timeout 3, from the connection's start or its previous answer);
 - a body sent in chunks past the limit: the connection is closed, not buffered;
 - a request that waits for the engine longer than the idle timeout is not idle: answered in full,
   whole or streamed (a long prefill before the first event);
@@ -138,21 +139,40 @@ check(all(w is not None for w in waits), f"every slow client closed within {IDLE
 for s in slow:
     s.close()
 
-# ---- a body trickled a byte every IDLE / 3 s: never idle, closed at the request timeout
-with conn() as s:
-    s.sendall(head(length=1000))
-    t0, closed = time.monotonic(), None
+# ---- headers or a body trickled a byte every IDLE / 3 s: never idle, closed at the request timeout
+# (counted from the connection's start; on a kept-alive connection, from its previous answer)
+def trickled(s, first, piece):
+    """Seconds from `first` sent until the server closes s while a byte of `piece` goes every IDLE / 3 s."""
+    s.sendall(first)
+    t0, i = time.monotonic(), 0
     try:
         while time.monotonic() - t0 < REQUEST + 4:
-            s.sendall(b" ")
+            s.sendall(piece[i % len(piece):i % len(piece) + 1])
+            i += 1
             if closed_within(s, IDLE / 3) is not None:
-                closed = time.monotonic() - t0
-                break
+                return time.monotonic() - t0
     except (BrokenPipeError, ConnectionResetError):
-        closed = time.monotonic() - t0
-    check(closed is not None and REQUEST - 0.5 <= closed <= REQUEST + 2,
-          f"a body trickled under the idle timeout: closed at the request timeout of {REQUEST:.0f} s (after {closed} s)")
-    check(health_fast(), "/health answered at once after the trickling client")
+        return time.monotonic() - t0
+    return None
+
+
+endless = b"X-Pad: " + b"a" * 4000  # a header line that never ends (under the server's header size limit)
+for label, first, piece, keep in (("headers", b"", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + endless, False),
+                                  ("a body", head(length=1000), b" ", False),
+                                  ("the next request's headers on a kept-alive connection", b"", endless, True)):
+    with conn() as s:
+        if keep:  # a first request trickled over 2/3 of the timeout and answered: the next one's clock starts afresh
+            req, n = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 7
+            for k in range(n):
+                time.sleep(REQUEST * 2 / 3 / n if k else 0)
+                s.sendall(req[k * len(req) // n:(k + 1) * len(req) // n])
+            st, _, _ = read_response(s, 5)
+            check(st == 200, f"a request trickled over {REQUEST * 2 / 3 * (n - 1) / n:.1f} s is answered (got {st})")
+            first = b"GET /health HTTP/1.1\r\nHost: x\r\n"
+        closed = trickled(s, first, piece)
+        check(closed is not None and REQUEST - 0.5 <= closed <= REQUEST + 1,
+              f"{label} trickled under the idle timeout: closed at the request timeout of {REQUEST:.0f} s (after {closed} s)")
+check(health_fast(), "/health answered at once after the trickling clients")
 
 # ---- a chunked body past the limit (8 MiB): closed as it streams in, not buffered
 with conn() as s:

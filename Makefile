@@ -88,7 +88,7 @@ fuzz:
 	if [ -n "$$missing" ]; then SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; fi
 	CC=clang cmake -S . -B build-fuzz -DZIPAGE_CUDA=OFF -DZIPAGE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	cmake --build build-fuzz -j $(JOBS) --target $(addprefix fuzz_,config safetensors gguf tokenizer dataset experiment math results serve)
+	cmake --build build-fuzz -j $(JOBS) --target $(addprefix fuzz_,config safetensors gguf tokenizer dataset experiment math results serve http)
 fuzz-smoke: fuzz
 	cd build-fuzz && ctest -L fuzz --output-on-failure
 fuzz-long: fuzz

@@ -282,6 +282,19 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
 }
 
+struct MHD_Daemon *srv_http_start(srv_server *s, const struct sockaddr_in *addr) {
+    /* poll(), not select(): a load test holds more than select's 1,024 descriptors; one
+     * connection per queued choice at most, and a margin for /metrics and refusals */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
+    if (!addr) flags |= MHD_USE_NO_LISTEN_SOCKET; /* connections come through MHD_add_connection */
+    return MHD_start_daemon(flags, addr ? ntohs(addr->sin_port) : 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+                            (const struct sockaddr *)addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_NOTIFY_CONNECTION, srv_arrival_notify, s, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)(s->cfg.max_waiting + s->cfg.ec.max_num_seqs) + 256u,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout, MHD_OPTION_END);
+}
+
 zp_status srv_run(const srv_config *cfg) {
     srv_server s;
     zp_status st = srv_server_open(&s, cfg);
@@ -299,18 +312,8 @@ zp_status srv_run(const srv_config *cfg) {
     addr.sin_port = htons((uint16_t)cfg->port);
     struct MHD_Daemon *d = NULL;
     if (inet_pton(AF_INET, cfg->host, &addr.sin_addr) != 1) st = zp_fail(ZP_ERR_INVALID, "serve: --host \"%s\" is not an IPv4 address", cfg->host);
-    else {
-        /* poll(), not select(): a load test holds more than select's 1,024 descriptors; one
-         * connection per queued choice at most, and a margin for /metrics and refusals */
-        d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                                 MHD_USE_ITC | MHD_USE_ERROR_LOG,
-                             (uint16_t)cfg->port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR,
-                             (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
-                             MHD_OPTION_NOTIFY_CONNECTION, srv_arrival_notify, &s, MHD_OPTION_CONNECTION_LIMIT,
-                             (unsigned)(cfg->max_waiting + cfg->ec.max_num_seqs) + 256u, MHD_OPTION_CONNECTION_TIMEOUT,
-                             (unsigned)cfg->idle_timeout, MHD_OPTION_END);
-        if (!d) st = zp_fail(ZP_ERR_IO, "serve: cannot listen on %s:%d (in use, or not allowed)", cfg->host, cfg->port);
-    }
+    else if (!(d = srv_http_start(&s, &addr)))
+        st = zp_fail(ZP_ERR_IO, "serve: cannot listen on %s:%d (in use, or not allowed)", cfg->host, cfg->port);
     if (st == ZP_OK) {
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
         printf("serving %s on http://%s:%u\n", s.name, cfg->host, info ? (unsigned)info->port : (unsigned)cfg->port);

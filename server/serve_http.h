@@ -7,8 +7,14 @@
 
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 
 #include "serve_internal.h"
+
+/* ---- the daemon (serve.c) */
+/* libmicrohttpd's daemon of the server's handlers, listening on addr (NULL: on no socket; connections
+ * are handed to it with MHD_add_connection, as the HTTP fuzz target does); NULL if it cannot start. */
+struct MHD_Daemon *srv_http_start(srv_server *s, const struct sockaddr_in *addr);
 
 /* ---- responses (serve.c) */
 /* A JSON answer (json malloc'ed, freed here; a 503 carries Retry-After). */

@@ -18,6 +18,7 @@ case $T in
   math) seed "$S"/tests/fuzz/seeds/math/* ;;
   results) seed "$S"/tests/fuzz/seeds/results/* ;;
   serve) seed "$S"/tests/fuzz/seeds/serve/* ;;
+  http) seed "$S"/tests/fuzz/seeds/http/* ;;
 esac
 R="$S/tests/fuzz/regress/$T"
 if [ -d "$R" ] && ls "$R"/* >/dev/null 2>&1; then

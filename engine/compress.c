@@ -8,16 +8,13 @@
 #include <time.h>
 #include "clock.h"
 
-zp_status compressor_init(zp_compressor *c, const zp_policy_ops *ops, const char *params_json, const zp_kv_geometry *geo) {
+zp_status compressor_init(zp_compressor *c, const zp_policy_ops *ops, const char *params_json,
+                          const zp_kv_geometry *geo, int history_live) {
     memset(c, 0, sizeof *c);
     ZP_TRY(policy_init_ops(ops, params_json, &c->policy));
     c->geo = *geo;
     c->device = 1;
-    zp_score_plan plan;
-    if (c->policy.ops->evicts && policy_plan(&c->policy, geo->budget, geo->window, &plan) == ZP_OK) {
-        c->history_live = plan.history_live;
-        c->shift_positions = plan.shift_positions;
-    }
+    c->history_live = history_live;
     return ZP_OK;
 }
 

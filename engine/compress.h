@@ -38,13 +38,14 @@ typedef struct {
     zp_kv_geometry geo; /* block size, budget (N_max blocks) and window of the engine */
     const zp_layer_plan *layers; /* each layer's budget and block-table view (the engine's; NULL: uniform) */
     int device;         /* 0: zp_compress_host even where the backend's `compress` runs on the device */
-    int history_live;   /* the plan's history_live: the stored history covers every token */
-    int shift_positions; /* the plan's shift_positions: tokens take their cache index as RoPE position */
+    int history_live;   /* the engine plan's history_live: the stored history covers every token */
     zp_compress_stats stats;
 } zp_compressor;
 
-/* A compressor of the policy ops (policy_find) with its JSON parameters, for geometry geo. */
-zp_status compressor_init(zp_compressor *c, const zp_policy_ops *ops, const char *params_json, const zp_kv_geometry *geo);
+/* A compressor of the policy ops (policy_find) with its JSON parameters, for geometry geo;
+ * history_live as the engine's plan settled it (engine_plan.c: the policy's live history). */
+zp_status compressor_init(zp_compressor *c, const zp_policy_ops *ops, const char *params_json,
+                          const zp_kv_geometry *geo, int history_live);
 void compressor_free(zp_compressor *c);
 /* Compacts every request in seqs (each marked compressing, with a planned target). With
  * per-layer budgets (c->layers) each run of layers of one budget is its own group: layer l

@@ -52,7 +52,7 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     const engine_plan *p = &e->plan;
     if (!p->ops->evicts) return policy_init_ops(p->ops, c->policy_params, &e->comp.policy);
     const int m = engine_query_slots(e, num_blocks);
-    ZP_TRY(compressor_init(&e->comp, p->ops, c->policy_params, &p->geo));
+    ZP_TRY(compressor_init(&e->comp, p->ops, c->policy_params, &p->geo, p->history_live));
     ZP_TRY(zp_layer_plan_resolve(c->layer_budget, c->pyramid_beta, &p->geo, e->model->cfg.n_layers, &e->layers));
     e->comp.layers = &e->layers;
     e->comp.device = !c->host_only;
@@ -427,7 +427,7 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
         for (int j = 0; j < n_new; j++, row++) {
             int phys = q->n_kv + j;
             e->step.token_ids[row] = q->tokens[q->n_done + j];
-            e->step.positions[row] = (e->comp.shift_positions ? q->n_kv : q->n_done) + j;
+            e->step.positions[row] = (e->plan.shift_positions ? q->n_kv : q->n_done) + j;
             e->step.slots[row] = q->blocks[phys / bs] * bs + phys % bs;
         }
         e->step.out_rows[i] = row - 1;

@@ -356,7 +356,7 @@ void engine_tp_kv_free(zp_engine *e) {
 static zp_status rank_compression(zp_engine *e, int r, engine_rank *k, void *arg) {
     const int *a = arg; /* n_qslots, with_scores, history_live */
     if (r > 0) {
-        ZP_TRY(compressor_init(k->comp, e->plan.ops, e->cfg.policy_params, &e->plan.geo));
+        ZP_TRY(compressor_init(k->comp, e->plan.ops, e->cfg.policy_params, &e->plan.geo, e->plan.history_live));
         k->comp->layers = e->comp.layers;
         k->comp->device = e->comp.device;
     }

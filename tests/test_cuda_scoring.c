@@ -165,11 +165,12 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
     for (int k = 0; k < 2; k++) {
         zp_kv_geometry geo;
         CHECK_OK(zp_geometry_resolve(policy_find(policy), BS, NMAX, W, &geo));
-        CHECK_OK(compressor_init(&comp[k], policy_find(policy), params, &geo));
+        CHECK_OK(compressor_init(&comp[k], policy_find(policy), params, &geo, 0));
         comp[k].device = k;
     }
     zp_score_plan pl;
     CHECK_OK(policy_plan(&comp[0].policy, BUDGET, W, &pl));
+    for (int k = 0; k < 2; k++) comp[k].history_live = pl.history_live; /* as an engine's plan settles it */
     const int hist = comp[0].policy.ops->needs_history, sets = !fp32 && pl.order_score;
     printf("  %-6s %-9s%s %s\n", fp32 ? "fp32" : "bf16", policy, kv_fp8 ? " fp8 KV" : "", params ? params : "");
     for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], seqs, NREQ));

@@ -125,7 +125,7 @@ static void compressor_views(void) {
     CHECK_OK(zp_layer_plan_resolve("pyramid", 20, &geo, L, &plan));
     CHECK(plan.budget[0] == C && plan.budget[L - 1] < C);
     zp_compressor comp;
-    CHECK_OK(compressor_init(&comp, policy_find("streaming"), NULL, &geo));
+    CHECK_OK(compressor_init(&comp, policy_find("streaming"), NULL, &geo, 0)); /* StreamingLLM keeps no history */
     comp.layers = &plan;
     /* round 1: 5 blocks (80 tokens) in scattered blocks, compacted in place */
     int blocks[NMAX + 1] = {3, 9, 17, 5, 21}, target[NMAX + 1] = {3, 9, 17, 5, -1};

@@ -123,9 +123,14 @@ int main(int argc, char **argv) {
     zp_kv_geometry geo;
     if (!ops) { fprintf(stderr, "replay_dump: unknown policy %s\n", argv[2]); return 1; }
     TRY(zp_geometry_resolve(ops, r.bs, r.budget / r.bs, r.w, &geo));
-    TRY(compressor_init(&r.comp, ops, argv[3], &geo));
+    zp_policy pol; /* the policy's live history (exact H2O), as the engine's plan reads it */
+    zp_score_plan plan;
+    TRY(policy_init_ops(ops, argv[3], &pol));
+    const int live = ops->evicts && policy_plan(&pol, geo.budget, geo.window, &plan) == ZP_OK && plan.history_live;
+    policy_destroy(&pol);
+    TRY(compressor_init(&r.comp, ops, argv[3], &geo, live));
     r.comp.device = 0;
-    r.kv.history_live = r.comp.history_live;
+    r.kv.history_live = live;
     r.table = malloc(sizeof(int) * (NB + 1));
     r.free_blocks = malloc(sizeof(int) * NB);
     for (int i = 0; i < NB; i++) r.free_blocks[r.n_free++] = NB - 1 - i; /* blocks 0, 1, ... first */

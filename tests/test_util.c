@@ -91,6 +91,19 @@ double zp_max_abs(const float *a, size_t n) {
     return m;
 }
 
+float zp_top_two_gap(const float *row, int V) {
+    float a = -INFINITY, b = -INFINITY, m = 0;
+    for (int i = 0; i < V; i++) {
+        if (row[i] > a) {
+            b = a;
+            a = row[i];
+        } else if (row[i] > b)
+            b = row[i];
+        m = fmaxf(m, fabsf(row[i]));
+    }
+    return (a - b) / m;
+}
+
 void *zp_test_up(zp_backend *be, const float *x, zp_act_type type, size_t n) {
     void *b = zp_test_buf(be, type, n);
     if (b) CHECK_OK(be->from_host(be, b, type, x, 0, n));

@@ -58,5 +58,7 @@ void *zp_test_buf(zp_backend *be, zp_act_type type, size_t n);
 /* Max |a-b| over n floats. */
 double zp_max_abs_diff(const float *a, const float *b, size_t n);
 double zp_max_abs(const float *a, size_t n);
+/* A logits row's top-two gap over its max |logit| (how near a tie its greedy token is). */
+float zp_top_two_gap(const float *row, int V);
 
 #endif

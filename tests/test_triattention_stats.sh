@@ -4,10 +4,13 @@
 # equal what torch.load reads from the same file (tiny_stats_expected.json), the model check
 # passes for the right shape, and each bad input is refused by name with exit 2: a missing head,
 # a head count the model does not have, an interleaved RoPE style, bf16 tensors, a pickle that
-# asks for anything but torch's tensor rebuild (nothing is executed).
-# Usage: test_triattention_stats.sh SOURCE_DIR TMP_DIR
+# asks for anything but torch's tensor rebuild (nothing is executed). Then the engine's loader
+# (engine/trig_stats.c, through trig_stats_dump) reads the converted file for a model of its shape
+# (2 layers, 3 query heads, head_dim 8) with exactly torch.load's values, and refuses it for a
+# model of 4 heads.
+# Usage: test_triattention_stats.sh SOURCE_DIR TMP_DIR TRIG_STATS_DUMP
 set -u
-SRC=${1:?source dir}; T=${2:?tmp dir}/triattention_stats; PY="$SRC/.venv-grade/bin/python"
+SRC=${1:?source dir}; T=${2:?tmp dir}/triattention_stats; DUMP=${3:?trig_stats_dump}; PY="$SRC/.venv-grade/bin/python"
 [ -x "$PY" ] || { echo "test_triattention_stats: skipped (no .venv-grade with numpy: make deps)"; exit 77; }
 mkdir -p "$T"
 D="$SRC/tests/data/triattention"; TOOL="$SRC/tools/triattention_stats.py"
@@ -54,5 +57,24 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
 PY
 bad "which a statistics file has no use for" "$T/evil.pt"
 bad "not a torch zip file" "$D/README.md"
+# the engine's loader of the converted file, for a model of its shape and for one of 4 heads
+for heads in 3 4; do
+  mkdir -p "$T/model$heads"
+  printf '{"architectures": ["Qwen3ForCausalLM"], "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": %d, "num_key_value_heads": 1, "head_dim": 8, "intermediate_size": 64, "vocab_size": 100}\n' $heads > "$T/model$heads/config.json"
+done
+"$DUMP" "$T/s.safetensors" "$T/model3" > "$T/loaded.json" 2> "$T/loaded.err" || fail "the engine's loader: $(cat "$T/loaded.err")"
+"$PY" - "$T/loaded.json" "$D/tiny_stats_expected.json" <<'PY' || fail "the engine's loaded values"
+import json, sys
+import numpy as np
+got, want = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["stats"]
+assert sorted(got) == sorted(want), (sorted(got), sorted(want))
+for k in want:
+    for name in ("q_mean_real", "q_mean_imag", "q_abs_mean"):
+        a, b = np.array(got[k][name], dtype=np.float32), np.array(want[k][name], dtype=np.float32)
+        assert np.array_equal(a, b), (k, name, a, b)
+print("the engine's loader reads torch.load's values")
+PY
+"$DUMP" "$T/s.safetensors" "$T/model4" > /dev/null 2> "$T/loaded4.err" && fail "the loader took the statistics for a model of 4 heads"
+grep -q "the model needs \[4, 4\]" "$T/loaded4.err" || fail "the loader's refusal for 4 heads: $(cat "$T/loaded4.err")"
 echo "test_triattention_stats: $fails failure(s)"
 [ $fails = 0 ]

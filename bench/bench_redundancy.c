@@ -92,7 +92,11 @@ int main(int argc, char **argv) {
     zp_compress_req *reqs = malloc(sizeof *reqs * (size_t)nr);
     for (int i = 0; i < nb; i++) tables[i] = i;
     for (int r = 0; r < nr; r++)
-        reqs[r] = (zp_compress_req){tables + r * (NMAX + 1), tables + r * (NMAX + 1), (NMAX + 1) * BS, NMAX * BS, r};
+        reqs[r] = (zp_compress_req){.src = tables + r * (NMAX + 1),
+                                    .dst = tables + r * (NMAX + 1),
+                                    .n = (NMAX + 1) * BS,
+                                    .n_hist = NMAX * BS,
+                                    .qid = r};
     zp_score_plan p = {.attention = 1, .attn = {ZP_GQA_MAX_PROB, ZP_QRED_MEAN, 0, 0}, .max_norm = 1, .global = ZP_GLOBAL_MAX, .gamma = 0.8f,
                        .pool_kernel = 5, .pool_first_only = 1, .redundancy = ZP_RED_NONE, .theta = 0.5f, .temperature = 0.4f,
                        .lambda = 0.2f, .recent = W};

@@ -90,6 +90,8 @@ typedef struct {
     int n;          /* physical tokens, above the budget (a prompt's last block may be partial) */
     int n_hist;     /* leading tokens whose stored history score is valid (0: none) */
     int qid;        /* query-cache slot holding the request's window queries */
+    int64_t next_pos; /* the request's next RoPE position (TriAttention's R) */
+    int protect;      /* leading tokens kept and never scored by TriAttention: the prompt, up to the budget */
 } zp_compress_req;
 
 /* One logits row of device sampling (backend op `sample`): zp_sample_token's parameters

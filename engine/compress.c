@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 #include "clock.h"
+#include "rope.h"
+#include "trig_stats.h"
 
 zp_status compressor_init(zp_compressor *c, const zp_policy_ops *ops, const char *params_json,
                           const zp_kv_geometry *geo, int history_live) {
@@ -18,7 +20,36 @@ zp_status compressor_init(zp_compressor *c, const zp_policy_ops *ops, const char
     return ZP_OK;
 }
 
+zp_status compressor_load_trig(zp_compressor *c, const zp_model_config *mc) {
+    zp_score_plan plan;
+    if (!c->policy.ops->evicts || policy_plan(&c->policy, c->geo.budget, c->geo.window, &plan) != ZP_OK ||
+        plan.key_score != ZP_KEYS_TRIG)
+        return ZP_OK;
+    if (!plan.trig_stats_path) return zp_fail(ZP_ERR_INVALID, "policy %s: no statistics file", c->policy.ops->name);
+    zp_trig_stats s;
+    ZP_TRY(zp_trig_stats_load(plan.trig_stats_path, mc, &s));
+    const size_t F = (size_t)s.half, rows = (size_t)s.n_layers * (size_t)s.n_heads;
+    c->trig_stats = malloc(sizeof(float) * rows * 3 * F);
+    c->trig_freqs = malloc(sizeof(float) * F);
+    if (!c->trig_stats || !c->trig_freqs) {
+        zp_trig_stats_free(&s);
+        return zp_fail(ZP_ERR_OOM, "policy %s: no memory for its statistics", c->policy.ops->name);
+    }
+    for (size_t r = 0; r < rows;
+         r++) { /* [L][Hq][F] x 3 -> [L][Hq][q_re | q_im | q_abs][F], scorer_trig_group's layout */
+        memcpy(c->trig_stats + (r * 3 + 0) * F, s.mean_re + r * F, sizeof(float) * F);
+        memcpy(c->trig_stats + (r * 3 + 1) * F, s.mean_im + r * F, sizeof(float) * F);
+        memcpy(c->trig_stats + (r * 3 + 2) * F, s.abs_mean + r * F, sizeof(float) * F);
+    }
+    zp_trig_stats_free(&s);
+    float attention_factor;
+    zp_rope_frequencies(&mc->rope, mc->head_dim, c->trig_freqs, &attention_factor);
+    return ZP_OK;
+}
+
 void compressor_free(zp_compressor *c) {
+    free(c->trig_stats);
+    free(c->trig_freqs);
     policy_destroy(&c->policy);
     memset(c, 0, sizeof *c);
 }
@@ -81,7 +112,13 @@ static void layer_requests(const zp_compressor *c, zp_seq *const *seqs, int n, i
             live -= dead * bs;
         }
         const int n_hist = c->history_live ? live : q->compressed ? budget : 0;
-        reqs[i] = (zp_compress_req){src, q->target, live, use_hist ? n_hist : 0, q->qid};
+        reqs[i] = (zp_compress_req){.src = src,
+                                    .dst = q->target,
+                                    .n = live,
+                                    .n_hist = use_hist ? n_hist : 0,
+                                    .qid = q->qid,
+                                    .next_pos = q->n_done,
+                                    .protect = q->n_prompt < budget ? q->n_prompt : budget};
     }
 }
 
@@ -93,6 +130,8 @@ static zp_status compress_layers(zp_compressor *c, zp_model *m, zp_kv_storage *k
     const int budget = layer_budget(c, l0);
     zp_score_plan plan;
     ZP_TRY(policy_plan(&c->policy, budget, c->geo.window, &plan));
+    plan.trig_stats = c->trig_stats; /* TriAttention's: the engine's (NULL for every other policy) */
+    plan.trig_freqs = c->trig_freqs;
     zp_status st = ZP_OK;
     for (int r0 = 0, r1; r0 < n && st == ZP_OK; r0 = r1) {
         size_t rows = 0;

@@ -39,6 +39,8 @@ typedef struct {
     const zp_layer_plan *layers; /* each layer's budget and block-table view (the engine's; NULL: uniform) */
     int device;         /* 0: zp_compress_host even where the backend's `compress` runs on the device */
     int history_live;   /* the engine plan's history_live: the stored history covers every token */
+    float *trig_stats,
+        *trig_freqs; /* TriAttention's statistics [L][Hq][3][D/2] and RoPE frequencies [D/2] (compressor_load_trig) */
     zp_compress_stats stats;
 } zp_compressor;
 
@@ -47,6 +49,9 @@ typedef struct {
 zp_status compressor_init(zp_compressor *c, const zp_policy_ops *ops, const char *params_json,
                           const zp_kv_geometry *geo, int history_live);
 void compressor_free(zp_compressor *c);
+/* Where the policy's plan scores with TriAttention (ZP_KEYS_TRIG): loads its statistics file
+ * (zp_trig_stats_load, checked against mc) and the model's RoPE frequencies; a no-op otherwise. */
+zp_status compressor_load_trig(zp_compressor *c, const zp_model_config *mc);
 /* Compacts every request in seqs (each marked compressing, with a planned target). With
  * per-layer budgets (c->layers) each run of layers of one budget is its own group: layer l
  * reads the request's blocks from its view's skip on (once the request was compressed) and

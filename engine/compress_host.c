@@ -14,10 +14,13 @@ typedef struct {
     float *keys, *queries, *qhead, *hist, *new_hist, *scratch;
     uint8_t *keep;
     int *order;
+    double *trig_C, *trig_S; /* [D/2] TriAttention's phases at the request's next position */
 } host_bufs;
 
 static void bufs_free(host_bufs *b) {
     free(b->keys); free(b->queries); free(b->qhead); free(b->hist); free(b->new_hist); free(b->scratch); free(b->keep); free(b->order);
+    free(b->trig_C);
+    free(b->trig_S);
 }
 
 /* Buffers for one layer of a request of up to n tokens. */
@@ -32,7 +35,11 @@ static zp_status bufs_alloc(host_bufs *b, const zp_attn_dims *d, int n) {
     b->scratch = malloc(sizeof(float) * (6 * N + N * D));
     b->keep = malloc(Hkv * N);
     b->order = malloc(sizeof(int) * Hkv * N);
-    if (b->keys && b->queries && b->qhead && b->hist && b->new_hist && b->scratch && b->keep && b->order) return ZP_OK;
+    b->trig_C = malloc(sizeof(double) * (D / 2 + 1));
+    b->trig_S = malloc(sizeof(double) * (D / 2 + 1));
+    if (b->keys && b->queries && b->qhead && b->hist && b->new_hist && b->scratch && b->keep && b->order && b->trig_C &&
+        b->trig_S)
+        return ZP_OK;
     bufs_free(b);
     return zp_fail(ZP_ERR_OOM, "compression: no host memory for %d tokens", n);
 }
@@ -44,18 +51,27 @@ static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_scor
     ZP_TRY(be->key_gather(be, d, k_cache, layer, r->src, n, b->keys));
     ZP_TRY(be->query_read(be, d, q_cache, layer, r->qid, b->queries));
     if (score_cache) ZP_TRY(be->score_read(be, d, score_cache, layer, r->src, n, b->hist));
+    const int trig = plan->key_score == ZP_KEYS_TRIG && plan->trig_stats && plan->trig_freqs, F = D / 2;
+    if (trig) scorer_trig_phase(plan->trig_freqs, F, r->next_pos, b->trig_C, b->trig_S);
     for (int g = 0; g < Hkv; g++) {
         for (int j = 0; j < w; j++) /* [w][Hq][D] -> this KV head's group [w][G][D] */
             memcpy(b->qhead + (size_t)j * G * D, b->queries + ((size_t)j * d->n_heads + (size_t)g * G) * D, sizeof(float) * (size_t)G * D);
-        const zp_score_view v = {.n = n,
-                                 .head_dim = D,
-                                 .group = G,
-                                 .window = w,
-                                 .scale = d->scale,
-                                 .keys = b->keys + (size_t)g * n * D,
-                                 .queries = b->qhead,
-                                 .layer = layer,
-                                 .head = d->kv_head0 + g};
+        const zp_score_view v = {
+            .n = n,
+            .head_dim = D,
+            .group = G,
+            .window = w,
+            .scale = d->scale,
+            .keys = b->keys + (size_t)g * n * D,
+            .queries = b->qhead,
+            .layer = layer,
+            .head = d->kv_head0 + g,
+            /* this KV head's G query heads of the layer's [Hq][3][F] statistics (one rank: the engine refuses
+               TriAttention under tensor parallelism) */
+            .trig_stats = trig ? plan->trig_stats + ((size_t)layer * d->n_heads + (size_t)g * G) * 3 * F : NULL,
+            .trig_C = trig ? b->trig_C : NULL,
+            .trig_S = trig ? b->trig_S : NULL,
+            .protect = r->protect};
         ZP_TRY(scorer_plan_run(plan, &v, score_cache ? b->hist + (size_t)g * n : NULL, score_cache ? r->n_hist : 0, d->block_size, budget,
                                b->scratch, b->keep + (size_t)g * n, score_cache ? b->new_hist + (size_t)g * n : NULL,
                                plan->order_score ? b->order + (size_t)g * n : NULL));

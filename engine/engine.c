@@ -56,6 +56,12 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     ZP_TRY(zp_layer_plan_resolve(c->layer_budget, c->pyramid_beta, &p->geo, e->model->cfg.n_layers, &e->layers));
     e->comp.layers = &e->layers;
     e->comp.device = !c->host_only;
+    ZP_TRY(compressor_load_trig(&e->comp, &e->model_cfg));
+    if (e->comp.trig_stats && e->tp > 1)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s: not with tensor parallelism yet (tp %d)", p->ops->name, e->tp);
+    if (e->comp.trig_stats && e->comp.device && e->be->compress != zp_compress_host)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s: its score has no CUDA stage yet: run it with --device cpu",
+                       p->ops->name);
     if (p->shift_positions && e->layers.n_views > 1)
         return zp_fail(ZP_ERR_INVALID, "policy %s: position_shift needs layer_budget uniform (per-layer budgets give each layer its own cache indices)",
                        p->ops->name);

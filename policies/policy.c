@@ -7,13 +7,13 @@
 #include <string.h>
 
 extern const zp_policy_ops policy_full_ops, policy_streaming_ops, policy_h2o_ops, policy_snapkv_d_ops, policy_rkv_ops,
-    policy_morphkv_ops, policy_zipage_ops, policy_gkv_ops, policy_snapkv_ops, policy_tova_ops, policy_keynorm_ops, policy_keydiff_ops,
-    policy_random_ops;
+    policy_morphkv_ops, policy_zipage_ops, policy_gkv_ops, policy_snapkv_ops, policy_tova_ops, policy_keynorm_ops,
+    policy_keydiff_ops, policy_random_ops, policy_triattention_ops;
 
-static const zp_policy_ops *const registry[] = {&policy_full_ops,    &policy_streaming_ops, &policy_h2o_ops,     &policy_snapkv_d_ops,
-                                                &policy_rkv_ops,     &policy_morphkv_ops,   &policy_zipage_ops,  &policy_gkv_ops,
-                                                &policy_snapkv_ops,  &policy_tova_ops,      &policy_keynorm_ops, &policy_keydiff_ops,
-                                                &policy_random_ops,  NULL};
+static const zp_policy_ops *const registry[] = {
+    &policy_full_ops,    &policy_streaming_ops, &policy_h2o_ops,    &policy_snapkv_d_ops,     &policy_rkv_ops,
+    &policy_morphkv_ops, &policy_zipage_ops,    &policy_gkv_ops,    &policy_snapkv_ops,       &policy_tova_ops,
+    &policy_keynorm_ops, &policy_keydiff_ops,   &policy_random_ops, &policy_triattention_ops, NULL};
 
 const zp_policy_ops *const *policy_registry(void) { return registry; }
 

@@ -35,6 +35,8 @@ typedef struct zp_policy_ops {
     const char *summary;
     int evicts;            /* 0 only for `full` */
     int needs_history;     /* stores a per-token score that moves with the K/V */
+    int needs_stats;       /* scores with a model's calibrated statistics, named by its parameters (TriAttention):
+                              it runs only with that file; loops over every policy leave it to its own tests */
     int prefix_compatible; /* may run on requests sharing prefix blocks (compacts into fresh blocks) */
     /* Parses params (may be NULL: defaults) into a state; errors name the key. */
     zp_status (*init)(const cJSON *params, void **state);

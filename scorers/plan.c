@@ -30,7 +30,13 @@ zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const 
     const int n = v->n;
     float *A = scratch, *S = A + n, *P = A + 2 * n, *r = A + 3 * n, *tmp = A + 4 * n, *knorm = A + 6 * n;
     if (p->attention) ZP_TRY(scorer_window_attention(v, &p->attn, A, tmp));
-    else if (p->key_score != ZP_KEYS_NONE) scorer_key_score(p->key_score, p->seed, v->layer, v->head, v->keys, n, v->head_dim, A, knorm);
+    else if (p->key_score == ZP_KEYS_TRIG) {
+        if (!v->trig_stats || !v->trig_C || !v->trig_S)
+            return zp_fail(ZP_ERR_INVALID, "TriAttention's score: no statistics for layer %d", v->layer);
+        ZP_TRY(scorer_trig_group(v->keys, n, v->head_dim, v->group, v->trig_stats, v->trig_C, v->trig_S, v->protect, A,
+                                 tmp));
+    } else if (p->key_score != ZP_KEYS_NONE)
+        scorer_key_score(p->key_score, p->seed, v->layer, v->head, v->keys, n, v->head_dim, A, knorm);
     else for (int t = 0; t < n; t++) A[t] = 0.f;
     const int norm_m = p->norm_candidates ? n - v->window : n;
     if (p->max_norm) scorer_max_normalize(A, n, norm_m);

@@ -22,6 +22,10 @@ typedef struct {
     const float *keys;    /* [n][D] post-RoPE keys of this KV head */
     const float *queries; /* [w][G][D] window queries (post-RoPE, post q-norm) */
     int layer, head;      /* where it sits (layer, KV head): the random draw's coordinates */
+    /* ZP_KEYS_TRIG (TriAttention) only: */
+    const float *trig_stats;       /* [G][q_re | q_im | q_abs][D/2] this KV head's query heads' statistics */
+    const double *trig_C, *trig_S; /* [D/2] scorer_trig_phase at the request's next position */
+    int protect;                   /* leading tokens kept and never scored (the prompt, up to the budget) */
 } zp_score_view;
 
 typedef enum {
@@ -65,7 +69,7 @@ void scorer_key_norm(const float *keys, int n, int D, float *out);
  * of the unit keys k / max(||k||, 1e-12), the cosine x.y / (max(||x||, 1e-8) max(||y||, 1e-8))
  * (kvpress KeyDiffPress: the keys least like the mean kept); ZP_KEYS_RANDOM scorer_key_draw of
  * (layer, head, n, t) (a uniform floor). anchor: scratch [D]. */
-typedef enum { ZP_KEYS_NONE, ZP_KEYS_NORM, ZP_KEYS_DIFF, ZP_KEYS_RANDOM } zp_key_score;
+typedef enum { ZP_KEYS_NONE, ZP_KEYS_NORM, ZP_KEYS_DIFF, ZP_KEYS_RANDOM, ZP_KEYS_TRIG } zp_key_score;
 #define ZP_KEY_NORM_EPS 1e-12f
 #define ZP_COS_EPS 1e-8f
 #define ZP_KEY_NORM_BITS 12
@@ -154,6 +158,12 @@ typedef struct {
     int shift_positions;          /* StreamingLLM's position shift: a kept key moved from cache index t
                                      to i is re-rotated from position t to i, and new tokens take their
                                      cache index as position (position order only) */
+    /* key_score ZP_KEYS_TRIG (TriAttention's per_layer_perhead score, scorer_trig_group on the view's
+     * trig fields): the policy names its statistics file, the engine loads it (engine/trig_stats.h)
+     * and fills the rest before the plan runs */
+    const char *trig_stats_path;
+    const float *trig_stats; /* [n_layers][Hq][q_re | q_im | q_abs][D/2] */
+    const float *trig_freqs; /* [D/2] the model's RoPE frequencies */
 } zp_score_plan;
 
 /* Runs a plan on one (request, layer, KV head): keep[n] (exactly budget ones when n >

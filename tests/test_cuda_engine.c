@@ -372,6 +372,26 @@ static void memory_sizing(void) {
     CHECK_FAILS(zp_engine_init(&c, &e), ZP_ERR_CAPACITY, "not enough device memory");
 }
 
+/* TriAttention has no CUDA stage yet: the CUDA engine refuses it at setup, after loading its
+ * statistics (the same error with any file); with compression scored on the host (host_only) it runs. */
+static void triattention_refused(void) {
+    zp_engine_config ec = zp_engine_config_default();
+    ec.model_dir = zp_test_model("tiny-qwen3");
+    ec.device = "cuda";
+    ec.precision = "fp32";
+    ec.policy = "triattention";
+    char params[700];
+    snprintf(params, sizeof params, "{\"stats\": \"%s\"}",
+             zp_test_trig_stats("cuda-tiny-qwen3", 2, 4, 32)); /* tiny-qwen3's shape */
+    ec.policy_params = params;
+    ec.block_size = 16;
+    ec.num_blocks = 64;
+    zp_engine *e = NULL;
+    const zp_status s = zp_engine_init(&ec, &e);
+    printf("  triattention on CUDA: %s\n", s == ZP_OK ? "accepted" : zp_last_error());
+    CHECK(s == ZP_ERR_UNSUPPORTED && e == NULL && strstr(zp_last_error(), "no CUDA stage"));
+}
+
 int main(void) {
     zp_backend *probe;
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -388,6 +408,7 @@ int main(void) {
     const zp_policy_ops *const *reg = policy_registry();
     for (int i = 0; i < 3; i++)
         for (int p = 0; reg[p]; p++) {
+            if (reg[p]->needs_stats) continue; /* TriAttention has no CUDA stage yet (the engine refuses it) */
             greedy_parity(presets[i], reg[p]->name, 0, 1, 0);
             if (reg[p]->evicts && i == 0) greedy_parity(presets[i], reg[p]->name, 1, 1, 0);
             if (!reg[p]->evicts || !strcmp(reg[p]->name, "zipage")) greedy_parity(presets[i], reg[p]->name, 0, 0, 0);
@@ -414,7 +435,8 @@ int main(void) {
     teacher_forced_kv("tiny-qwen3", 0, 1, 0);
     teacher_forced_kv("tiny-qwen3", 1, 1, 1); /* kv_scales prompt: calibrated on the device (kv_amax) */
     teacher_forced_kv("tiny-llama", 0, 1, 1);
-    for (int p = 0; reg[p]; p++) fp8_parity("tiny-qwen3", reg[p]->name, NULL, 0, 1);
+    for (int p = 0; reg[p]; p++)
+        if (!reg[p]->needs_stats) fp8_parity("tiny-qwen3", reg[p]->name, NULL, 0, 1);
     fp8_parity("tiny-qwen3", "zipage", NULL, 1, 1);
     teacher_forced_kv("tiny-llama", 1, 1, 0);                  /* Llama's fp8 path held to the prefill bar */
     fp8_parity_held("tiny-llama", "rkv", NULL, 0, 1, NULL, 0); /* and its decode reported (fp8_parity_held says why) */
@@ -432,5 +454,6 @@ int main(void) {
         sampling_parity("full", sp[i][0], sp[i][1], (int)sp[i][2]);
         sampling_parity("zipage", sp[i][0], sp[i][1], (int)sp[i][2]);
     }
+    triattention_refused();
     return zp_test_finish("test_cuda_engine");
 }

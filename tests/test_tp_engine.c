@@ -106,6 +106,7 @@ static void every_policy(const char *name, const char *source, int random, int t
     const zp_policy_ops *const *reg = policy_registry();
     int compressed = 0;
     for (int i = 0; reg[i]; i++) {
+        if (reg[i]->needs_stats) continue; /* TriAttention: not with tensor parallelism yet (the engine refuses it) */
         outcome one, group;
         run(source, random, reg[i]->name, 1, 0, &one);
         run(source, random, reg[i]->name, tp, 0, &group);

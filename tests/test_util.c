@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "mkmodel.h"
+#include "safetensors.h"
 
 int zp_test_failures = 0;
 
@@ -89,6 +90,35 @@ double zp_max_abs(const float *a, size_t n) {
     double m = 0;
     for (size_t i = 0; i < n; i++) m = fabs(a[i]) > m ? fabs(a[i]) : m;
     return m;
+}
+
+const char *zp_test_trig_stats(const char *name, int layers, int heads, int half) {
+    static char path[512];
+    static const char *const fields[3] = {"q_mean_real", "q_mean_imag", "q_abs_mean"};
+    const size_t per = (size_t)heads * (size_t)half;
+    float *v = malloc(sizeof(float) * (size_t)layers * 3 * per);
+    zp_st_entry *e = malloc(sizeof *e * (size_t)layers * 3);
+    char(*names)[48] = malloc(sizeof *names * (size_t)layers * 3);
+    CHECK(v && e && names);
+    if (!v || !e || !names) {
+        free(v);
+        free(e);
+        free(names);
+        return "";
+    }
+    for (int k = 0; k < layers * 3; k++) {
+        const int l = k / 3, f = k % 3;
+        float *x = v + (size_t)k * per;
+        for (size_t i = 0; i < per; i++)
+            x[i] =
+                f == 2 ? 1.5f + 0.01f * (float)(i % 7) : 0.3f * (float)((i * (size_t)(f + 3) + (size_t)l) % 11) - 1.5f;
+        snprintf(names[k], sizeof names[k], "layer.%d.%s", l, fields[f]);
+        e[k] = (zp_st_entry){.name = names[k], .dtype = ZP_DTYPE_F32, .ndim = 2, .shape = {heads, half}, .data = x};
+    }
+    snprintf(path, sizeof path, "%s/%s.safetensors", ZP_TEST_TMP, name);
+    CHECK_OK(zp_st_write(path, e, layers * 3));
+    free(v), free(e), free(names);
+    return path;
 }
 
 float zp_top_two_gap(const float *row, int V) {

@@ -22,7 +22,9 @@ static zp_status parse(int argc, char **argv, fid_args *a) {
     memset(a, 0, sizeof *a);
     size_t n = 0; /* default: every evicting policy of the registry */
     for (const zp_policy_ops *const *r = policy_registry(); *r; r++)
-        if ((*r)->evicts && n < sizeof a->policies) n += (size_t)snprintf(a->policies + n, sizeof a->policies - n, "%s%s", n ? "," : "", (*r)->name);
+        if ((*r)->evicts && !(*r)->needs_stats &&
+            n < sizeof a->policies) /* TriAttention needs its statistics file: named with --policies */
+            n += (size_t)snprintf(a->policies + n, sizeof a->policies - n, "%s%s", n ? "," : "", (*r)->name);
     a->limit = 3; a->gen = 512; a->block = 64; a->window = 0; a->kl_window = 64; /* window 0: each policy's authors' */
     static int def_nmax[3] = {2, 4, 8};
     a->nmax = def_nmax; a->n_nmax = 3;

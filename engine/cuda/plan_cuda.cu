@@ -541,6 +541,9 @@ static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, c
 zp_status cuda_plan_select(cudaStream_t stream, int fp32, const zp_attn_dims *d, const zp_score_plan *plan, int budget,
                            const zp_plan_jobs *j, const void *k_cache, const void *q_cache, const void *score_cache) {
     if (j->n_jobs == 0) return ZP_OK;
+    if (plan->key_score == ZP_KEYS_TRIG) /* the engine refuses it at setup; a direct call too */
+        return zp_fail(ZP_ERR_UNSUPPORTED,
+                       "cuda compression: TriAttention's score has no CUDA stage yet (run it on the CPU)");
     if (d->window <= 0 || d->window > j->max_n) return zp_fail(ZP_ERR_INVALID, "cuda compression: window %d must be in [1, n]", d->window);
     if (plan->attention && plan->attn.skip_newest && d->window < 2)
         return zp_fail(ZP_ERR_INVALID, "cuda compression: skipping the newest of %d window queries leaves none", d->window);

@@ -41,9 +41,20 @@ int main(int argc, char **argv) {
     if (policy_create(argv[2], argv[3], &p) != ZP_OK) { fprintf(stderr, "plan_dump: %s\n", zp_last_error()); return 1; }
     for (int k = 0; k < H; k++) {
         /* the last `window` of the w stored queries */
-        zp_select_input in = {{n, D, G, window, 1.0f / sqrtf((float)D), keys + (size_t)k * n * D,
-                               q + ((size_t)k * w + (size_t)(w - window)) * G * D, 0, k},
-                              hist ? hist + (size_t)k * n : NULL, hist ? n_hist : 0, bs, budget, scratch};
+        zp_select_input in = {{.n = n,
+                               .head_dim = D,
+                               .group = G,
+                               .window = window,
+                               .scale = 1.0f / sqrtf((float)D),
+                               .keys = keys + (size_t)k * n * D,
+                               .queries = q + ((size_t)k * w + (size_t)(w - window)) * G * D,
+                               .layer = 0,
+                               .head = k},
+                              hist ? hist + (size_t)k * n : NULL,
+                              hist ? n_hist : 0,
+                              bs,
+                              budget,
+                              scratch};
         if (policy_select(&p, &in, keep, p.ops->needs_history ? newh : NULL, NULL) != ZP_OK) {
             fprintf(stderr, "plan_dump: %s\n", zp_last_error());
             return 1;

@@ -10,7 +10,10 @@
  * (t, 0, ...). What it does not: the model forward (keys and queries come from the file) and
  * the scheduler (one request, in-place targets).
  * Input (little-endian): int32 H_kv, N, D, G, P (prompt), budget, block_size, window; then
- * float32 keys [H_kv][N][D] and queries [H_kv][N][G][D].
+ * float32 keys [H_kv][N][D] and queries [H_kv][N][G][D]; for TriAttention (a policy that
+ * needs_stats) then float32 statistics [H_q][q_re | q_im | q_abs][D/2] and RoPE frequencies
+ * [D/2], which the compressor takes as the engine's compressor_load_trig leaves them. A
+ * compression at newest token t runs with the request's next position t + 1 and its prompt P.
  * Output: one line a KV head, the held positions in physical order.
  * Usage: replay_dump CASE.bin POLICY PARAMS_JSON */
 #include <math.h>
@@ -72,8 +75,15 @@ static void compress(replay *r, int t, int compressed) {
         for (int h = 0; h < r->H; h++)
             memcpy(qc + ((size_t)j * Hq + h * r->G) * D, r->queries + (((size_t)h * r->N + t - r->w + 1 + j) * r->G) * D,
                    sizeof(float) * (size_t)r->G * D);
-    zp_seq q = {.n_kv = r->n_kv, .blocks = r->table, .n_blocks = r->n_blocks, .qid = 0, .compressed = compressed,
-                .compressing = ZP_COMPRESS_PLANNED, .target = r->table};
+    zp_seq q = {.n_kv = r->n_kv,
+                .blocks = r->table,
+                .n_blocks = r->n_blocks,
+                .qid = 0,
+                .compressed = compressed,
+                .compressing = ZP_COMPRESS_PLANNED,
+                .target = r->table,
+                .n_prompt = r->P,
+                .n_done = t + 1};
     zp_seq *qs = &q;
     TRY(compressor_run(&r->comp, &r->m, &r->kv, &qs, 1));
     while (r->n_blocks > r->budget / r->bs) r->free_blocks[r->n_free++] = r->table[--r->n_blocks];
@@ -95,6 +105,16 @@ int main(int argc, char **argv) {
     if (!keys || !queries || fread(keys, sizeof(float), nk, f) != nk || fread(queries, sizeof(float), nq, f) != nq) {
         fprintf(stderr, "replay_dump: %s is truncated\n", argv[1]);
         return 1;
+    }
+    const zp_policy_ops *ops = policy_find(argv[2]);
+    float *trig = NULL, *freqs = NULL;
+    if (ops && ops->needs_stats) {
+        const size_t F = (size_t)r.D / 2, ns = (size_t)r.H * r.G * 3 * F;
+        trig = malloc(sizeof(float) * ns), freqs = malloc(sizeof(float) * F);
+        if (!trig || !freqs || fread(trig, sizeof(float), ns, f) != ns || fread(freqs, sizeof(float), F, f) != F) {
+            fprintf(stderr, "replay_dump: %s has no statistics for %s\n", argv[1], argv[2]);
+            return 1;
+        }
     }
     fclose(f);
     r.keys = keys, r.queries = queries;
@@ -119,7 +139,6 @@ int main(int argc, char **argv) {
     TRY(r.be->alloc(r.be, (size_t)NB * r.bs * r.H, ZP_ACT_F32, &r.kv.score));
     TRY(r.be->alloc(r.be, (size_t)r.P * Hq * r.D, ZP_ACT_F32, &r.qbuf));
     TRY(r.be->alloc(r.be, (size_t)r.P * Hq * 2, ZP_ACT_F32, &r.stats));
-    const zp_policy_ops *ops = policy_find(argv[2]);
     zp_kv_geometry geo;
     if (!ops) { fprintf(stderr, "replay_dump: unknown policy %s\n", argv[2]); return 1; }
     TRY(zp_geometry_resolve(ops, r.bs, r.budget / r.bs, r.w, &geo));
@@ -130,6 +149,7 @@ int main(int argc, char **argv) {
     policy_destroy(&pol);
     TRY(compressor_init(&r.comp, ops, argv[3], &geo, live));
     r.comp.device = 0;
+    r.comp.trig_stats = trig, r.comp.trig_freqs = freqs; /* compressor_free frees them */
     r.kv.history_live = live;
     r.table = malloc(sizeof(int) * (NB + 1));
     r.free_blocks = malloc(sizeof(int) * NB);

@@ -15,12 +15,14 @@ typedef struct {
     uint8_t *keep;
     int *order;
     double *trig_C, *trig_S; /* [D/2] TriAttention's phases at the request's next position */
+    float *trig_agg;         /* [Hkv][n] TriAttention's scores across layers (a mode other than per_layer_perhead) */
 } host_bufs;
 
 static void bufs_free(host_bufs *b) {
     free(b->keys); free(b->queries); free(b->qhead); free(b->hist); free(b->new_hist); free(b->scratch); free(b->keep); free(b->order);
     free(b->trig_C);
     free(b->trig_S);
+    free(b->trig_agg);
 }
 
 /* Buffers for one layer of a request of up to n tokens. */
@@ -37,8 +39,9 @@ static zp_status bufs_alloc(host_bufs *b, const zp_attn_dims *d, int n) {
     b->order = malloc(sizeof(int) * Hkv * N);
     b->trig_C = malloc(sizeof(double) * (D / 2 + 1));
     b->trig_S = malloc(sizeof(double) * (D / 2 + 1));
+    b->trig_agg = malloc(sizeof(float) * Hkv * N);
     if (b->keys && b->queries && b->qhead && b->hist && b->new_hist && b->scratch && b->keep && b->order && b->trig_C &&
-        b->trig_S)
+        b->trig_S && b->trig_agg)
         return ZP_OK;
     bufs_free(b);
     return zp_fail(ZP_ERR_OOM, "compression: no host memory for %d tokens", n);
@@ -52,7 +55,8 @@ static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_scor
     ZP_TRY(be->query_read(be, d, q_cache, layer, r->qid, b->queries));
     if (score_cache) ZP_TRY(be->score_read(be, d, score_cache, layer, r->src, n, b->hist));
     const int trig = plan->key_score == ZP_KEYS_TRIG && plan->trig_stats && plan->trig_freqs, F = D / 2;
-    if (trig) scorer_trig_phase(plan->trig_freqs, F, r->next_pos, b->trig_C, b->trig_S);
+    if (trig && plan->trig_mode == ZP_TRIG_PER_LAYER_PERHEAD)
+        scorer_trig_phase(plan->trig_freqs, F, r->next_pos, b->trig_C, b->trig_S);
     for (int g = 0; g < Hkv; g++) {
         for (int j = 0; j < w; j++) /* [w][Hq][D] -> this KV head's group [w][G][D] */
             memcpy(b->qhead + (size_t)j * G * D, b->queries + ((size_t)j * d->n_heads + (size_t)g * G) * D, sizeof(float) * (size_t)G * D);
@@ -71,6 +75,7 @@ static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_scor
             .trig_stats = trig ? plan->trig_stats + ((size_t)layer * d->n_heads + (size_t)g * G) * 3 * F : NULL,
             .trig_C = trig ? b->trig_C : NULL,
             .trig_S = trig ? b->trig_S : NULL,
+            .trig_agg = trig && plan->trig_mode != ZP_TRIG_PER_LAYER_PERHEAD ? b->trig_agg + (size_t)g * n : NULL,
             .protect = r->protect};
         ZP_TRY(scorer_plan_run(plan, &v, score_cache ? b->hist + (size_t)g * n : NULL, score_cache ? r->n_hist : 0, d->block_size, budget,
                                b->scratch, b->keep + (size_t)g * n, score_cache ? b->new_hist + (size_t)g * n : NULL,
@@ -78,6 +83,23 @@ static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_scor
     }
     return be->kv_compact(be, d, k_cache, v_cache, score_cache, layer, r->src, n, r->dst, b->keep, b->new_hist,
                           plan->order_score ? b->order : NULL, plan->shift_positions);
+}
+
+/* TriAttention across layers (per_head, union): every layer's keys of request r scored into
+ * b->trig_agg [Hkv][n], which each layer's plan then ranks (the view's trig_agg). */
+static zp_status trig_across(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, const zp_compress_req *r,
+                             const void *k_cache, host_bufs *b) {
+    if (!plan->trig_stats || !plan->trig_freqs)
+        return zp_fail(ZP_ERR_INVALID, "compression: TriAttention without its statistics");
+    const int n = r->n, D = d->head_dim, G = d->n_heads / d->n_kv_heads, F = D / 2;
+    scorer_trig_phase(plan->trig_freqs, F, r->next_pos, b->trig_C, b->trig_S);
+    for (int l = 0; l < d->n_layers; l++) {
+        ZP_TRY(be->key_gather(be, d, k_cache, l, r->src, n, b->keys));
+        ZP_TRY(scorer_trig_across(plan->trig_mode, b->keys, n, D, d->n_kv_heads, G,
+                                  plan->trig_stats + (size_t)l * d->n_heads * 3 * F, b->trig_C, b->trig_S, r->protect,
+                                  d->n_layers, l == 0, b->trig_agg, b->scratch));
+    }
+    return ZP_OK;
 }
 
 zp_status zp_compress_host(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
@@ -88,11 +110,22 @@ zp_status zp_compress_host(zp_backend *be, const zp_attn_dims *d, const zp_score
         max_n = reqs[i].n > max_n ? reqs[i].n : max_n;
     }
     if (n_req <= 0) return ZP_OK;
+    const int across = plan->key_score == ZP_KEYS_TRIG && plan->trig_mode != ZP_TRIG_PER_LAYER_PERHEAD;
+    if (across && (layer0 != 0 || layer1 != d->n_layers))
+        return zp_fail(
+            ZP_ERR_INVALID,
+            "compression: TriAttention's modes across layers need every layer in one call (got %d to %d of %d)", layer0,
+            layer1, d->n_layers);
     host_bufs b;
     ZP_TRY(bufs_alloc(&b, d, max_n));
     zp_status st = ZP_OK;
-    for (int i = 0; i < n_req && st == ZP_OK; i++)
-        for (int l = layer0; l < layer1 && st == ZP_OK; l++) st = host_layer(be, d, plan, budget, l, &reqs[i], k_cache, v_cache, q_cache, score_cache, &b);
+    for (int i = 0; i < n_req && st == ZP_OK; i++) {
+        if (across)
+            st = trig_across(be, d, plan, &reqs[i], k_cache,
+                             &b); /* one set across layers, before any layer is compacted */
+        for (int l = layer0; l < layer1 && st == ZP_OK; l++)
+            st = host_layer(be, d, plan, budget, l, &reqs[i], k_cache, v_cache, q_cache, score_cache, &b);
+    }
     bufs_free(&b);
     return st;
 }

@@ -139,8 +139,12 @@ zp_status policy_param_choice(const cJSON *params, const char *policy, const cha
     if (!it) return ZP_OK;
     for (int i = 0; cJSON_IsString(it) && choices[i]; i++)
         if (!strcmp(it->valuestring, choices[i])) { *v = i; return ZP_OK; }
-    return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"%s\" must be one of %s%s%s", policy, key, choices[0],
-                   choices[1] ? ", " : "", choices[1] ? choices[1] : "");
+    char list[256];
+    size_t n = 0;
+    list[0] = 0;
+    for (int i = 0; choices[i] && n < sizeof list; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", choices[i]);
+    return zp_fail(ZP_ERR_INVALID, "policy %s: parameter \"%s\" must be one of %s", policy, key, list);
 }
 
 typedef struct {

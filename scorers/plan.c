@@ -30,7 +30,12 @@ zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const 
     const int n = v->n;
     float *A = scratch, *S = A + n, *P = A + 2 * n, *r = A + 3 * n, *tmp = A + 4 * n, *knorm = A + 6 * n;
     if (p->attention) ZP_TRY(scorer_window_attention(v, &p->attn, A, tmp));
-    else if (p->key_score == ZP_KEYS_TRIG) {
+    else if (p->key_score == ZP_KEYS_TRIG &&
+             p->trig_mode != ZP_TRIG_PER_LAYER_PERHEAD) { /* scored across layers beforehand */
+        if (!v->trig_agg)
+            return zp_fail(ZP_ERR_INVALID, "TriAttention's score across layers: none for layer %d", v->layer);
+        for (int t = 0; t < n; t++) A[t] = v->trig_agg[t];
+    } else if (p->key_score == ZP_KEYS_TRIG) {
         if (!v->trig_stats || !v->trig_C || !v->trig_S)
             return zp_fail(ZP_ERR_INVALID, "TriAttention's score: no statistics for layer %d", v->layer);
         ZP_TRY(scorer_trig_group(v->keys, n, v->head_dim, v->group, v->trig_stats, v->trig_C, v->trig_S, v->protect, A,

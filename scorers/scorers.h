@@ -26,6 +26,7 @@ typedef struct {
     const float *trig_stats;       /* [G][q_re | q_im | q_abs][D/2] this KV head's query heads' statistics */
     const double *trig_C, *trig_S; /* [D/2] scorer_trig_phase at the request's next position */
     int protect;                   /* leading tokens kept and never scored (the prompt, up to the budget) */
+    const float *trig_agg;         /* [n] a mode across layers: this KV head's aggregated scores (scorer_trig_across) */
 } zp_score_view;
 
 typedef enum {
@@ -95,6 +96,17 @@ void scorer_znorm(float *x, int n, float eps);
  * their scores of tokens [protect, n) z-normalised over those tokens (floor ZP_TRIG_STD_EPS).
  * stats: [G][q_re | q_im | q_abs][F]; C, S from scorer_trig_phase. scratch: [n] floats. */
 #define ZP_TRIG_STD_EPS 1e-6f
+/* TriAttention's modes: one kept set per (layer, KV head); per KV head across layers (the
+ * paper's: the mean over layers of the group's max); one set for every layer and head (the max). */
+typedef enum { ZP_TRIG_PER_LAYER_PERHEAD, ZP_TRIG_PER_HEAD, ZP_TRIG_UNION } zp_trig_mode;
+/* One layer's part of a mode across layers, into agg[Hkv][n] (first: the first layer, which
+ * sets it; keys [Hkv][n][D] of the layer, stats [Hkv * G][3][F] its query heads'): each query
+ * head's scores of tokens [protect, n) z-normalised, then per_head: agg += the group's max /
+ * n_layers; union: agg = max(agg, every row of every head), the same for every KV head. The
+ * prompt [0, protect) at +inf. scratch: [2n]. */
+zp_status scorer_trig_across(zp_trig_mode mode, const float *keys, int n, int D, int Hkv, int G, const float *stats,
+                             const double *C, const double *S, int protect, int n_layers, int first, float *agg,
+                             float *scratch);
 zp_status scorer_trig_group(const float *keys, int n, int D, int G, const float *stats, const double *C, const double *S, int protect,
                             float *out, float *scratch);
 
@@ -162,6 +174,7 @@ typedef struct {
      * trig fields): the policy names its statistics file, the engine loads it (engine/trig_stats.h)
      * and fills the rest before the plan runs */
     const char *trig_stats_path;
+    zp_trig_mode trig_mode;  /* per_layer_perhead (scorer_trig_group), or one set across layers (scorer_trig_across) */
     const float *trig_stats; /* [n_layers][Hq][q_re | q_im | q_abs][D/2] */
     const float *trig_freqs; /* [D/2] the model's RoPE frequencies */
 } zp_score_plan;

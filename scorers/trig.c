@@ -58,6 +58,43 @@ void scorer_znorm(float *x, int n, float eps) {
     for (int t = 0; t < n; t++) x[t] = (float)((x[t] - m) / sd);
 }
 
+zp_status scorer_trig_across(zp_trig_mode mode, const float *keys, int n, int D, int Hkv, int G, const float *stats,
+                             const double *C, const double *S, int protect, int n_layers, int first, float *agg,
+                             float *scratch) {
+    if (protect < 0 || protect > n || n_layers < 1)
+        return zp_fail(ZP_ERR_INVALID, "trig scores: %d protected tokens of %d", protect, n);
+    const int F = D / 2, m = n - protect;
+    float *row = scratch, *gmax = scratch + n;
+    for (int h = 0; h < Hkv; h++) {
+        float *a = agg + (size_t)h * n;
+        if (first)
+            for (int t = 0; t < n; t++) a[t] = t < protect ? INFINITY : mode == ZP_TRIG_UNION ? -INFINITY : 0.f;
+        for (int t = 0; t < m; t++) gmax[t] = -INFINITY;
+        for (int g = 0; g < G; g++) {
+            const float *q = stats + ((size_t)h * G + (size_t)g) * 3 * F;
+            scorer_trig_score(keys + ((size_t)h * n + (size_t)protect) * D, m, D, q, q + F, q + 2 * F, C, S, row);
+            scorer_znorm(row, m, ZP_TRIG_STD_EPS);
+            for (int t = 0; t < m; t++) gmax[t] = row[t] > gmax[t] ? row[t] : gmax[t];
+        }
+        for (int t = 0; t < m; t++) {
+            if (mode == ZP_TRIG_PER_HEAD)
+                a[protect + t] += gmax[t] / (float)n_layers;
+            else if (gmax[t] > a[protect + t])
+                a[protect + t] = gmax[t];
+        }
+    }
+    if (mode == ZP_TRIG_UNION) /* one set: every KV head's row becomes the max over all of them */
+        for (int h = 1; h < Hkv; h++)
+            for (int t = protect; t < n; t++) {
+                float *a0 = agg + t, *ah = agg + (size_t)h * n + t;
+                if (*ah > *a0) *a0 = *ah;
+            }
+    if (mode == ZP_TRIG_UNION)
+        for (int h = 1; h < Hkv; h++)
+            for (int t = protect; t < n; t++) agg[(size_t)h * n + t] = agg[t];
+    return ZP_OK;
+}
+
 zp_status scorer_trig_group(const float *keys, int n, int D, int G, const float *stats, const double *C, const double *S, int protect,
                             float *out, float *scratch) {
     if (protect < 0 || protect > n) return zp_fail(ZP_ERR_INVALID, "trig scores: %d protected tokens of %d", protect, n);

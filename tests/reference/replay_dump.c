@@ -11,10 +11,11 @@
  * the scheduler (one request, in-place targets).
  * Input (little-endian): int32 H_kv, N, D, G, P (prompt), budget, block_size, window; then
  * float32 keys [H_kv][N][D] and queries [H_kv][N][G][D]; for TriAttention (a policy that
- * needs_stats) then float32 statistics [H_q][q_re | q_im | q_abs][D/2] and RoPE frequencies
- * [D/2], which the compressor takes as the engine's compressor_load_trig leaves them. A
- * compression at newest token t runs with the request's next position t + 1 and its prompt P.
- * Output: one line a KV head, the held positions in physical order.
+ * needs_stats) then int32 L (layers), float32 keys of layers 1 .. L - 1 [L - 1][H_kv][N][D],
+ * statistics [L][H_q][q_re | q_im | q_abs][D/2] and RoPE frequencies [D/2], which the
+ * compressor takes as the engine's compressor_load_trig leaves them. A compression at newest
+ * token t runs with the request's next position t + 1 and its prompt P.
+ * Output: one line a (layer, KV head), layer-major: the held positions in physical order.
  * Usage: replay_dump CASE.bin POLICY PARAMS_JSON */
 #include <math.h>
 #include <stdio.h>
@@ -25,8 +26,8 @@
 #include "compress.h"
 
 typedef struct {
-    int H, N, D, G, P, budget, bs, w;
-    const float *keys, *queries; /* [H][N][D], [H][N][G][D] */
+    int H, N, D, G, P, budget, bs, w, L;
+    const float *keys, *queries; /* [L][H][N][D], [H][N][G][D] */
     zp_backend *be;
     zp_model m;
     zp_kv_storage kv;
@@ -49,9 +50,13 @@ static void run_rows(replay *r, int t0, int t1) {
         slots[i] = r->table[r->n_kv / r->bs] * r->bs + r->n_kv % r->bs;
         positions[i] = t;
         for (int h = 0; h < r->H; h++) {
-            memcpy(kc + ((size_t)slots[i] * r->H + h) * D, r->keys + ((size_t)h * r->N + t) * D, sizeof(float) * D);
-            memset(vc + ((size_t)slots[i] * r->H + h) * D, 0, sizeof(float) * D);
-            vc[((size_t)slots[i] * r->H + h) * D] = (float)t;
+            for (int l = 0; l < r->L; l++) { /* layer l's cache at l x the pool's elements (cpu_kv_layer) */
+                const size_t lo = (size_t)l * r->kv.dims.num_blocks * r->bs * r->H * D,
+                             at = lo + ((size_t)slots[i] * r->H + h) * D;
+                memcpy(kc + at, r->keys + (((size_t)l * r->H + h) * r->N + t) * D, sizeof(float) * D);
+                memset(vc + at, 0, sizeof(float) * D);
+                vc[at] = (float)t;
+            }
             for (int g = 0; g < r->G; g++)
                 memcpy(q + ((size_t)i * Hq + h * r->G + g) * D, r->queries + (((size_t)h * r->N + t) * r->G + g) * D, sizeof(float) * D);
         }
@@ -108,10 +113,24 @@ int main(int argc, char **argv) {
     }
     const zp_policy_ops *ops = policy_find(argv[2]);
     float *trig = NULL, *freqs = NULL;
+    r.L = 1;
     if (ops && ops->needs_stats) {
-        const size_t F = (size_t)r.D / 2, ns = (size_t)r.H * r.G * 3 * F;
+        int32_t L;
+        if (fread(&L, sizeof L, 1, f) != 1 || L < 1 || L > 64) {
+            fprintf(stderr, "replay_dump: %s has no layer count for %s\n", argv[1], argv[2]);
+            return 1;
+        }
+        r.L = L;
+        float *all = realloc(keys, sizeof(float) * nk * (size_t)L);
+        if (!all) {
+            fprintf(stderr, "replay_dump: out of memory\n");
+            return 1;
+        }
+        keys = all;
+        const size_t F = (size_t)r.D / 2, ns = (size_t)L * r.H * r.G * 3 * F, more = nk * (size_t)(L - 1);
         trig = malloc(sizeof(float) * ns), freqs = malloc(sizeof(float) * F);
-        if (!trig || !freqs || fread(trig, sizeof(float), ns, f) != ns || fread(freqs, sizeof(float), F, f) != F) {
+        if (!trig || !freqs || fread(keys + nk, sizeof(float), more, f) != more ||
+            fread(trig, sizeof(float), ns, f) != ns || fread(freqs, sizeof(float), F, f) != F) {
             fprintf(stderr, "replay_dump: %s has no statistics for %s\n", argv[1], argv[2]);
             return 1;
         }
@@ -121,8 +140,8 @@ int main(int argc, char **argv) {
     const int Hq = r.H * r.G, NB = 2 * (r.budget / r.bs + 1);
     TRY(zp_backend_cpu_create(1, &r.be));
     r.m.be = r.be;
-    r.m.cfg.n_layers = 1, r.m.cfg.n_heads = Hq, r.m.cfg.n_kv_heads = r.H, r.m.cfg.head_dim = r.D;
-    r.kv.dims = (zp_attn_dims){.n_layers = 1,
+    r.m.cfg.n_layers = r.L, r.m.cfg.n_heads = Hq, r.m.cfg.n_kv_heads = r.H, r.m.cfg.head_dim = r.D;
+    r.kv.dims = (zp_attn_dims){.n_layers = r.L,
                                .n_heads = Hq,
                                .n_kv_heads = r.H,
                                .head_dim = r.D,
@@ -133,9 +152,9 @@ int main(int argc, char **argv) {
                                .window = r.w,
                                .n_qslots = 1};
 
-    TRY(r.be->alloc_cache(r.be, (size_t)NB * r.bs * r.H * r.D, &r.kv.k));
-    TRY(r.be->alloc_cache(r.be, (size_t)NB * r.bs * r.H * r.D, &r.kv.v));
-    TRY(r.be->alloc_cache(r.be, (size_t)r.w * Hq * r.D, &r.kv.q));
+    TRY(r.be->alloc_cache(r.be, (size_t)r.L * NB * r.bs * r.H * r.D, &r.kv.k));
+    TRY(r.be->alloc_cache(r.be, (size_t)r.L * NB * r.bs * r.H * r.D, &r.kv.v));
+    TRY(r.be->alloc_cache(r.be, (size_t)r.L * r.w * Hq * r.D, &r.kv.q));
     TRY(r.be->alloc(r.be, (size_t)NB * r.bs * r.H, ZP_ACT_F32, &r.kv.score));
     TRY(r.be->alloc(r.be, (size_t)r.P * Hq * r.D, ZP_ACT_F32, &r.qbuf));
     TRY(r.be->alloc(r.be, (size_t)r.P * Hq * 2, ZP_ACT_F32, &r.stats));
@@ -163,10 +182,12 @@ int main(int argc, char **argv) {
     }
     float *v = malloc(sizeof(float) * (size_t)r.H * r.n_kv * r.D); /* [H][n][D] in physical order */
     if (!v) { fprintf(stderr, "replay_dump: out of memory\n"); return 1; }
-    TRY(r.be->key_gather(r.be, &r.kv.dims, r.kv.v, 0, r.table, r.n_kv, v));
-    for (int hd = 0; hd < r.H; hd++) {
-        for (int i = 0; i < r.n_kv; i++) printf(i ? " %d" : "%d", (int)v[((size_t)hd * r.n_kv + i) * r.D]);
-        printf("\n");
+    for (int l = 0; l < r.L; l++) {
+        TRY(r.be->key_gather(r.be, &r.kv.dims, r.kv.v, l, r.table, r.n_kv, v));
+        for (int hd = 0; hd < r.H; hd++) {
+            for (int i = 0; i < r.n_kv; i++) printf(i ? " %d" : "%d", (int)v[((size_t)hd * r.n_kv + i) * r.D]);
+            printf("\n");
+        }
     }
     free(v);
     compressor_free(&r.comp);

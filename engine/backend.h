@@ -51,6 +51,32 @@ typedef struct {
     const int *layer_view;    /* [L] or NULL */
 } zp_batch;
 
+/* A prefill step of one sequence (rows are its tokens [kv_len - n_tokens, kv_len), one view, the
+ * last row's logits): the batch and the one-sequence arrays it points into. */
+typedef struct {
+    int q_start, q_len, kv_len, out_row;
+    zp_batch b;
+} zp_batch_one;
+/* Fills *o (which the batch points into: keep it alive while b is used). */
+static inline void zp_batch_one_prefill(zp_batch_one *o, const int *ids, const int *positions, const int *slots,
+                                        int n_tokens, int kv_len, const int *block_table, int max_blocks) {
+    o->q_start = 0, o->q_len = n_tokens, o->kv_len = kv_len, o->out_row = n_tokens - 1;
+    o->b = (zp_batch){.n_tokens = n_tokens,
+                      .n_seqs = 1,
+                      .token_ids = ids,
+                      .positions = positions,
+                      .slot_mapping = slots,
+                      .seq_q_start = &o->q_start,
+                      .seq_q_len = &o->q_len,
+                      .seq_kv_len = &o->kv_len,
+                      .block_tables = block_table,
+                      .max_blocks = max_blocks,
+                      .n_out = 1,
+                      .out_rows = &o->out_row,
+                      .is_prefill = 1,
+                      .n_views = 1};
+}
+
 /* The view layer `layer` reads. */
 static inline int zp_batch_view(const zp_batch *b, int layer) { return b->layer_view ? b->layer_view[layer] : 0; }
 /* The step as layer `layer` sees it: block_tables and seq_kv_len of its view. */

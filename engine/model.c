@@ -520,6 +520,7 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     ZP_TRY(be->matmul(be, m->qkv, OP, m->hn, w->wqkv, w->bqkv, T, nqkv, H));
     if (kv->calibrate) ZP_TRY(calibrate_layer(m, w, kv, l));
     ZP_TRY(be->qkv_rope_store(be, &kv->dims, m->qkv, m->q, w->q_norm, w->k_norm, kv->k, kv->v, l));
+    if (m->q_hook) ZP_TRY(m->q_hook(m->q_hook_ctx, m, l, T));
     if (kv->q) ZP_TRY(be->query_store(be, &kv->dims, m->q, kv->q, l));
     if (kv->history_live) ZP_TRY(be->attn_history(be, &kv->dims, m->q, kv->k, kv->score, m->hstats, l));
     if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));

@@ -37,7 +37,7 @@ typedef struct {
     zp_attn_dims dims;
 } zp_kv_storage;
 
-typedef struct {
+typedef struct zp_model {
     zp_model_config cfg;
     zp_backend *be;
     void *embed;        /* [V, H] */
@@ -57,6 +57,10 @@ typedef struct {
     int act_rows, out_rows_cap;
     void *x, *hn, *h, *qkv, *q, *att, *gu, *act, *xo, *xn, *logits;
     void *hstats;       /* [rows][Hq][2] attn_history's softmax statistics */
+    /* when set: called after each layer's queries are normed and rotated (m->q, [T][Hq][D] f32 on
+     * the backend), before attention; TriAttention's calibration reads them (trig_calibrate.c) */
+    zp_status (*q_hook)(void *ctx, struct zp_model *m, int layer, int T);
+    void *q_hook_ctx;
 } zp_model;
 
 /* Loads DIR (config.json, generation_config.json, safetensors) onto backend be. */

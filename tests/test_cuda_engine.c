@@ -35,7 +35,7 @@ static void teacher_forced_kv(const char *preset, int fp32, int kv_fp8, int cali
     zp_kv_storage kv[2];
     CHECK_OK(zp_backend_cpu_create(2, &be[0]));
     CHECK_OK(zp_backend_cuda_create(0, fp32, NULL, &be[1]));
-    int ids[N], pos[N], slots[N], bt[N / BS + 1], z = 0, n = N, last = N - 1;
+    int ids[N], pos[N], slots[N], bt[N / BS + 1];
     for (int i = 0; i < N; i++) { ids[i] = (int)(zp_rng_uniform(4, 0, 0, (uint32_t)i) * 1000) % 1000; pos[i] = i; }
     for (int b = 0; b <= N / BS; b++) bt[b] = (b * 7) % (N / BS + 1); /* scattered */
     for (int i = 0; i < N; i++) slots[i] = bt[i / BS] * BS + i % BS;
@@ -44,21 +44,9 @@ static void teacher_forced_kv(const char *preset, int fp32, int kv_fp8, int cali
         CHECK_OK(zp_model_load(zp_test_model(preset), be[k], &m[k]));
         CHECK_OK(zp_model_kv_alloc_typed(m[k], N / BS + 1, BS, kv_fp8, calibrate, &kv[k]));
         lg[k] = malloc(sizeof(float) * (size_t)m[k]->cfg.vocab);
-        zp_batch b = {.n_tokens = N,
-                      .n_seqs = 1,
-                      .token_ids = ids,
-                      .positions = pos,
-                      .slot_mapping = slots,
-                      .seq_q_start = &z,
-                      .seq_q_len = &n,
-                      .seq_kv_len = &n,
-                      .block_tables = bt,
-                      .max_blocks = N / BS + 1,
-                      .n_out = 1,
-                      .out_rows = &last,
-                      .is_prefill = 1,
-                      .n_views = 1};
-        CHECK_OK(zp_model_forward(m[k], &b, &kv[k], lg[k]));
+        zp_batch_one one;
+        zp_batch_one_prefill(&one, ids, pos, slots, N, N, bt, N / BS + 1);
+        CHECK_OK(zp_model_forward(m[k], &one.b, &kv[k], lg[k]));
     }
     const int V = m[0]->cfg.vocab;
     double scale = zp_max_abs(lg[0], V), diff = zp_max_abs_diff(lg[0], lg[1], V);

@@ -170,23 +170,11 @@ static void test_golden(const char *preset) {
     fixture f;
     fx_open(&f, preset, 2, 16);
     float *lg = malloc(sizeof(float) * V);
-    int pos[N], slots[N], bt[2] = {0, 1}, z = 0, n = N, last = N - 1;
+    int pos[N], slots[N], bt[2] = {0, 1};
     for (int t = 0; t < N; t++) pos[t] = slots[t] = t;
-    zp_batch b = {.n_tokens = N,
-                  .n_seqs = 1,
-                  .token_ids = ids,
-                  .positions = pos,
-                  .slot_mapping = slots,
-                  .seq_q_start = &z,
-                  .seq_q_len = &n,
-                  .seq_kv_len = &n,
-                  .block_tables = bt,
-                  .max_blocks = 2,
-                  .n_out = 1,
-                  .out_rows = &last,
-                  .is_prefill = 1,
-                  .n_views = 1};
-    CHECK_OK(zp_model_forward(f.m, &b, &f.kv, lg));
+    zp_batch_one one;
+    zp_batch_one_prefill(&one, ids, pos, slots, N, N, bt, 2);
+    CHECK_OK(zp_model_forward(f.m, &one.b, &f.kv, lg));
     double ss = 0;
     for (int v = 0; v < V; v++) ss += (double)lg[v] * lg[v];
     char path[512];
@@ -238,28 +226,16 @@ static void test_random_weights(const char *preset) {
     CHECK_OK(zp_model_load_random(preset, 7, be, &m[1]));
     CHECK(m[0]->n_params == m[1]->n_params);
     const int V = m[0]->cfg.vocab;
-    int ids[N], pos[N], slots[N], bt[2] = {0, 1}, q0 = 0, ql = N, kvl = N, last = N - 1;
+    int ids[N], pos[N], slots[N], bt[2] = {0, 1};
     prompt_of(ids, N, V, 9);
     for (int t = 0; t < N; t++) { pos[t] = t; slots[t] = t; }
     float *lg[2];
     for (int k = 0; k < 2; k++) {
         CHECK_OK(zp_model_kv_alloc(m[k], 2, 16, &kv[k]));
         lg[k] = malloc(sizeof(float) * V);
-        zp_batch b = {.n_tokens = N,
-                      .n_seqs = 1,
-                      .token_ids = ids,
-                      .positions = pos,
-                      .slot_mapping = slots,
-                      .seq_q_start = &q0,
-                      .seq_q_len = &ql,
-                      .seq_kv_len = &kvl,
-                      .block_tables = bt,
-                      .max_blocks = 2,
-                      .n_out = 1,
-                      .out_rows = &last,
-                      .is_prefill = 1,
-                      .n_views = 1};
-        CHECK_OK(zp_model_forward(m[k], &b, &kv[k], lg[k]));
+        zp_batch_one one;
+        zp_batch_one_prefill(&one, ids, pos, slots, N, N, bt, 2);
+        CHECK_OK(zp_model_forward(m[k], &one.b, &kv[k], lg[k]));
     }
     CHECK(memcmp(lg[0], lg[1], sizeof(float) * V) == 0);
     CHECK_FAILS(zp_model_load_random("no-such-preset", 7, be, &m[0]), ZP_ERR_INVALID, "neither a config file nor a preset");

@@ -106,22 +106,9 @@ static zp_status rank_run(rank_job *j) {
         pos[i] = i, slots[i] = bt[i / BS] * BS + i % BS;
     }
     if (s == ZP_OK) {
-        int q0 = 0, ql = N_PROMPT, kvl = N_PROMPT, last = N_PROMPT - 1;
-        zp_batch b = {.n_tokens = N_PROMPT,
-                      .n_seqs = 1,
-                      .token_ids = ids,
-                      .positions = pos,
-                      .slot_mapping = slots,
-                      .seq_q_start = &q0,
-                      .seq_q_len = &ql,
-                      .seq_kv_len = &kvl,
-                      .block_tables = bt,
-                      .max_blocks = 4,
-                      .n_out = 1,
-                      .out_rows = &last,
-                      .is_prefill = 1,
-                      .n_views = 1};
-        s = zp_model_forward(m, &b, &kv, j->logits);
+        zp_batch_one one;
+        zp_batch_one_prefill(&one, ids, pos, slots, N_PROMPT, N_PROMPT, bt, 4);
+        s = zp_model_forward(m, &one.b, &kv, j->logits);
     }
     for (int g = 0; s == ZP_OK && g < N_DECODE; g++) {
         int tok = j->tokens[g] = argmax(j->logits + (size_t)g * V, V), p = N_PROMPT + g, slot = bt[p / BS] * BS + p % BS;

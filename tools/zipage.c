@@ -23,6 +23,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_fidelity(int argc, char **argv);
 int cmd_grade(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 static const struct {
     const char *name;
@@ -36,8 +37,12 @@ static const struct {
     {"run", cmd_run, "run an experiment (experiments/NAME.json): sweeps, runs.csv, samples.jsonl, meta.json"},
     {"table", cmd_table, "Markdown table (or plot data) of an experiment's runs.csv"},
     {"fidelity", cmd_fidelity, "teacher-forced KL and top-1 agreement of each policy against full KV"},
-    {"grade", cmd_grade, "grade finished outputs again (a results folder in place, or foreign JSONL) with either grader"},
-    {"serve", cmd_serve, "an OpenAI-compatible HTTP server on the engine (any policy): /v1/completions, /v1/chat/completions, /metrics"},
+    {"grade", cmd_grade,
+     "grade finished outputs again (a results folder in place, or foreign JSONL) with either grader"},
+    {"calibrate", cmd_calibrate,
+     "TriAttention's statistics of a model from calibration text (the triattention policy's \"stats\")"},
+    {"serve", cmd_serve,
+     "an OpenAI-compatible HTTP server on the engine (any policy): /v1/completions, /v1/chat/completions, /metrics"},
     {"merge", cmd_merge, "merge shard runs.csv files into one, by run id"},
     {"prompts", cmd_prompts, "render a dataset through the model's chat template and tokenize it (JSON lines)"},
     {"tokenize", cmd_tokenize, "text to token ids (or --decode ids to text) with a model's tokenizer"},

@@ -42,6 +42,7 @@ zp_status compressor_load_trig(zp_compressor *c, const zp_model_config *mc) {
         memcpy(c->trig_stats + (r * 3 + 2) * F, s.abs_mean + r * F, sizeof(float) * F);
     }
     zp_trig_stats_free(&s);
+    c->trig_across = plan.trig_mode != ZP_TRIG_PER_LAYER_PERHEAD;
     float attention_factor;
     zp_rope_frequencies(&mc->rope, mc->head_dim, c->trig_freqs, &attention_factor);
     return ZP_OK;
@@ -168,10 +169,8 @@ zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_se
         if (l >= 0) layer_requests(c, seqs, n, l, use_hist, tabs ? tabs + (size_t)v * n * max_blocks : NULL, max_blocks, reqs + (size_t)v * n);
     }
     const double t0 = zp_now();
-    zp_score_plan pl; /* TriAttention across layers: every layer in one call (it scores them all before it selects) */
-    const int across = policy_plan(&c->policy, c->geo.budget, c->geo.window, &pl) == ZP_OK &&
-                       pl.key_score == ZP_KEYS_TRIG && pl.trig_mode != ZP_TRIG_PER_LAYER_PERHEAD;
-    const int group = across ? mc->n_layers : device_layer_group(mc, seqs, n);
+    /* TriAttention across layers: every layer in one call (it scores them all before it selects) */
+    const int group = c->trig_across ? mc->n_layers : device_layer_group(mc, seqs, n);
     for (int l0 = 0, l1; l0 < mc->n_layers && st == ZP_OK; l0 = l1) {
         for (l1 = l0 + 1; l1 < mc->n_layers && l1 - l0 < group && view_of(c, l1) == view_of(c, l0); l1++) {}
         st = compress_layers(c, m, kv, reqs + (size_t)view_of(c, l0) * n, n, l0, l1, use_hist);

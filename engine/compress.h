@@ -40,7 +40,8 @@ typedef struct {
     int device;         /* 0: zp_compress_host even where the backend's `compress` runs on the device */
     int history_live;   /* the engine plan's history_live: the stored history covers every token */
     float *trig_stats,
-        *trig_freqs; /* TriAttention's statistics [L][Hq][3][D/2] and RoPE frequencies [D/2] (compressor_load_trig) */
+        *trig_freqs; /* TriAttention's statistics [L][Hq][3][D/2], RoPE frequencies [D/2] (compressor_load_trig) */
+    int trig_across; /* TriAttention in a mode across layers: every layer in one call (compressor_load_trig) */
     zp_compress_stats stats;
 } zp_compressor;
 

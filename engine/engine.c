@@ -57,15 +57,11 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     e->comp.layers = &e->layers;
     e->comp.device = !c->host_only;
     ZP_TRY(compressor_load_trig(&e->comp, &e->model_cfg));
-    if (e->comp.trig_stats && e->layers.n_views > 1) {
-        zp_score_plan pl;
-        if (policy_plan(&e->comp.policy, p->geo.budget, p->geo.window, &pl) == ZP_OK &&
-            pl.trig_mode != ZP_TRIG_PER_LAYER_PERHEAD)
-            return zp_fail(ZP_ERR_INVALID,
-                           "policy %s: a mode across layers needs layer_budget uniform (one kept set for layers of "
-                           "different budgets)",
-                           p->ops->name);
-    }
+    if (e->comp.trig_across && e->layers.n_views > 1)
+        return zp_fail(
+            ZP_ERR_INVALID,
+            "policy %s: a mode across layers needs layer_budget uniform (one kept set for layers of different budgets)",
+            p->ops->name);
     if (e->comp.trig_stats && e->tp > 1)
         return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s: not with tensor parallelism yet (tp %d)", p->ops->name, e->tp);
     if (e->comp.trig_stats && e->comp.device && e->be->compress != zp_compress_host)

@@ -169,6 +169,9 @@ int main(int argc, char **argv) {
     TRY(compressor_init(&r.comp, ops, argv[3], &geo, live));
     r.comp.device = 0;
     r.comp.trig_stats = trig, r.comp.trig_freqs = freqs; /* compressor_free frees them */
+    zp_score_plan tplan;                                 /* as compressor_load_trig settles it */
+    if (trig && policy_plan(&r.comp.policy, geo.budget, geo.window, &tplan) == ZP_OK)
+        r.comp.trig_across = tplan.trig_mode != ZP_TRIG_PER_LAYER_PERHEAD;
     r.kv.history_live = live;
     r.table = malloc(sizeof(int) * (NB + 1));
     r.free_blocks = malloc(sizeof(int) * NB);

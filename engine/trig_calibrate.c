@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "rope.h"
-#include "safetensors.h"
 
 typedef struct {
     const int *positions;  /* of the chunk's rows */
@@ -91,28 +90,4 @@ zp_status zp_trig_calibrate(zp_model *m, const int *ids, int n, int chunk, zp_tr
     }
     *out = s;
     return ZP_OK;
-}
-
-zp_status zp_trig_stats_write(const char *path, const zp_trig_stats *s) {
-    const int n = 3 * s->n_layers;
-    zp_st_entry *e = calloc((size_t)n, sizeof *e);
-    char(*names)[48] = calloc((size_t)n, sizeof *names);
-    if (!e || !names) {
-        free(e), free(names);
-        return zp_fail(ZP_ERR_OOM, "%s: no memory for the statistics' header", path);
-    }
-    const float *fields[3] = {s->mean_re, s->mean_im, s->abs_mean};
-    static const char *const field_names[3] = {"q_mean_real", "q_mean_imag", "q_abs_mean"};
-    for (int i = 0; i < n; i++) {
-        const int l = i / 3, f = i % 3;
-        snprintf(names[i], sizeof names[i], "layer.%d.%s", l, field_names[f]);
-        e[i] = (zp_st_entry){.name = names[i],
-                             .dtype = ZP_DTYPE_F32,
-                             .ndim = 2,
-                             .shape = {s->n_heads, s->half},
-                             .data = zp_trig_stats_row(fields[f], s, l, 0)};
-    }
-    zp_status st = zp_st_write(path, e, n);
-    free(e), free(names);
-    return st;
 }

@@ -14,7 +14,5 @@
 /* The statistics of model m over ids[n] (prefill chunks of up to `chunk` tokens) into *out
  * (zp_trig_stats_free frees it). */
 zp_status zp_trig_calibrate(zp_model *m, const int *ids, int n, int chunk, zp_trig_stats *out);
-/* Writes s as the harness's statistics file (trig_stats.h's tensors; the writer's metadata). */
-zp_status zp_trig_stats_write(const char *path, const zp_trig_stats *s);
 
 #endif

@@ -21,6 +21,8 @@ typedef struct {
 /* The statistics of `path` for the model of config mc (zeroed *out on error). */
 zp_status zp_trig_stats_load(const char *path, const zp_model_config *mc, zp_trig_stats *out);
 void zp_trig_stats_free(zp_trig_stats *s);
+/* Writes s as the harness's statistics file (trig_stats.h's tensors; the writer's metadata). */
+zp_status zp_trig_stats_write(const char *path, const zp_trig_stats *s);
 /* Layer l, query head h's three rows of `half` floats. */
 static inline const float *zp_trig_stats_row(const float *field, const zp_trig_stats *s, int l, int h) {
     return field + ((size_t)l * (size_t)s->n_heads + (size_t)h) * (size_t)s->half;

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "mkmodel.h"
-#include "safetensors.h"
+#include "trig_stats.h"
 
 int zp_test_failures = 0;
 
@@ -94,30 +94,24 @@ double zp_max_abs(const float *a, size_t n) {
 
 const char *zp_test_trig_stats(const char *name, int layers, int heads, int half) {
     static char path[512];
-    static const char *const fields[3] = {"q_mean_real", "q_mean_imag", "q_abs_mean"};
-    const size_t per = (size_t)heads * (size_t)half;
-    float *v = malloc(sizeof(float) * (size_t)layers * 3 * per);
-    zp_st_entry *e = malloc(sizeof *e * (size_t)layers * 3);
-    char(*names)[48] = malloc(sizeof *names * (size_t)layers * 3);
-    CHECK(v && e && names);
-    if (!v || !e || !names) {
-        free(v);
-        free(e);
-        free(names);
-        return "";
-    }
-    for (int k = 0; k < layers * 3; k++) {
-        const int l = k / 3, f = k % 3;
-        float *x = v + (size_t)k * per;
-        for (size_t i = 0; i < per; i++)
-            x[i] =
-                f == 2 ? 1.5f + 0.01f * (float)(i % 7) : 0.3f * (float)((i * (size_t)(f + 3) + (size_t)l) % 11) - 1.5f;
-        snprintf(names[k], sizeof names[k], "layer.%d.%s", l, fields[f]);
-        e[k] = (zp_st_entry){.name = names[k], .dtype = ZP_DTYPE_F32, .ndim = 2, .shape = {heads, half}, .data = x};
-    }
+    const size_t cells = (size_t)layers * (size_t)heads * (size_t)half;
+    zp_trig_stats s = {.n_layers = layers,
+                       .n_heads = heads,
+                       .half = half,
+                       .mean_re = malloc(sizeof(float) * cells),
+                       .mean_im = malloc(sizeof(float) * cells),
+                       .abs_mean = malloc(sizeof(float) * cells)};
+    CHECK(s.mean_re && s.mean_im && s.abs_mean);
+    float *fields[3] = {s.mean_re, s.mean_im, s.abs_mean};
+    for (int f = 0; f < 3 && s.mean_re && s.mean_im && s.abs_mean; f++)
+        for (size_t i = 0; i < cells; i++) {
+            const size_t l = i / ((size_t)heads * (size_t)half), in = i % ((size_t)heads * (size_t)half);
+            fields[f][i] =
+                f == 2 ? 1.5f + 0.01f * (float)(in % 7) : 0.3f * (float)((in * (size_t)(f + 3) + l) % 11) - 1.5f;
+        }
     snprintf(path, sizeof path, "%s/%s.safetensors", ZP_TEST_TMP, name);
-    CHECK_OK(zp_st_write(path, e, layers * 3));
-    free(v), free(e), free(names);
+    CHECK_OK(zp_trig_stats_write(path, &s));
+    zp_trig_stats_free(&s);
     return path;
 }
 

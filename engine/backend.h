@@ -235,9 +235,10 @@ struct zp_backend {
     /* For layers [layer0, layer1) of n_req requests and every KV head: runs `plan` (scores
      * from the K cache, the query cache and, when score_cache, the stored history), keeps
      * `budget` tokens and compacts K, V (and the new history into score_cache) into each
-     * request's dst table. CPU: on the host through the ops above (zp_compress_host, the
-     * reference); CUDA: on the device, ordered after the model work already issued and
-     * asynchronous to the caller. compress_wait blocks until all of it has finished. */
+     * request's dst table. CUDA: on the device, ordered after the model work already issued and
+     * asynchronous to the caller; NULL on the CPU backend, where the compressor runs the plan on
+     * the host through the ops above (zp_compress_host, compress/compress.h: the reference).
+     * compress_wait blocks until all of it has finished. */
     zp_status (*compress)(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
                           const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache,
                           void *score_cache);

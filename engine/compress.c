@@ -56,9 +56,9 @@ void compressor_free(zp_compressor *c) {
 }
 
 /* A request to compress holds a query slot and more tokens than its budget, its last block in use. */
-static zp_status check_request(const zp_compressor *c, const zp_seq *q) {
+static zp_status check_request(const zp_compressor *c, const zp_compress_item *q) {
     const int budget = c->geo.budget, bs = c->geo.block_size;
-    if (q->qid < 0 || !q->compressing || q->n_kv > q->n_blocks * bs || q->n_kv <= (q->n_blocks - 1) * bs ||
+    if (q->qid < 0 || !q->target || q->n_kv > q->n_blocks * bs || q->n_kv <= (q->n_blocks - 1) * bs ||
         q->n_kv <= budget)
         return zp_fail(ZP_ERR_INVALID, "compression of request %lld: inconsistent state (slot %d, %d tokens in %d blocks, budget %d)",
                        (long long)q->request_id, q->qid, q->n_kv, q->n_blocks, budget);
@@ -89,9 +89,9 @@ static void count_compression(zp_compressor *c, const zp_model_config *mc, int n
 /* Layers per `compress` call: all of them when the longest request's score rows fit the work
  * area (one device launch of n_layers x Hkv jobs per request instead of small ones that leave
  * most SMs idle), fewer for very long requests. */
-static int device_layer_group(const zp_model_config *mc, zp_seq *const *seqs, int n) {
+static int device_layer_group(const zp_model_config *mc, const zp_compress_item *items, int n) {
     int max_n = 1;
-    for (int i = 0; i < n; i++) max_n = seqs[i]->n_kv > max_n ? seqs[i]->n_kv : max_n;
+    for (int i = 0; i < n; i++) max_n = items[i].n_kv > max_n ? items[i].n_kv : max_n;
     const size_t per_layer = (size_t)max_n * (size_t)mc->n_kv_heads, fit = ZP_COMPRESS_DEVICE_ROWS / per_layer;
     return fit < 1 ? 1 : fit > (size_t)mc->n_layers ? mc->n_layers : (int)fit;
 }
@@ -99,11 +99,11 @@ static int device_layer_group(const zp_model_config *mc, zp_seq *const *seqs, in
 /* The requests of layer l: a compressed request reads its blocks without the layer's dead ones
  * (its view, written into tabs [n][max_blocks]); every one writes the first budget / bs target
  * blocks. */
-static void layer_requests(const zp_compressor *c, zp_seq *const *seqs, int n, int l, int use_hist, int *tabs, int max_blocks,
-                           zp_compress_req *reqs) {
+static void layer_requests(const zp_compressor *c, const zp_compress_item *items, int n, int l, int use_hist, int *tabs,
+                           int max_blocks, zp_compress_req *reqs) {
     const int bs = c->geo.block_size, budget = layer_budget(c, l), dead = layer_dead(c, l);
     for (int i = 0; i < n; i++) {
-        const zp_seq *q = seqs[i];
+        const zp_compress_item *q = items + i;
         const int *src = q->blocks;
         int live = q->n_kv;
         if (q->compressed && dead > 0) {
@@ -118,13 +118,13 @@ static void layer_requests(const zp_compressor *c, zp_seq *const *seqs, int n, i
                                     .n = live,
                                     .n_hist = use_hist ? n_hist : 0,
                                     .qid = q->qid,
-                                    .next_pos = q->n_done,
+                                    .next_pos = q->next_pos,
                                     .protect = q->n_prompt < budget ? q->n_prompt : budget};
     }
 }
 
 /* Layers [l0, l1) of one budget, all requests: the backend's `compress` (zp_compress_host when
- * `device` is 0) in chunks within ZP_COMPRESS_DEVICE_ROWS score rows. */
+ * `device` is 0 or the backend has none, as the CPU's) in chunks within ZP_COMPRESS_DEVICE_ROWS score rows. */
 static zp_status compress_layers(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_req *reqs, int n, int l0, int l1,
                                  int use_hist) {
     zp_backend *be = m->be;
@@ -141,8 +141,8 @@ static zp_status compress_layers(zp_compressor *c, zp_model *m, zp_kv_storage *k
             if (r1 > r0 && rows + add > ZP_COMPRESS_DEVICE_ROWS) break;
             rows += add;
         }
-        st = (c->device ? be->compress : zp_compress_host)(be, &kv->dims, &plan, budget, l0, l1, reqs + r0, r1 - r0, kv->k, kv->v, kv->q,
-                                                            use_hist ? kv->score : NULL);
+        st = (c->device && be->compress ? be->compress : zp_compress_host)(
+            be, &kv->dims, &plan, budget, l0, l1, reqs + r0, r1 - r0, kv->k, kv->v, kv->q, use_hist ? kv->score : NULL);
     }
     return st;
 }
@@ -150,13 +150,13 @@ static zp_status compress_layers(zp_compressor *c, zp_model *m, zp_kv_storage *k
 /* The backend's `compress` runs the policy's plan and compacts, all requests of a layer group
  * in one call; the wall time to completion is counted as scoring. The request tables (one per
  * layer view) and their block tables stay alive until the last call has completed. */
-zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n) {
+zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_item *items, int n) {
     const zp_model_config *mc = &m->cfg;
     const int use_hist = c->policy.ops->needs_history && kv->score != NULL, n_views = c->layers ? c->layers->n_views : 1;
     zp_status st = ZP_OK;
-    for (int i = 0; i < n && st == ZP_OK; i++) st = check_request(c, seqs[i]);
+    for (int i = 0; i < n && st == ZP_OK; i++) st = check_request(c, items + i);
     int max_blocks = 1;
-    for (int i = 0; i < n; i++) max_blocks = seqs[i]->n_blocks > max_blocks ? seqs[i]->n_blocks : max_blocks;
+    for (int i = 0; i < n; i++) max_blocks = items[i].n_blocks > max_blocks ? items[i].n_blocks : max_blocks;
     zp_compress_req *reqs = malloc(sizeof *reqs * (size_t)(n > 0 ? n : 1) * (size_t)n_views);
     int *tabs = n_views > 1 ? malloc(sizeof(int) * (size_t)(n > 0 ? n : 1) * (size_t)max_blocks * (size_t)n_views) : NULL;
     if (!reqs || (n_views > 1 && !tabs)) {
@@ -166,11 +166,13 @@ zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_se
     }
     for (int v = 0; v < n_views; v++) { /* a view's layers share its budget and dead blocks: its tables are built once */
         const int l = first_layer_of_view(c, mc->n_layers, v);
-        if (l >= 0) layer_requests(c, seqs, n, l, use_hist, tabs ? tabs + (size_t)v * n * max_blocks : NULL, max_blocks, reqs + (size_t)v * n);
+        if (l >= 0)
+            layer_requests(c, items, n, l, use_hist, tabs ? tabs + (size_t)v * n * max_blocks : NULL, max_blocks,
+                           reqs + (size_t)v * n);
     }
     const double t0 = zp_now();
     /* TriAttention across layers: every layer in one call (it scores them all before it selects) */
-    const int group = c->trig_across ? mc->n_layers : device_layer_group(mc, seqs, n);
+    const int group = c->trig_across ? mc->n_layers : device_layer_group(mc, items, n);
     for (int l0 = 0, l1; l0 < mc->n_layers && st == ZP_OK; l0 = l1) {
         for (l1 = l0 + 1; l1 < mc->n_layers && l1 - l0 < group && view_of(c, l1) == view_of(c, l0); l1++) {}
         st = compress_layers(c, m, kv, reqs + (size_t)view_of(c, l0) * n, n, l0, l1, use_hist);
@@ -181,6 +183,6 @@ zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_se
     free(tabs);
     if (st != ZP_OK) return st;
     c->stats.score_seconds += zp_now() - t0;
-    for (int i = 0; i < n; i++) count_compression(c, mc, seqs[i]->n_kv, seqs[i]->compressed);
+    for (int i = 0; i < n; i++) count_compression(c, mc, items[i].n_kv, items[i].compressed);
     return ZP_OK;
 }

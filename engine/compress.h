@@ -18,7 +18,6 @@
 #include "layer_budget.h"
 #include "model.h"
 #include "policy.h"
-#include "scheduler.h"
 
 /* Device path: requests of one backend `compress` call are chunked so their score rows stay
  * under ZP_COMPRESS_DEVICE_ROWS (25 bytes each: five float rows, the order, the keep flags); the
@@ -32,6 +31,19 @@ typedef struct {
     double score_seconds;     /* wall time of the compress calls: scoring, selection, compaction */
     double retained_sum;      /* tokens kept per request per compression (its mean over layers), summed */
 } zp_compress_stats;
+
+/* What the compressor reads of one request to compress (the engine copies it from its own record). */
+typedef struct {
+    int64_t request_id; /* for messages */
+    const int *blocks;  /* its block table, n_blocks entries */
+    int n_blocks;
+    const int *target; /* the planned target table: the budget's blocks */
+    int n_kv;          /* live tokens (every layer's view before dead blocks are left out) */
+    int qid;           /* its query slot */
+    int compressed;    /* compressed before: its layers' views leave their dead blocks out */
+    int64_t next_pos;  /* the position of its next token */
+    int n_prompt;      /* its prompt's tokens */
+} zp_compress_item;
 
 typedef struct {
     zp_policy policy;
@@ -53,11 +65,11 @@ void compressor_free(zp_compressor *c);
 /* Where the policy's plan scores with TriAttention (ZP_KEYS_TRIG): loads its statistics file
  * (zp_trig_stats_load, checked against mc) and the model's RoPE frequencies; a no-op otherwise. */
 zp_status compressor_load_trig(zp_compressor *c, const zp_model_config *mc);
-/* Compacts every request in seqs (each marked compressing, with a planned target). With
+/* Compacts every request in items (each with a planned target). With
  * per-layer budgets (c->layers) each run of layers of one budget is its own group: layer l
  * reads the request's blocks from its view's skip on (once the request was compressed) and
  * writes its budget into the last budget / bs blocks of the target. */
-zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, zp_seq *const *seqs, int n);
+zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_item *items, int n);
 /* The `compress` op (backend.h) on the host for any backend, through its key_gather,
  * query_read, score_read and kv_compact: the CPU backend's `compress`, and the reference the
  * CUDA device path is tested against. Synchronous. */

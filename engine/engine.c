@@ -64,7 +64,7 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
             p->ops->name);
     if (e->comp.trig_stats && e->tp > 1)
         return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s: not with tensor parallelism yet (tp %d)", p->ops->name, e->tp);
-    if (e->comp.trig_stats && e->comp.device && e->be->compress != zp_compress_host)
+    if (e->comp.trig_stats && e->comp.device && e->be->compress)
         return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s: its score has no CUDA stage yet: run it with --device cpu",
                        p->ops->name);
     if (p->shift_positions && e->layers.n_views > 1)

@@ -314,19 +314,42 @@ zp_status engine_tp_forward(zp_engine *e, const zp_batch *b, float *logits) {
 }
 
 typedef struct {
-    zp_seq *const *seqs;
+    const zp_compress_item *items;
     int n;
 } compress_arg;
 
 static zp_status rank_compress(zp_engine *e, int r, engine_rank *k, void *arg) {
     (void)e, (void)r;
     const compress_arg *a = arg;
-    return compressor_run(k->comp, k->model, k->kv, a->seqs, a->n);
+    return compressor_run(k->comp, k->model, k->kv, a->items, a->n);
+}
+
+/* What the compressor reads of a request selected for compression (its planned target). */
+static zp_status compress_item(const zp_seq *q, zp_compress_item *it) {
+    if (q->compressing == ZP_COMPRESS_NONE)
+        return zp_fail(ZP_ERR_INVALID, "compression of request %lld: it was not selected for compression",
+                       (long long)q->request_id);
+    *it = (zp_compress_item){.request_id = q->request_id,
+                             .blocks = q->blocks,
+                             .n_blocks = q->n_blocks,
+                             .target = q->target,
+                             .n_kv = q->n_kv,
+                             .qid = q->qid,
+                             .compressed = q->compressed,
+                             .next_pos = q->n_done,
+                             .n_prompt = q->n_prompt};
+    return ZP_OK;
 }
 
 zp_status engine_tp_compress(zp_engine *e, zp_seq *const *seqs, int n) {
-    compress_arg a = {seqs, n};
-    return engine_ranks_run(e, rank_compress, &a);
+    zp_compress_item *items = malloc(sizeof *items * (size_t)(n > 0 ? n : 1));
+    if (!items) return zp_fail(ZP_ERR_OOM, "compression: no memory for %d requests", n);
+    zp_status st = ZP_OK;
+    for (int i = 0; i < n && st == ZP_OK; i++) st = compress_item(seqs[i], items + i);
+    compress_arg a = {items, n};
+    if (st == ZP_OK) st = engine_ranks_run(e, rank_compress, &a);
+    free(items);
+    return st;
 }
 
 typedef struct {

@@ -69,7 +69,8 @@ static int rows_missing(const float *x, const float *y, int n) {
  * `sets` (a score-order plan in bf16 storage) the kept rows of each head must be the same set
  * and may stand in another order: two kept tokens whose scores differ by less than the paths'
  * summation-order error can swap places in score order without changing the kept set. */
-static void compare_paths(zp_backend *be, caches *c, zp_seq *const *seqs, int with_scores, int sets, const char *what) {
+static void compare_paths(zp_backend *be, caches *c, const zp_compress_item *items, int with_scores, int sets,
+                          const char *what) {
     const int n = BUDGET;
     float *a = malloc(sizeof(float) * HKV * n * D), *b = malloc(sizeof(float) * HKV * n * D);
     int tokens_differ = 0, not_in_set = 0;
@@ -77,14 +78,14 @@ static void compare_paths(zp_backend *be, caches *c, zp_seq *const *seqs, int wi
     for (int r = 0; r < NREQ; r++)
         for (int l = 0; l < L; l++) {
             for (int kvv = 0; kvv < 2; kvv++) {
-                CHECK_OK(be->key_gather(be, &c->kv[0].dims, kvv ? c->kv[0].v : c->kv[0].k, l, seqs[r]->blocks, n, a));
-                CHECK_OK(be->key_gather(be, &c->kv[1].dims, kvv ? c->kv[1].v : c->kv[1].k, l, seqs[r]->blocks, n, b));
+                CHECK_OK(be->key_gather(be, &c->kv[0].dims, kvv ? c->kv[0].v : c->kv[0].k, l, items[r].blocks, n, a));
+                CHECK_OK(be->key_gather(be, &c->kv[1].dims, kvv ? c->kv[1].v : c->kv[1].k, l, items[r].blocks, n, b));
                 for (int i = 0; i < HKV * n; i++) tokens_differ += memcmp(a + (size_t)i * D, b + (size_t)i * D, sizeof(float) * D) != 0;
                 for (int g = 0; g < HKV; g++) not_in_set += rows_missing(a + (size_t)g * n * D, b + (size_t)g * n * D, n);
             }
             if (with_scores) {
-                CHECK_OK(be->score_read(be, &c->kv[0].dims, c->kv[0].score, l, seqs[r]->blocks, n, a));
-                CHECK_OK(be->score_read(be, &c->kv[1].dims, c->kv[1].score, l, seqs[r]->blocks, n, b));
+                CHECK_OK(be->score_read(be, &c->kv[0].dims, c->kv[0].score, l, items[r].blocks, n, a));
+                CHECK_OK(be->score_read(be, &c->kv[1].dims, c->kv[1].score, l, items[r].blocks, n, b));
                 double d = zp_max_abs_diff(a, b, HKV * n), m = zp_max_abs(a, HKV * n);
                 sdiff = d > sdiff ? d : sdiff;
                 smax = m > smax ? m : smax;
@@ -148,17 +149,19 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
     /* requests: 80, 96 and 80 tokens; request 1 compacts into fresh blocks, the others in place */
     const int nblk[NREQ] = {5, 6, 5};
     int tables[NREQ][8], targets[NREQ][8], next = 1;
-    zp_seq sq[NREQ], *seqs[NREQ];
+    zp_compress_item sq[NREQ];
     int slots[NREQ * 6 * BS], pos[NREQ * 6 * BS], qrows[NREQ * W], qslots[NREQ * W], nt = 0, nq = 0;
     for (int r = 0; r < NREQ; r++) {
         for (int i = 0; i < nblk[r]; i++) tables[r][i] = (next++ * 7) % NB; /* scattered, distinct (7 is prime to 64) */
         for (int i = 0; i < NMAX; i++) targets[r][i] = r == 1 ? (next++ * 7) % NB : tables[r][i];
         for (int t = 0; t < nblk[r] * BS; t++, nt++) { slots[nt] = tables[r][t / BS] * BS + t % BS; pos[nt] = t; }
         for (int j = 0; j < W; j++, nq++) { qrows[nq] = nt - W + j; qslots[nq] = r * W + j; }
-        memset(&sq[r], 0, sizeof sq[r]);
-        sq[r] = (zp_seq){.request_id = r, .n_kv = nblk[r] * BS, .blocks = tables[r], .n_blocks = nblk[r], .qid = r,
-                         .compressing = ZP_COMPRESS_PLANNED, .target = targets[r]};
-        seqs[r] = &sq[r];
+        sq[r] = (zp_compress_item){.request_id = r,
+                                   .n_kv = nblk[r] * BS,
+                                   .blocks = tables[r],
+                                   .n_blocks = nblk[r],
+                                   .qid = r,
+                                   .target = targets[r]};
     }
     fill(be, &c, nt, slots, pos, nq, qrows, qslots, 11);
     zp_compressor comp[2];
@@ -173,9 +176,9 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
     for (int k = 0; k < 2; k++) comp[k].history_live = pl.history_live; /* as an engine's plan settles it */
     const int hist = comp[0].policy.ops->needs_history, sets = !fp32 && pl.order_score;
     printf("  %-6s %-9s%s %s\n", fp32 ? "fp32" : "bf16", policy, kv_fp8 ? " fp8 KV" : "", params ? params : "");
-    for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], seqs, NREQ));
+    for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], sq, NREQ));
     for (int r = 0; r < NREQ; r++) { sq[r].blocks = targets[r]; sq[r].n_blocks = NMAX; sq[r].n_kv = BUDGET; sq[r].compressed = 1; }
-    compare_paths(be, &c, seqs, hist, sets, "round 1");
+    compare_paths(be, &c, sq, hist, sets, "round 1");
     /* round 2: one more block per request (fresh), new window queries, history from round 1 */
     nt = nq = 0;
     for (int r = 0; r < NREQ; r++) {
@@ -191,8 +194,8 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
         sq[r].n_kv = (NMAX + 1) * BS;
         sq[r].target = targets2[r];
     }
-    for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], seqs, NREQ));
-    compare_paths(be, &c, seqs, hist, sets, "round 2");
+    for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], sq, NREQ));
+    compare_paths(be, &c, sq, hist, sets, "round 2");
     CHECK(comp[1].stats.compressions == 2 * NREQ && comp[0].stats.compressions == 2 * NREQ);
     for (int k = 0; k < 2; k++) {
         compressor_free(&comp[k]);

@@ -131,10 +131,9 @@ static void compressor_views(void) {
     int blocks[NMAX + 1] = {3, 9, 17, 5, 21}, target[NMAX + 1] = {3, 9, 17, 5, -1};
     for (int l = 0; l < L; l++)
         for (int t = 0; t < (NMAX + 1) * BS; t++) write_token(k, v, l, blocks[t / BS] * BS + t % BS, t);
-    zp_seq q = {.request_id = 1, .n_kv = (NMAX + 1) * BS, .blocks = blocks, .n_blocks = NMAX + 1, .qid = 0,
-                .compressing = ZP_COMPRESS_PLANNED, .target = target};
-    zp_seq *seqs[1] = {&q};
-    CHECK_OK(compressor_run(&comp, &m, &kv, seqs, 1));
+    zp_compress_item q = {
+        .request_id = 1, .n_kv = (NMAX + 1) * BS, .blocks = blocks, .n_blocks = NMAX + 1, .qid = 0, .target = target};
+    CHECK_OK(compressor_run(&comp, &m, &kv, &q, 1));
     int kept[L][C], live[C + BS], nk[L];
     for (int l = 0; l < L; l++) {
         int all[(NMAX + 1) * BS];
@@ -147,9 +146,14 @@ static void compressor_views(void) {
     int blocks2[NMAX + 1] = {3, 9, 17, 5, 28};
     for (int l = 0; l < L; l++)
         for (int t = 0; t < BS; t++) write_token(k, v, l, blocks2[NMAX] * BS + t, (NMAX + 1) * BS + t);
-    q = (zp_seq){.request_id = 1, .n_kv = (NMAX + 1) * BS, .blocks = blocks2, .n_blocks = NMAX + 1, .qid = 0, .compressed = 1,
-                 .compressing = ZP_COMPRESS_PLANNED, .target = target};
-    CHECK_OK(compressor_run(&comp, &m, &kv, seqs, 1));
+    q = (zp_compress_item){.request_id = 1,
+                           .n_kv = (NMAX + 1) * BS,
+                           .blocks = blocks2,
+                           .n_blocks = NMAX + 1,
+                           .qid = 0,
+                           .compressed = 1,
+                           .target = target};
+    CHECK_OK(compressor_run(&comp, &m, &kv, &q, 1));
     for (int l = 0; l < L; l++) {
         int n = 0, want[C];
         for (int i = 0; i < nk[l]; i++) live[n++] = kept[l][i];

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "clock.h"    /* zp_now */
-#include "compress.h" /* zp_compress_host */
 #include "cpu_ops.h"  /* zp_backend, zp_batch, zp_attn_dims, the compression ops */
 
 #ifdef ZP_HAVE_CBLAS
@@ -435,7 +434,7 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->key_gather = cpu_key_gather;
     be->score_read = cpu_score_read;
     be->kv_compact = cpu_kv_compact;
-    be->compress = zp_compress_host; /* the host plan through the ops above: the reference of every policy */
+    be->compress = NULL; /* the compressor runs the host plan through the ops above (zp_compress_host) */
     be->compress_wait = cpu_compress_wait;
     be->copy_bandwidth = cpu_copy_bandwidth;
     be->matmul_rate = cpu_matmul_rate;

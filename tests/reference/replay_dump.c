@@ -80,17 +80,15 @@ static void compress(replay *r, int t, int compressed) {
         for (int h = 0; h < r->H; h++)
             memcpy(qc + ((size_t)j * Hq + h * r->G) * D, r->queries + (((size_t)h * r->N + t - r->w + 1 + j) * r->G) * D,
                    sizeof(float) * (size_t)r->G * D);
-    zp_seq q = {.n_kv = r->n_kv,
-                .blocks = r->table,
-                .n_blocks = r->n_blocks,
-                .qid = 0,
-                .compressed = compressed,
-                .compressing = ZP_COMPRESS_PLANNED,
-                .target = r->table,
-                .n_prompt = r->P,
-                .n_done = t + 1};
-    zp_seq *qs = &q;
-    TRY(compressor_run(&r->comp, &r->m, &r->kv, &qs, 1));
+    const zp_compress_item q = {.n_kv = r->n_kv,
+                                .blocks = r->table,
+                                .n_blocks = r->n_blocks,
+                                .qid = 0,
+                                .compressed = compressed,
+                                .target = r->table,
+                                .n_prompt = r->P,
+                                .next_pos = t + 1};
+    TRY(compressor_run(&r->comp, &r->m, &r->kv, &q, 1));
     while (r->n_blocks > r->budget / r->bs) r->free_blocks[r->n_free++] = r->table[--r->n_blocks];
     r->n_kv = r->budget;
 }

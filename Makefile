@@ -19,7 +19,7 @@ deps:
 	@$(MAKE) --no-print-directory .venv-grade/.stamp || echo "deps: the Math-Verify grader's environment could not be made (offline?); --grader math-verify will be unavailable"
 	@$(MAKE) --no-print-directory .deps/nccl/include/nccl.h || echo "deps: nccl.h could not be fetched (offline?); the NCCL communicator will not be built"
 
-# NCCL's header (the build compiles engine/cuda/comm_nccl.cu against it; libnccl.so.2 is
+# NCCL's header (the build compiles model/cuda/comm_nccl.cu against it; libnccl.so.2 is
 # opened at run time): taken from NVIDIA's PyPI wheel, pinned; the wheel itself is not kept.
 NCCL_WHEEL ?= nvidia-nccl-cu13==2.28.9
 .deps/nccl/include/nccl.h:

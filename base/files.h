@@ -1,7 +1,7 @@
 /* files.h - the ground floor's file reading: a whole file, a strict JSON object (no key twice,
  * nothing after it), and the check that a folder is a model folder before anything is read from
  * it. Every failure is one zp_fail line naming the file. Deliberately not here: parsing what a
- * file means (engine/config.h for config.json, text/ for the tokenizer). */
+ * file means (model/config.h for config.json, text/ for the tokenizer). */
 #ifndef ZP_FILES_H
 #define ZP_FILES_H
 

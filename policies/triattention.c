@@ -7,7 +7,7 @@
  * default: per KV head the mean over layers of the group's max, one kept set per KV head shared by
  * every layer), union (the max over every layer and query head: one set for everything),
  * per_layer_perhead (per layer the group's max: a set per layer and KV head). Parameters: stats
- * (the statistics file, safetensors, engine/trig_stats.h; required to run), mode. The block size
+ * (the statistics file, safetensors, compress/trig_stats.h; required to run), mode. The block size
  * and N_max give the cadence: block 128 and N_max = budget / 128 compress every 128 decode steps,
  * as the paper. No history. Not prefix-compatible (the prompt's protection is per request).
  * Oracle of the scores and kept sets: tests/reference/ref_triattention.py. */

@@ -1,5 +1,5 @@
 /* key_hash.h - what the key scores compute identically on the host (scorers/keys.c) and the device
- * (engine/cuda/plan_cuda.cu), written once: the random policy's draw (MurmurHash3's 64-bit
+ * (model/cuda/plan_cuda.cu), written once: the random policy's draw (MurmurHash3's 64-bit
  * finaliser folded over the seed, the layer, the KV head, n and t) and key-norm's rounding. */
 #ifndef ZP_KEY_HASH_H
 #define ZP_KEY_HASH_H

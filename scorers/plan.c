@@ -1,6 +1,6 @@
 /* plan.c - runs a zp_score_plan (scorers.h) on the host: the CPU reference of every
  * score-based policy, stage by stage through the scorers of this directory, and the
- * keep-recent top-k they all end with. The CUDA twin is engine/cuda/score_cuda.cu; both must
+ * keep-recent top-k they all end with. The CUDA twin is model/cuda/plan_cuda.cu; both must
  * follow the stage order documented in scorers.h. This file parses nothing (policies/ do).
  * Complexity: that of the stages used (attention O(w G n D), raw redundancy O(n^2 D)).
  */

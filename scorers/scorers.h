@@ -3,7 +3,7 @@
  * Every scorer works on one (request, layer, KV head) in physical token order, which is the
  * original order because compaction preserves it. Window queries belong to the last w tokens.
  * Shapes are in the comments; complexities are in each .c file's header. These functions
- * allocate nothing: callers pass scratch. They do not select or compact (policies/, engine/).
+ * allocate nothing: callers pass scratch. They do not select or compact (policies/, compress/).
  */
 #ifndef ZP_SCORERS_H
 #define ZP_SCORERS_H
@@ -133,7 +133,7 @@ void scorer_keep_topk_recent(const float *score, int n, int budget, int recent, 
 zp_status scorer_rank_order(const float *score, const uint8_t *keep, int m, int n, int *order);
 
 /* A policy's score as a fixed pipeline of the scorers above (plan.c runs it on the host,
- * engine/cuda/plan_cuda.cu on the device; policies/ fill it from their parameters):
+ * model/cuda/plan_cuda.cu on the device; policies/ fill it from their parameters):
  *   A = attention ? window attention (attn) : key_score ? the key score : 0;      if max_norm: A /= max A (over t < n - w
  *       with norm_candidates, else over all n)
  *   S = global ? (max(A, gamma H) | A + gamma H on t < n_hist, or t < n_hist - w with
@@ -171,7 +171,7 @@ typedef struct {
                                      to i is re-rotated from position t to i, and new tokens take their
                                      cache index as position (position order only) */
     /* key_score ZP_KEYS_TRIG (TriAttention's per_layer_perhead score, scorer_trig_group on the view's
-     * trig fields): the policy names its statistics file, the engine loads it (engine/trig_stats.h)
+     * trig fields): the policy names its statistics file, the engine loads it (compress/trig_stats.h)
      * and fills the rest before the plan runs */
     const char *trig_stats_path;
     zp_trig_mode trig_mode;  /* per_layer_perhead (scorer_trig_group), or one set across layers (scorer_trig_across) */

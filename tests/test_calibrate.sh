@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_calibrate.sh - `zipage calibrate` (TriAttention's statistics, engine/trig_calibrate.c)
+# test_calibrate.sh - `zipage calibrate` (TriAttention's statistics, compress/trig_calibrate.c)
 # against Hugging Face transformers: on the tiny Qwen3 checkpoint transformers wrote
 # (tests/data/triattention/calib, tests/reference/make_calib_goldens.py) and its 96 calibration
 # tokens, the statistics the engine loads back (trig_stats_dump) equal those computed from

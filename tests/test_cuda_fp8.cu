@@ -1,4 +1,4 @@
-/* test_cuda_fp8.cu - the device's FP8 E4M3 conversions (engine/cuda/fp8_cuda.cuh: the hardware
+/* test_cuda_fp8.cu - the device's FP8 E4M3 conversions (model/cuda/fp8_cuda.cuh: the hardware
  * cvt) against dtype.h's zp_f32_to_e4m3 / zp_e4m3_to_f32 (which test_fp8 ties to ml_dtypes'
  * float8_e4m3fn and check_fp8_torch.py to torch's cast) run on the same device: every one of the
  * 2^32 fp32 bit patterns encoded (a NaN's sign not compared), every byte decoded (NaN for NaN),
@@ -8,8 +8,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "../engine/cuda/fp8_cuda.cuh"
-#include "../engine/dtype.h"
+#include "../model/cuda/fp8_cuda.cuh"
+#include "../model/dtype.h"
 
 __device__ __forceinline__ int same_byte(uint8_t got, uint8_t want) { return got == want || ((got & 0x7f) == 0x7f && (want & 0x7f) == 0x7f); }
 

@@ -1,5 +1,5 @@
 /* test_cuda_kv_fp8.c (label gpu) - the CUDA ops over an FP8 E4M3 K/V cache (kv_dtype fp8,
- * issue 39) against the CPU reference (engine/cpu), in both CUDA precisions, with a scale per
+ * issue 39) against the CPU reference (model/cpu), in both CUDA precisions, with a scale per
  * (layer, KV head) (powers of two, so a division is exact on both):
  *   writes: qkv_rope_store's value bytes equal the CPU's (the same inputs: bf16-rounded ones in
  *     bf16 storage), its key bytes all but a few, those a neighbouring code (a key's fp32 norm and

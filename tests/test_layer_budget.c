@@ -1,4 +1,4 @@
-/* test_layer_budget.c - per-layer budgets (engine/layer_budget.c): PyramidKV's schedule in whole
+/* test_layer_budget.c - per-layer budgets (model/layer_budget.c): PyramidKV's schedule in whole
  * blocks (properties: multiples of the block, within [1, N_max] blocks, non-increasing as the
  * authors' schedule, each layer within half a block of its exact budget unless lifted to one
  * block), the refusals, the

@@ -28,6 +28,14 @@ probe forbidden scorers  policy.h
 probe forbidden scorers  engine.h
 probe allowed   policies scorers.h
 probe forbidden policies engine.h
+probe allowed   model    policy.h
+probe forbidden model    compress.h
+probe forbidden model    scheduler.h
+probe forbidden model    engine.h
+probe allowed   compress model.h
+probe forbidden compress scheduler.h
+probe forbidden compress engine.h
+probe allowed   engine   compress.h
 probe allowed   engine   policy.h
 probe forbidden engine   experiment.h
 probe forbidden engine   dataset.h

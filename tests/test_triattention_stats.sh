@@ -5,7 +5,7 @@
 # passes for the right shape, and each bad input is refused by name with exit 2: a missing head,
 # a head count the model does not have, an interleaved RoPE style, bf16 tensors, a pickle that
 # asks for anything but torch's tensor rebuild (nothing is executed). Then the engine's loader
-# (engine/trig_stats.c, through trig_stats_dump) reads the converted file for a model of its shape
+# (compress/trig_stats.c, through trig_stats_dump) reads the converted file for a model of its shape
 # (2 layers, 3 query heads, head_dim 8) with exactly torch.load's values, and refuses it for a
 # model of 4 heads.
 # Usage: test_triattention_stats.sh SOURCE_DIR TMP_DIR TRIG_STATS_DUMP

@@ -1,4 +1,4 @@
-/* test_trig_stats.c (label cpu) - TriAttention's statistics loader (engine/trig_stats.c): a file
+/* test_trig_stats.c (label cpu) - TriAttention's statistics loader (compress/trig_stats.c): a file
  * of the model's shape loads with its values in place; each bad file is refused with one error
  * naming the file and what is wrong: a layer missing, a layer beyond the model, a head count or
  * head dim of another model, BF16, a tensor that is no statistic, a value that is not finite, no

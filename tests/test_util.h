@@ -58,7 +58,7 @@ void *zp_test_buf(zp_backend *be, zp_act_type type, size_t n);
 /* Max |a-b| over n floats. */
 double zp_max_abs_diff(const float *a, const float *b, size_t n);
 double zp_max_abs(const float *a, size_t n);
-/* A TriAttention statistics file (engine/trig_stats.h) of `layers` x `heads` query heads x `half`
+/* A TriAttention statistics file (compress/trig_stats.h) of `layers` x `heads` query heads x `half`
  * RoPE pairs with deterministic values, written as ZP_TEST_TMP/name.safetensors; returns its path
  * (static storage). */
 const char *zp_test_trig_stats(const char *name, int layers, int heads, int half);

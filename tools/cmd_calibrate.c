@@ -1,5 +1,5 @@
 /* cmd_calibrate.c - `zipage calibrate --model DIR (--text FILE | --prompt-ids LIST) --out FILE`:
- * TriAttention's statistics of a model (engine/trig_calibrate.h) from one forward pass on the
+ * TriAttention's statistics of a model (compress/trig_calibrate.h) from one forward pass on the
  * CPU over calibration text (tokenized with the model's tokenizer, no special tokens parsed) or
  * token ids, written as the statistics file the policy's `stats` parameter names. */
 #include <stdio.h>

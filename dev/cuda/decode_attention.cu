@@ -2,7 +2,7 @@
  * of the paged decode attention, each checked against the CPU reference backend and timed on
  * the same synthetic batch (S sequences of N tokens in blocks of B, Qwen3-8B's attention shape
  * by default, bf16 caches, one layer). Variant 0 is the mainline op (the CUDA backend's
- * attn_decode: engine/cuda/decode_attn_cuda.cu, its kernels and its selection rule); the others
+ * attn_decode: model/cuda/decode_attn_cuda.cu, its kernels and its selection rule); the others
  * were measured and not taken into the mainline (bench/RESULTS.md, decode attention), and are kept here to be
  * measured again on other shapes and machines:
  *   1  the register-pipeline tensor-core kernel: the next tile's K and V wait in registers
@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../engine/cuda/decode_frame.cuh"
+#include "../../model/cuda/decode_frame.cuh"
 #include "decode_split.h"
 #include "../../bench/bench_clock.h"
 

@@ -1,7 +1,7 @@
 /* decode_split.h - a split rule of the decode-attention lab (dev/cuda/decode_attention.cu,
  * variant 3): how many partitions a launch cuts each sequence into, by wave efficiency. Plain C
  * arithmetic on the launch shape, so the CPU tests check it (tests/test_ops.c). Not here: the
- * kernels, and the mainline's rule (engine/cuda/decode_frame.cuh decode_parts_default). */
+ * kernels, and the mainline's rule (model/cuda/decode_frame.cuh decode_parts_default). */
 #ifndef ZP_DECODE_SPLIT_H
 #define ZP_DECODE_SPLIT_H
 

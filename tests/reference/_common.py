@@ -5,7 +5,7 @@ Conventions used by every oracle in this folder
 keys     [H_kv, n, D]     float32, post-RoPE keys of one request and one layer, physical order
 queries  [H_kv, w, G, D]  float32, the last w queries; query j belongs to token n - w + j;
                           query head (h, g) is model query head h * G + g (consecutive groups,
-                          as the harness's engine/compress.c select_layer and HF repeat_kv)
+                          as the harness's compress/compress.c select_layer and HF repeat_kv)
 history  [H_kv, n] | None stored score of earlier compressions, valid for t < n_hist
 returns  int64 [H_kv, budget] token indices into the given `keys`, in the order the authors'
          code gathers the survivors (keep_sorted: np.sort(..., axis=-1)).

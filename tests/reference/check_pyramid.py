@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_pyramid.py - the harness's PyramidKV schedule (engine/layer_budget.c, through
+"""check_pyramid.py - the harness's PyramidKV schedule (model/layer_budget.c, through
 pyramid_dump) against ref_pyramidkv.py, the port of the authors' code: identical per-layer
 capacities for a grid of prompt capacities, windows, layer counts, betas and prompt lengths
 (short prompts included, where the authors clamp layer 0), and the harness's cap -> P rule

@@ -1,4 +1,4 @@
-/* pyramid_dump.c - prints the harness's PyramidKV schedule (engine/layer_budget.c) for the cases
+/* pyramid_dump.c - prints the harness's PyramidKV schedule (model/layer_budget.c) for the cases
  * check_pyramid.py sends on stdin, one per line: "P w L beta q_len" -> the L capacities, and
  * "cap c w beta" -> zp_pyramid_total_for_cap. No checks here: the oracle compares. */
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* trig_stats_dump.c - loads TriAttention's statistics with the engine's loader
- * (engine/trig_stats.c) for the model of CONFIG_DIR and prints them as JSON in the layout of
+ * (compress/trig_stats.c) for the model of CONFIG_DIR and prints them as JSON in the layout of
  * tests/data/triattention/tiny_stats_expected.json ("layerLL_headHH": {q_mean_real, q_mean_imag,
  * q_abs_mean}), each float with 9 significant digits (exact in float32), so that
  * test_triattention_stats compares them with torch.load's values of the authors' .pt.

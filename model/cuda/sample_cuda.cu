@@ -1,5 +1,5 @@
 /* sample_cuda.cu - next-token sampling on the GPU, one thread block per logits row, by the
- * rule of zp_sample_token (engine/sampler.c) and with its random numbers (philox.h, drawn on
+ * rule of zp_sample_token (model/sampler.c) and with its random numbers (philox.h, drawn on
  * the device from (seed, request, sample, step)): greedy (first maximum), temperature over
  * the whole vocabulary by inverse CDF in id order, or top-k / top-p by a radix selection of
  * the probability threshold (histograms of p's float bits, 11 at a time: usually one pass

@@ -1,6 +1,6 @@
 /* kv_elem.cuh - the K/V cache's element types on the device: the storage type T (bf16, or fp32
  * in the parity mode) or FP8 E4M3 bytes (e4m3, kv_dtype fp8) with a scale per (layer, KV head),
- * as the CPU reference (engine/cpu/cpu_ops.h): a write stores e4m3(x / scale), a read gives the
+ * as the CPU reference (model/cpu/cpu_ops.h): a write stores e4m3(x / scale), a read gives the
  * byte's value x scale, in fp32. The scales are zp_attn_dims.dev_scales ([2][L][Hkv] in device
  * memory, NULL: 1.0). ZP_DISPATCH_KV instantiates a launch for T and the cache type KT.
  * Deliberately not here: the conversions themselves (fp8_cuda.cuh) and any kernel. */

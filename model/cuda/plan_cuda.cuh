@@ -1,6 +1,6 @@
 /* plan_cuda.cuh - the device executor of a score plan (scorers.h): the CUDA twin of
  * scorers/plan.c, run for many (request, layer, KV head) jobs in one launch per stage.
- * It scores and selects only; compaction is engine/cuda/compress_cuda.cu's. */
+ * It scores and selects only; compaction is model/cuda/compress_cuda.cu's. */
 #ifndef ZP_PLAN_CUDA_CUH
 #define ZP_PLAN_CUDA_CUH
 

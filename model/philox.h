@@ -1,5 +1,5 @@
 /* philox.h - Philox4x32-10 (Salmon et al., SC'11) as one inline function compiled for the
- * host (sampler.c) and the device (engine/cuda/sample_cuda.cu), so both draw bit-identical
+ * host (sampler.c) and the device (model/cuda/sample_cuda.cu), so both draw bit-identical
  * numbers for the same (seed, request id, sample index, step). Nothing else lives here. */
 #ifndef ZP_PHILOX_H
 #define ZP_PHILOX_H

@@ -1,7 +1,7 @@
 /* history_cpu.c - the CPU reference of the backend op attn_history (backend.h): every batch
  * row's softmax attention over the keys it sees, summed per key into the fp32 score cache
  * (the running heavy-hitter score of H2O, counting every query, prompt rows included).
- * Two passes, as the CUDA twin (engine/cuda/history_cuda.cu): each row's softmax maximum and
+ * Two passes, as the CUDA twin (model/cuda/history_cuda.cu): each row's softmax maximum and
  * 1 / sum, then per key the sum over the rows that see it and the heads of its group. It does
  * not evict or select: compression reads the sums (policies/h2o.c).
  * Complexity: O(q_len * kv_len * Hq * D) per sequence, twice.

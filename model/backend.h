@@ -1,13 +1,13 @@
 /* backend.h - the table of device ops the model forward (and later the policies) call.
  *
- * A backend is a context plus function pointers; the CPU backend (engine/cpu/) is the fp32
- * reference, the CUDA backend (engine/cuda/) implements the same table. Buffers are opaque
+ * A backend is a context plus function pointers; the CPU backend (model/cpu/) is the fp32
+ * reference, the CUDA backend (model/cuda/) implements the same table. Buffers are opaque
  * handles (`void *`) owned by the backend; ops never receive host pointers for tensors, only
  * the step's batch description (zp_batch, host arrays) through set_batch.
  * Layouts: row-major; "[T,H]" means T rows of H elements. KV cache per layer:
  * [num_blocks][block_size][H_kv][D], K and V separately, all layers in one buffer
  * ([L][num_blocks][block_size][H_kv][D]).
- * This header does not implement anything; see engine/cpu/backend_cpu.c.
+ * This header does not implement anything; see model/cpu/backend_cpu.c.
  */
 #ifndef ZP_BACKEND_H
 #define ZP_BACKEND_H

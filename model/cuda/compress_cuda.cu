@@ -3,7 +3,7 @@
  * compaction of K, V and scores per (layer, KV head): in position order, then, for a policy
  * that keeps R-KV's score order, a permutation of the kept rows in place.
  * `compress` is the device path the engine uses on this backend: the policy's score plan runs
- * on the GPU (engine/cuda/plan_cuda.cu) and the kept tokens of many (request, layer, KV
+ * on the GPU (model/cuda/plan_cuda.cu) and the kept tokens of many (request, layer, KV
  * head) jobs are compacted in one launch, on a stream of its own; only block tables go up.
  * The gathers above remain for tests and for scoring on the host.
  */
@@ -50,7 +50,7 @@ __global__ static void score_gather_kernel(float *out, const float *sc, const in
 }
 
 /* Element e of a key row (rotate-halves; partner: element e +- D/2) rotated from position
- * `from` to `to`: the twin of zp_rope_shift_row (engine/rope.c), op for op in fp32 without
+ * `from` to `to`: the twin of zp_rope_shift_row (model/rope.c), op for op in fp32 without
  * fused multiply-adds, the angle difference and its sine and cosine in double. */
 __device__ static float shift_element(float x, float partner, int e, int half, const float *inv_freq, int from, int to) {
     const int f = e < half ? e : e - half;

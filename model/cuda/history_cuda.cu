@@ -1,6 +1,6 @@
 /* history_cuda.cu - the backend op attn_history (backend.h) on the GPU: every batch row's
  * softmax attention over the keys it sees, summed per key into the fp32 score cache (exact
- * H2O's running score). The CUDA twin of engine/cpu/history_cpu.c, in the same two passes:
+ * H2O's running score). The CUDA twin of model/cpu/history_cpu.c, in the same two passes:
  *   stats:  grid (T, Hq), 4 warps; each warp walks keys j = warp, warp + 4, ... (lanes split D)
  *           with an online maximum and sum; the row's (max, 1 / sum) go to stats [T][Hq][2];
  *   sums:   grid (key tiles over max_blocks * block_size, S, Hkv), 4 warps of 8 keys each; a

@@ -20,7 +20,7 @@
  *
  * zp_rope_shift_row re-rotates a cached (post-RoPE) key from one position to another: the
  * CPU reference of StreamingLLM's position shift at compaction (the CUDA compaction's twin is
- * in engine/cuda/compress_cuda.cu).
+ * in model/cuda/compress_cuda.cu).
  *
  * Deliberately not here: applying the rotation to new tokens (the backends' qkv_rope_store)
  * and the rest of config.json (config.c).

@@ -101,6 +101,28 @@ static void compare_paths(zp_backend *be, caches *c, const zp_compress_item *ite
     free(b);
 }
 
+/* TriAttention's inputs as compressor_load_trig leaves them, without a file: seeded statistics
+ * [L][Hq][3][D/2] (mean query parts in [-1, 1), mean moduli above their modulus) and the RoPE
+ * frequencies main gives rope_init. */
+static void trig_inputs(zp_compressor *c, const char *params) {
+    const size_t F = D / 2, n = (size_t)L * HQ * 3 * F;
+    c->trig_stats = malloc(sizeof(float) * n);
+    c->trig_freqs = malloc(sizeof(float) * F);
+    CHECK(c->trig_stats && c->trig_freqs);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < (size_t)L * HQ; i++) {
+        float *q = c->trig_stats + i * 3 * F;
+        for (size_t f = 0; f < F; f++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            q[f] = (float)((x >> 40) & 0xFFFF) / 32768.f - 1.f;
+            q[F + f] = (float)((x >> 20) & 0xFFFF) / 32768.f - 1.f;
+            q[2 * F + f] = sqrtf(q[f] * q[f] + q[F + f] * q[F + f]) + (float)((x >> 8) & 0xFF) / 256.f;
+        }
+    }
+    for (size_t i = 0; i < F; i++) c->trig_freqs[i] = 1.0f / powf(10000.f, 2.f * (float)i / D);
+    c->trig_across = !strstr(params, "per_layer_perhead");
+}
+
 /* kv_fp8: the K/V caches in E4M3 bytes with a scale per (layer, KV head) (powers of two), as the
  * engine's kv_dtype fp8: both paths read the keys decoded x scale and move the bytes. */
 static void run_case(zp_backend *be, int fp32, const char *policy, const char *params, int kv_fp8) {
@@ -161,7 +183,9 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
                                    .blocks = tables[r],
                                    .n_blocks = nblk[r],
                                    .qid = r,
-                                   .target = targets[r]};
+                                   .target = targets[r],
+                                   .next_pos = nblk[r] * BS,
+                                   .n_prompt = 10 + 7 * r}; /* TriAttention's protected prompt and next position */
     }
     fill(be, &c, nt, slots, pos, nq, qrows, qslots, 11);
     zp_compressor comp[2];
@@ -170,6 +194,7 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
         CHECK_OK(zp_geometry_resolve(policy_find(policy), BS, NMAX, W, &geo));
         CHECK_OK(compressor_init(&comp[k], policy_find(policy), params, &geo, 0));
         comp[k].device = k;
+        if (!strcmp(policy, "triattention")) trig_inputs(&comp[k], params);
     }
     zp_score_plan pl;
     CHECK_OK(policy_plan(&comp[0].policy, BUDGET, W, &pl));
@@ -193,6 +218,7 @@ static void run_case(zp_backend *be, int fp32, const char *policy, const char *p
         sq[r].n_blocks = NMAX + 1;
         sq[r].n_kv = (NMAX + 1) * BS;
         sq[r].target = targets2[r];
+        sq[r].next_pos = (nblk[r] + 1) * BS;
     }
     for (int k = 0; k < 2; k++) CHECK_OK(compressor_run(&comp[k], &m, &c.kv[k], sq, NREQ));
     compare_paths(be, &c, sq, hist, sets, "round 2");
@@ -219,6 +245,8 @@ int main(void) {
         {"snapkv", NULL}, {"snapkv", "{\"gqa\": \"max_prob\", \"kernel\": 5}"}, {"rkv", "{\"order\": \"position\"}"},
         {"snapkv-d", "{\"order\": \"position\", \"kernel\": 3}"}, {"rkv", "{\"parity\": true, \"lambda\": 0.5}"},
         {"tova", NULL}, {"keynorm", NULL}, {"keydiff", NULL}, {"random", NULL}, {"random", "{\"seed\": 3}"},
+        {"triattention", "{\"stats\": \"seeded\"}"}, {"triattention", "{\"stats\": \"seeded\", \"mode\": \"union\"}"},
+        {"triattention", "{\"stats\": \"seeded\", \"mode\": \"per_layer_perhead\"}"},
     };
     for (int fp32 = 1; fp32 >= 0; fp32--) {
         zp_backend *be;
@@ -234,7 +262,7 @@ int main(void) {
          * key scores, both redundancies, history), compaction and its shift and order on bytes */
         static const char *const fp8_cases[][2] = {{"streaming", "{\"position_shift\": true}"}, {"h2o", NULL}, {"snapkv-d", NULL},
                                                    {"rkv", NULL}, {"zipage", NULL}, {"zipage", "{\"lightning\": false}"}, {"keydiff", NULL},
-                                                   {"keynorm", NULL}, {"tova", NULL}};
+                                                   {"keynorm", NULL}, {"tova", NULL}, {"triattention", "{\"stats\": \"seeded\"}"}};
         for (size_t i = 0; i < sizeof fp8_cases / sizeof fp8_cases[0]; i++) run_case(be, fp32, fp8_cases[i][0], fp8_cases[i][1], 1);
         be->destroy(be);
     }

@@ -3,7 +3,7 @@
  * request decodes to its end with compressions at the cache cap, the engine's invariants hold at
  * every step, and runs repeat exactly. Refusals, each one error before any run: no statistics
  * file, statistics of another head count, an unknown mode, a mode across layers with per-layer
- * budgets; the CUDA engine without host scoring (no CUDA stage yet) is test_cuda_engine's check.
+ * budgets. The CUDA engine's refusal (its stage not yet run on a GPU): test_cuda_engine.
  * Modes per_head (the default), per_layer_perhead and union. The kept tokens against the authors' code:
  * test_reference_triattention_replay (the compressor over whole requests) and
  * test_reference_triattention_scores (the scorers). */

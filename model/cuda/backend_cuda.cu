@@ -593,6 +593,7 @@ static void cu_destroy(zp_backend *be) {
     cudaFree(c->tab);
     cudaFree(c->cpack);
     cudaFree(c->cwork);
+    cudaFree(c->trig_stats);
     cudaFree(c->srows);
     cudaFree(c->dec_part);
     cudaFree(c->amax);

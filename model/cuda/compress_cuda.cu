@@ -7,6 +7,7 @@
  * head) jobs are compacted in one launch, on a stream of its own; only block tables go up.
  * The gathers above remain for tests and for scoring on the host.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -456,6 +457,9 @@ static zp_status compress_pack(cuda_ctx *c, const zp_attn_dims *d, int budget, i
         f[ZP_REQ_N] = reqs[r].n;
         f[ZP_REQ_NHIST] = reqs[r].n_hist;
         f[ZP_REQ_QID] = reqs[r].qid;
+        f[ZP_REQ_PROTECT] = reqs[r].protect;
+        if (reqs[r].next_pos > INT_MAX) return zp_fail(ZP_ERR_INVALID, "cuda compress: request %d at position %lld", r, (long long)reqs[r].next_pos);
+        f[ZP_REQ_POS] = (int)reqs[r].next_pos;
         f[ZP_REQ_SRC] = (int)t;
         memcpy(tab + t, reqs[r].src, sizeof(int) * nb);
         f[ZP_REQ_DST] = (int)(t + nb);
@@ -489,6 +493,30 @@ static zp_status compress_pack(cuda_ctx *c, const zp_attn_dims *d, int budget, i
     return ZP_OK;
 }
 
+/* TriAttention's inputs on the device: the statistics, uploaded at the first compression that
+ * carries them (the compressor's array, fixed for its life; re-uploaded for another array), and
+ * the model's RoPE frequencies (rope_init's, the ones the host plan gets). */
+static zp_status trig_inputs(cuda_ctx *c, const zp_attn_dims *d, const zp_score_plan *plan, int layer0, int layer1, zp_plan_jobs *j) {
+    if (!plan->trig_stats) return zp_fail(ZP_ERR_INVALID, "cuda compress: TriAttention without its statistics");
+    if (!c->inv_freq || 2 * c->half_dim != d->head_dim)
+        return zp_fail(ZP_ERR_INVALID, "cuda compress: TriAttention needs the rope frequencies of head_dim %d (rope_init)", d->head_dim);
+    if (plan->trig_mode != ZP_TRIG_PER_LAYER_PERHEAD && (layer0 != 0 || layer1 != d->n_layers))
+        return zp_fail(ZP_ERR_INVALID, "cuda compress: TriAttention's modes across layers need every layer in one call (got %d to %d of %d)",
+                       layer0, layer1, d->n_layers);
+    if (c->trig_src != plan->trig_stats) {
+        const size_t bytes = sizeof(float) * (size_t)d->n_layers * (size_t)d->n_heads * 3 * (size_t)(d->head_dim / 2);
+        cudaFree(c->trig_stats);
+        c->trig_stats = NULL;
+        c->trig_src = NULL;
+        ZP_CUDA_CHECK(cudaMalloc(&c->trig_stats, bytes));
+        ZP_CUDA_CHECK(cudaMemcpy(c->trig_stats, plan->trig_stats, bytes, cudaMemcpyHostToDevice));
+        c->trig_src = plan->trig_stats;
+    }
+    j->trig_stats = c->trig_stats;
+    j->trig_freqs = c->inv_freq;
+    return ZP_OK;
+}
+
 zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
                         const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache) {
     cuda_ctx *c = CUDA_CTX(be);
@@ -500,8 +528,9 @@ zp_status cuda_compress(zp_backend *be, const zp_attn_dims *d, const zp_score_pl
     if (e != cudaSuccess) return zp_fail(ZP_ERR_BACKEND, "cuda compress: ordering after the model stream: %s", cudaGetErrorString(e));
     const float *inv_freq;
     ZP_TRY(shift_frequencies(c, d, plan->shift_positions, plan->order_score, &inv_freq));
-    zp_plan_jobs j;
+    zp_plan_jobs j = {};
     ZP_TRY(compress_pack(c, d, budget, layer0, layer1, reqs, n_req, &j));
+    if (plan->key_score == ZP_KEYS_TRIG) ZP_TRY(trig_inputs(c, d, plan, layer0, layer1, &j));
     ZP_TRY(kv_check(d, "compress"));
     ZP_TRY(cuda_plan_select(c->cstream, c->fp32, d, plan, budget, &j, k_cache, q_cache, score_cache));
     ZP_DISPATCH_KV(c->fp32, d->kv_fp8, {

@@ -110,8 +110,9 @@ struct raw_vec {
     }
 };
 
-/* Warp-wide sum and max of one value per lane (every lane calls and gets the result). */
-__device__ __forceinline__ float zp_warp_sum(float v) {
+/* Warp-wide sum (float or double) and max of one value per lane (every lane calls and gets the result). */
+template <typename V>
+__device__ __forceinline__ V zp_warp_sum(V v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
@@ -120,15 +121,16 @@ __device__ __forceinline__ float zp_warp_max(float v) {
     return v;
 }
 
-/* Block-wide sum and max of one value per thread (blockDim a multiple of 32, every thread
- * calls; sh: 32 floats of shared memory). Every thread gets the result. */
-__device__ __forceinline__ float zp_block_sum(float v, float *sh) {
+/* Block-wide sum (float or double) and max of one value per thread (blockDim a multiple of 32,
+ * every thread calls; sh: 32 values of shared memory). Every thread gets the result. */
+template <typename V>
+__device__ __forceinline__ V zp_block_sum(V v, V *sh) {
     v = zp_warp_sum(v);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = (blockDim.x + 31) / 32;
     __syncthreads();
     if (lane == 0) sh[warp] = v;
     __syncthreads();
-    float s = 0.f;
+    V s = 0;
     for (int i = 0; i < nw; i++) s += sh[i];
     return s;
 }
@@ -187,6 +189,8 @@ typedef struct {
     int *hpack;                 /* host staging of cpack */
     size_t hpack_cap;
     void *cwork;                /* per-job score rows and keep masks */
+    float *trig_stats;          /* TriAttention's statistics on the device, uploaded from trig_src */
+    const float *trig_src;
     size_t cwork_cap;
     void *srows;                /* sampling rows and their token ids */
     size_t srows_cap;

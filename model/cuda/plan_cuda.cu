@@ -8,6 +8,9 @@
  *            normalised keys against the token's comparison set (its block for lightning, the
  *            request for raw) as register-tiled dot blocks, row sums and the "last above theta"
  *            partner; O(n bs D) or O(n^2 D).
+ *   trig     (TriAttention, instead of stage 1) one block per job: the keys' scores from the
+ *            query heads' statistics, z-normalised, the group's max; across layers, one block
+ *            per request reduces the layers' rows (plan_trig_across_kernel).
  *   finish   one block per job: redundancy r, softmax, max-norm, the lambda mix, sinks, and the
  *            keep-recent top-k by exact rank (ties: the earlier token wins, as scorer_topk).
  * Sums run in a different order than on the host, so scores agree to float rounding, not bits.
@@ -485,6 +488,93 @@ __global__ static void plan_finish_kernel(zp_plan_jobs J, zp_score_plan P, int b
     if (P.order_score) score_order(J, C, off, m, n, k < m ? k : m, (unsigned long long *)(smem + 2 * J.max_n));
 }
 
+/* TriAttention's score of one job (scorers/trig.c, term for term): the phases of the request's
+ * next position in double (scorer_trig_phase), each of the group's query heads scoring the keys
+ * after the protected prompt from its statistics (scorer_trig_score, accumulated in double in f
+ * order), z-normalised over them (scorer_znorm: the moments in double), the group's max; the
+ * prompt at +inf. Writes the row to S and P (the plan has no other stage before the selection).
+ * In a mode across layers the row is the layer's share, which plan_trig_across_kernel reduces. */
+template <typename KT>
+__global__ static void plan_trig_kernel(zp_plan_jobs J, zp_attn_dims d, const KT *kc) {
+    extern __shared__ double dsm[];
+    __shared__ double red[32];
+    const int4 jb = J.jobs[blockIdx.x];
+    const int *rq = J.reqs + ZP_REQ_FIELDS * jb.x;
+    const int n = rq[ZP_REQ_N], protect = rq[ZP_REQ_PROTECT], layer = jb.y, g = jb.z, m = n - protect;
+    const int G = d.n_heads / d.n_kv_heads, D = d.head_dim, F = D / 2, bs = d.block_size, Hkv = d.n_kv_heads;
+    double *C = dsm, *S = C + F;
+    float *q = (float *)(S + F), *row = q + 3 * F, *gmax = row + J.max_n;
+    const int *table = J.tables + rq[ZP_REQ_SRC];
+    const KT *kl = kc + (size_t)layer * d.num_blocks * bs * Hkv * D;
+    const float ks = kv_scale(d, 0, layer, g);
+    for (int f = threadIdx.x; f < F; f += blockDim.x) {
+        double c = 0.0, s = 0.0;
+        for (int j = 0; j < ZP_TRIG_OFFSETS; j++) {
+            const double a = ((double)rq[ZP_REQ_POS] + (double)(1 << j)) * (double)J.trig_freqs[f];
+            c += cos(a);
+            s += sin(a);
+        }
+        C[f] = c / ZP_TRIG_OFFSETS;
+        S[f] = s / ZP_TRIG_OFFSETS;
+    }
+    for (int t = threadIdx.x; t < m; t += blockDim.x) gmax[t] = -INFINITY;
+    for (int h = 0; h < G && m > 0; h++) {
+        const float *qs = J.trig_stats + ((size_t)layer * d.n_heads + (size_t)g * G + h) * 3 * F;
+        __syncthreads(); /* the previous head's statistics are no longer read */
+        for (int i = threadIdx.x; i < 3 * F; i += blockDim.x) q[i] = qs[i];
+        __syncthreads();
+        double part = 0.0;
+        for (int t = threadIdx.x; t < m; t += blockDim.x) {
+            const KT *k = key_row(kl, table, protect + t, bs, Hkv, g, D);
+            double acc = 0.0;
+            for (int f = 0; f < F; f++) {
+                const double kr = kv_ld(k[f], ks), ki = kv_ld(k[f + F], ks), qr = q[f], qi = q[F + f];
+                const double A = __dadd_rn(__dmul_rn(qr, kr), __dmul_rn(qi, ki)), B = __dsub_rn(__dmul_rn(qi, kr), __dmul_rn(qr, ki));
+                const double mag = __dmul_rn(__dsub_rn((double)q[2 * F + f], sqrt(__dadd_rn(__dmul_rn(qr, qr), __dmul_rn(qi, qi)))),
+                                             sqrt(__dadd_rn(__dmul_rn(kr, kr), __dmul_rn(ki, ki))));
+                acc = __dadd_rn(acc, __dadd_rn(__dsub_rn(__dmul_rn(A, C[f]), __dmul_rn(B, S[f])), mag));
+            }
+            row[t] = (float)acc;
+            part += row[t];
+        }
+        const double mean = zp_block_sum(part, red) / m;
+        part = 0.0;
+        for (int t = threadIdx.x; t < m; t += blockDim.x) part += (row[t] - mean) * (row[t] - mean);
+        const double sd0 = sqrt(zp_block_sum(part, red) / m), sd = sd0 > (double)ZP_TRIG_STD_EPS ? sd0 : (double)ZP_TRIG_STD_EPS;
+        for (int t = threadIdx.x; t < m; t += blockDim.x) gmax[t] = fmaxf(gmax[t], (float)((row[t] - mean) / sd));
+    }
+    const size_t off = (size_t)jb.w;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
+        const float a = t < protect ? INFINITY : gmax[t - protect];
+        J.S[off + t] = a;
+        J.P[off + t] = a;
+    }
+}
+
+/* TriAttention across layers (scorer_trig_across), one block per request (its jobs are layer-
+ * major, every layer in this call: compress_pack's order): per_head gives each KV head's tokens
+ * the mean over layers of their rows (summed in layer order, as the host), union the max over
+ * every layer and KV head; the result goes back into every layer's row. */
+__global__ static void plan_trig_across_kernel(zp_plan_jobs J, int mode, int L, int Hkv) {
+    const int r = blockIdx.x;
+    const int n = J.reqs[ZP_REQ_FIELDS * r + ZP_REQ_N], protect = J.reqs[ZP_REQ_FIELDS * r + ZP_REQ_PROTECT];
+    const int4 *jr = J.jobs + (size_t)r * L * Hkv;
+    for (int t = protect + threadIdx.x; t < n; t += blockDim.x) {
+        if (mode == ZP_TRIG_UNION) {
+            float mx = -INFINITY;
+            for (int g = 0; g < Hkv; g++)
+                for (int l = 0; l < L; l++) mx = fmaxf(mx, J.P[(size_t)jr[l * Hkv + g].w + t]);
+            for (int i = 0; i < L * Hkv; i++) J.S[(size_t)jr[i].w + t] = J.P[(size_t)jr[i].w + t] = mx;
+            continue;
+        }
+        for (int g = 0; g < Hkv; g++) {
+            float acc = 0.f;
+            for (int l = 0; l < L; l++) acc += J.P[(size_t)jr[l * Hkv + g].w + t] / (float)L;
+            for (int l = 0; l < L; l++) J.S[(size_t)jr[l * Hkv + g].w + t] = J.P[(size_t)jr[l * Hkv + g].w + t] = acc;
+        }
+    }
+}
+
 /* The most dynamic shared memory a block of this device may opt into. */
 static zp_status smem_optin(int *bytes) {
     int dev = 0;
@@ -518,9 +608,21 @@ static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, c
     size_t s1 = sizeof(float) * ((size_t)G * D + (2 + (size_t)hg) * j->max_n);
     /* the common head dims as constants (unrolled key loads), any other at run time */
     auto s1k = D == 128 ? plan_stage1_kernel<T, KT, 128> : D == 64 ? plan_stage1_kernel<T, KT, 64> : plan_stage1_kernel<T, KT, 0>;
-    ZP_TRY(smem_limit((const void *)s1k, s1, "window attention", j->max_n));
-    s1k<<<j->n_jobs, 256, s1, stream>>>(*j, *plan, *d, kc, qc, sc, hg, j->max_n);
-    ZP_LAUNCH_CHECK("plan_stage1");
+    if (plan->key_score == ZP_KEYS_TRIG) {
+        const size_t st = sizeof(double) * (size_t)D + sizeof(float) * (3 * (size_t)(D / 2) + 2 * (size_t)j->max_n);
+        ZP_TRY(smem_limit((const void *)plan_trig_kernel<KT>, st, "TriAttention's scores", j->max_n));
+        plan_trig_kernel<KT><<<j->n_jobs, 256, st, stream>>>(*j, *d, kc);
+        ZP_LAUNCH_CHECK("plan_trig");
+        if (plan->trig_mode != ZP_TRIG_PER_LAYER_PERHEAD) {
+            const int per_req = d->n_layers * d->n_kv_heads; /* every layer in this call (trig_inputs checks it) */
+            plan_trig_across_kernel<<<j->n_jobs / per_req, 256, 0, stream>>>(*j, plan->trig_mode, d->n_layers, d->n_kv_heads);
+            ZP_LAUNCH_CHECK("plan_trig_across");
+        }
+    } else {
+        ZP_TRY(smem_limit((const void *)s1k, s1, "window attention", j->max_n));
+        s1k<<<j->n_jobs, 256, s1, stream>>>(*j, *plan, *d, kc, qc, sc, hg, j->max_n);
+        ZP_LAUNCH_CHECK("plan_stage1");
+    }
     if (plan->redundancy != ZP_RED_NONE) {
         const size_t DP = (size_t)(D + PAIRS_E - 1) / PAIRS_E * PAIRS_E;
         size_t s2 = sizeof(float) * (DP * PAIRS_Y + PAIRS_E * PAIRS_X + PAIRS_Y * PAIRS_CS + PAIRS_Y + PAIRS_X);
@@ -541,9 +643,8 @@ static zp_status plan_select_typed(cudaStream_t stream, const zp_attn_dims *d, c
 zp_status cuda_plan_select(cudaStream_t stream, int fp32, const zp_attn_dims *d, const zp_score_plan *plan, int budget,
                            const zp_plan_jobs *j, const void *k_cache, const void *q_cache, const void *score_cache) {
     if (j->n_jobs == 0) return ZP_OK;
-    if (plan->key_score == ZP_KEYS_TRIG) /* the engine refuses it at setup; a direct call too */
-        return zp_fail(ZP_ERR_UNSUPPORTED,
-                       "cuda compression: TriAttention's score has no CUDA stage yet (run it on the CPU)");
+    if (plan->key_score == ZP_KEYS_TRIG && (!j->trig_stats || !j->trig_freqs))
+        return zp_fail(ZP_ERR_INVALID, "cuda compression: TriAttention without its statistics on the device");
     if (d->window <= 0 || d->window > j->max_n) return zp_fail(ZP_ERR_INVALID, "cuda compression: window %d must be in [1, n]", d->window);
     if (plan->attention && plan->attn.skip_newest && d->window < 2)
         return zp_fail(ZP_ERR_INVALID, "cuda compression: skipping the newest of %d window queries leaves none", d->window);

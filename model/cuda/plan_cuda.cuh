@@ -19,9 +19,12 @@ typedef struct {
     uint8_t *keep;     /* [sum n] 1 for the budget kept tokens */
     int *order;        /* [sum n] with the plan's order_score: each job's kept tokens in cache order
                           (its first budget entries: candidates by descending score, then the recent) */
+    const float *trig_stats, *trig_freqs; /* TriAttention's [L][Hq][3][D/2] statistics and the RoPE frequencies */
 } zp_plan_jobs;
 
-enum { ZP_REQ_N, ZP_REQ_NHIST, ZP_REQ_QID, ZP_REQ_SRC, ZP_REQ_DST, ZP_REQ_FIELDS };
+/* A request's fields: tokens, stored history, query slot, source and target tables' offsets,
+ * the protected prompt tokens and the next token's position (TriAttention's). */
+enum { ZP_REQ_N, ZP_REQ_NHIST, ZP_REQ_QID, ZP_REQ_SRC, ZP_REQ_DST, ZP_REQ_PROTECT, ZP_REQ_POS, ZP_REQ_FIELDS };
 
 /* Runs `plan` for every job on `stream`: fills S, P, keep and (order_score) order. k_cache/q_cache/score_cache are
  * the whole caches (score_cache NULL: no history). Fails (naming the limit) when a request is

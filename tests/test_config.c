@@ -12,16 +12,16 @@
 
 static void test_presets(void) {
     const struct { const char *name; zp_arch arch; int layers, heads, kv, head_dim, qkv_bias, qk_norm, tie; zp_rope_type rope; } want[] = {
-        {"Qwen3-0.6B", ZP_ARCH_QWEN3, 28, 16, 8, 128, 0, 1, 1, ZP_ROPE_DEFAULT},
-        {"Qwen3-8B", ZP_ARCH_QWEN3, 36, 32, 8, 128, 0, 1, 0, ZP_ROPE_DEFAULT},
-        {"Qwen3-14B", ZP_ARCH_QWEN3, 40, 40, 8, 128, 0, 1, 0, ZP_ROPE_DEFAULT},
-        {"DeepSeek-R1-Distill-Qwen-1.5B", ZP_ARCH_QWEN2, 28, 12, 2, 128, 1, 0, 0, ZP_ROPE_DEFAULT},
-        {"DeepSeek-R1-Distill-Qwen-7B", ZP_ARCH_QWEN2, 28, 28, 4, 128, 1, 0, 0, ZP_ROPE_DEFAULT},
-        {"DeepSeek-R1-Distill-Llama-8B", ZP_ARCH_LLAMA, 32, 32, 8, 128, 0, 0, 0, ZP_ROPE_LLAMA3},
-        {"SmolLM2-135M-Instruct", ZP_ARCH_LLAMA, 30, 9, 3, 64, 0, 0, 1, ZP_ROPE_DEFAULT},
-        {"tiny-qwen3", ZP_ARCH_QWEN3, 2, 4, 2, 64, 0, 1, 1, ZP_ROPE_DEFAULT},
-        {"tiny-qwen2", ZP_ARCH_QWEN2, 3, 2, 1, 128, 1, 0, 0, ZP_ROPE_DEFAULT},
-        {"tiny-llama", ZP_ARCH_LLAMA, 4, 4, 2, 64, 0, 0, 0, ZP_ROPE_LLAMA3},
+        {.name = "Qwen3-0.6B", .arch = ZP_ARCH_QWEN3, .layers = 28, .heads = 16, .kv = 8, .head_dim = 128, .qkv_bias = 0, .qk_norm = 1, .tie = 1, .rope = ZP_ROPE_DEFAULT},
+        {.name = "Qwen3-8B", .arch = ZP_ARCH_QWEN3, .layers = 36, .heads = 32, .kv = 8, .head_dim = 128, .qkv_bias = 0, .qk_norm = 1, .tie = 0, .rope = ZP_ROPE_DEFAULT},
+        {.name = "Qwen3-14B", .arch = ZP_ARCH_QWEN3, .layers = 40, .heads = 40, .kv = 8, .head_dim = 128, .qkv_bias = 0, .qk_norm = 1, .tie = 0, .rope = ZP_ROPE_DEFAULT},
+        {.name = "DeepSeek-R1-Distill-Qwen-1.5B", .arch = ZP_ARCH_QWEN2, .layers = 28, .heads = 12, .kv = 2, .head_dim = 128, .qkv_bias = 1, .qk_norm = 0, .tie = 0, .rope = ZP_ROPE_DEFAULT},
+        {.name = "DeepSeek-R1-Distill-Qwen-7B", .arch = ZP_ARCH_QWEN2, .layers = 28, .heads = 28, .kv = 4, .head_dim = 128, .qkv_bias = 1, .qk_norm = 0, .tie = 0, .rope = ZP_ROPE_DEFAULT},
+        {.name = "DeepSeek-R1-Distill-Llama-8B", .arch = ZP_ARCH_LLAMA, .layers = 32, .heads = 32, .kv = 8, .head_dim = 128, .qkv_bias = 0, .qk_norm = 0, .tie = 0, .rope = ZP_ROPE_LLAMA3},
+        {.name = "SmolLM2-135M-Instruct", .arch = ZP_ARCH_LLAMA, .layers = 30, .heads = 9, .kv = 3, .head_dim = 64, .qkv_bias = 0, .qk_norm = 0, .tie = 1, .rope = ZP_ROPE_DEFAULT},
+        {.name = "tiny-qwen3", .arch = ZP_ARCH_QWEN3, .layers = 2, .heads = 4, .kv = 2, .head_dim = 64, .qkv_bias = 0, .qk_norm = 1, .tie = 1, .rope = ZP_ROPE_DEFAULT},
+        {.name = "tiny-qwen2", .arch = ZP_ARCH_QWEN2, .layers = 3, .heads = 2, .kv = 1, .head_dim = 128, .qkv_bias = 1, .qk_norm = 0, .tie = 0, .rope = ZP_ROPE_DEFAULT},
+        {.name = "tiny-llama", .arch = ZP_ARCH_LLAMA, .layers = 4, .heads = 4, .kv = 2, .head_dim = 64, .qkv_bias = 0, .qk_norm = 0, .tie = 0, .rope = ZP_ROPE_LLAMA3},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         char dir[512];

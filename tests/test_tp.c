@@ -146,7 +146,7 @@ static void *rank_thread(void *arg) {
  * rank bit-identical to rank 0. Ranks sum through NCCL (rank r on GPU r) or the local comm. */
 static void test_group(const char *source, int p) {
     const int V = 1024;
-    rank_job whole = {source, 1, 0, 0, NULL, calloc((size_t)(1 + N_DECODE) * V, sizeof(float)), {0}, ZP_OK, ""};
+    rank_job whole = {.source = source, .size = 1, .logits = calloc((size_t)(1 + N_DECODE) * V, sizeof(float)), .status = ZP_OK};
     CHECK_OK(rank_run(&whole));
     zp_comm *comm[4];
     rank_job jobs[4];
@@ -154,7 +154,13 @@ static void test_group(const char *source, int p) {
     const int devices[4] = {0, 1, 2, 3};
     CHECK_OK(use_nccl ? zp_comm_nccl_create(p, devices, comm) : zp_comm_local_create(p, comm));
     for (int r = 0; r < p; r++) {
-        jobs[r] = (rank_job){source, p, r, use_nccl ? r : 0, comm[r], calloc((size_t)(1 + N_DECODE) * V, sizeof(float)), {0}, ZP_OK, ""};
+        jobs[r] = (rank_job){.source = source,
+                             .size = p,
+                             .rank = r,
+                             .device = use_nccl ? r : 0,
+                             .comm = comm[r],
+                             .logits = calloc((size_t)(1 + N_DECODE) * V, sizeof(float)),
+                             .status = ZP_OK};
         CHECK(pthread_create(&th[r], NULL, rank_thread, &jobs[r]) == 0);
     }
     for (int r = 0; r < p; r++) pthread_join(th[r], NULL);

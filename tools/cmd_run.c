@@ -31,7 +31,7 @@ static void on_interrupt(int sig) {
 }
 
 int cmd_run(int argc, char **argv) {
-    runner_opts o = {"results", 0, 0, 1, 0, NULL, &finished_runs};
+    runner_opts o = {.results_dir = "results", .shard_count = 1, .finished = &finished_runs};
     const char *exp = NULL, *v, *gpus = NULL;
     char cmdline[2048] = "zipage run";
     for (int i = 1; i < argc; i++) {

@@ -129,6 +129,13 @@ typedef struct {
     uint64_t seed, request_id;
 } zp_sample_row;
 
+/* The shape of a mixture-of-experts layer (backend op `moe`). */
+typedef struct {
+    int hidden, inter;   /* H, each expert's width I */
+    int n_experts, top_k; /* E, k */
+    int norm_topk;        /* renormalise the k weights to sum 1 */
+} zp_moe_dims;
+
 /* The element type of an activation buffer, declared when it is allocated; each op below names
  * the type of every buffer it reads or writes ("f32" or "op"). ZP_ACT_F32: fp32 (the residual
  * stream, q, logits, statistics, the score cache). ZP_ACT_OPERAND: the backend's GEMM operand
@@ -209,6 +216,13 @@ struct zp_backend {
     zp_status (*silu_mul)(zp_backend *be, void *out, const void *gu, int T, int I);
     /* out[n_out,H] (f32) = x[out_rows[i], :] (f32) */
     zp_status (*gather_rows)(zp_backend *be, void *out, const void *x, int H);
+    /* A mixture of experts over T rows (Qwen3-MoE's sparse MLP): out[T,H] (op) = the sum, in
+     * expert order, of w_e . down_e(silu(gate_e x) * up_e x) over the experts the router picks for
+     * row x of x[T,H] (op): logits x . router[E,H]^T, their softmax in fp32, the k largest (ties:
+     * the lower expert), renormalised to sum 1 when norm_topk. w_gate_up [E][2I,H] (each expert's
+     * gate rows, then its up rows), w_down [E][H,I]. NULL where the backend has none. */
+    zp_status (*moe)(zp_backend *be, void *out, const void *x, const void *router, const void *w_gate_up, const void *w_down,
+                     const zp_moe_dims *m, int T);
 
     /* ---- compression (host outputs: the CPU reference scores on the host) ---- */
     /* qcache[layer][qstore_slots[i]] = q[qstore_rows[i]]  (q [T,Hq,D], f32) */

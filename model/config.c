@@ -4,20 +4,19 @@
 #include "config.h"
 
 #include "backend.h"
+#include "config_internal.h" /* the readers shared with config_moe.c; cJSON */
 #include "files.h"
 
-#include <cjson/cJSON.h> /* cJSON_Parse, cJSON_GetObjectItemCaseSensitive, type checks */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *arch_names[ZP_ARCH_COUNT] = {"Qwen3ForCausalLM", "Qwen2ForCausalLM",
-                                                "LlamaForCausalLM"};
+static const char *arch_names[ZP_ARCH_COUNT] = {"Qwen3ForCausalLM", "Qwen2ForCausalLM", "LlamaForCausalLM",
+                                                "Qwen3MoeForCausalLM"};
 
 const char *zp_arch_name(zp_arch a) { return (a >= 0 && a < ZP_ARCH_COUNT) ? arch_names[a] : "?"; }
 
-/* Integer field: required unless def_ok; must be a whole positive-or-zero number. */
-static zp_status get_int(const cJSON *o, const char *key, const char *src, int required, int *v) {
+zp_status zp_cfg_int(const cJSON *o, const char *key, const char *src, int required, int *v) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!it || cJSON_IsNull(it)) {
         if (required) return zp_fail(ZP_ERR_FORMAT, "%s: missing required key \"%s\"", src, key);
@@ -41,8 +40,7 @@ static zp_status get_float(const cJSON *o, const char *key, const char *src, int
     return ZP_OK;
 }
 
-/* A boolean key: true or false, absent or null for def; anything else ("yes", 1) is refused. */
-static zp_status get_bool(const cJSON *o, const char *key, const char *src, int def, int *v) {
+zp_status zp_cfg_bool(const cJSON *o, const char *key, const char *src, int def, int *v) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
     if (it && !cJSON_IsNull(it) && !cJSON_IsBool(it)) return zp_fail(ZP_ERR_FORMAT, "%s: \"%s\" must be true or false", src, key);
     *v = cJSON_IsBool(it) ? cJSON_IsTrue(it) : def;
@@ -89,8 +87,10 @@ static const char *const KEYS_READ[] = {"architectures", "hidden_size", "num_hid
                                         "attention_bias", "mlp_bias", "hidden_act", "bos_token_id", "eos_token_id",
                                         "torch_dtype", "dtype", "use_sliding_window", "sliding_window", "max_window_layers",
                                         "layer_types", "rope_interleaved", "use_mrope", "final_logit_softcapping",
-                                        "attn_logit_softcapping", "quantization_config", "auto_map", NULL};
-static const char *const KEYS_IGNORED[] = {"model_type", "transformers_version", "use_cache", "initializer_range",
+                                        "attn_logit_softcapping", "quantization_config", "auto_map", "num_experts",
+                                        "num_local_experts", "num_experts_per_tok", "moe_intermediate_size", "norm_topk_prob",
+                                        "decoder_sparse_step", "mlp_only_layers", NULL};
+static const char *const KEYS_IGNORED[] = {"output_router_logits", "router_aux_loss_coef","model_type", "transformers_version", "use_cache", "initializer_range",
                                            "pad_token_id", "attention_dropout", "_name_or_path", "is_llama_config",
                                            "transformers.js_config", "pretraining_tp", "output_attentions",
                                            "output_hidden_states", "return_dict", "torchscript", "use_bfloat16",
@@ -146,8 +146,8 @@ static zp_status check_math_keys(const cJSON *root, const char *src, const zp_mo
                            cJSON_IsString(e) ? e->valuestring : "?");
     }
     int attention_bias = 0, mlp_bias = 0;
-    ZP_TRY(get_bool(root, "attention_bias", src, 0, &attention_bias));
-    ZP_TRY(get_bool(root, "mlp_bias", src, 0, &mlp_bias));
+    ZP_TRY(zp_cfg_bool(root, "attention_bias", src, 0, &attention_bias));
+    ZP_TRY(zp_cfg_bool(root, "mlp_bias", src, 0, &mlp_bias));
     if (c->arch != ZP_ARCH_QWEN2 && attention_bias) /* Qwen2 ignores it (q/k/v always biased) */
         return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"attention_bias\": true (biases on q, k, v and o_proj) is not supported for %s", src,
                        arch_names[c->arch]);
@@ -167,7 +167,8 @@ static zp_status parse_arch(const cJSON *root, const char *src, zp_model_config 
     for (int a = 0; a < ZP_ARCH_COUNT; a++)
         if (strcmp(a0->valuestring, arch_names[a]) == 0) { c->arch = (zp_arch)a; return ZP_OK; }
     return zp_fail(ZP_ERR_UNSUPPORTED,
-                   "%s: architecture \"%s\" is not supported (supported: Qwen3ForCausalLM, Qwen2ForCausalLM, LlamaForCausalLM)",
+                   "%s: architecture \"%s\" is not supported (supported: Qwen3ForCausalLM, Qwen2ForCausalLM, LlamaForCausalLM, "
+                   "Qwen3MoeForCausalLM)",
                    src, a0->valuestring);
 }
 
@@ -192,27 +193,28 @@ static zp_status validate(const zp_model_config *c, const char *src) {
 static zp_status parse_root(const cJSON *root, const char *src, zp_model_config *c) {
     ZP_TRY(check_keys(root, src));
     ZP_TRY(parse_arch(root, src, c));
-    const int qwen = c->arch != ZP_ARCH_LLAMA;
-    ZP_TRY(get_int(root, "hidden_size", src, 1, &c->hidden));
-    ZP_TRY(get_int(root, "num_hidden_layers", src, 1, &c->n_layers));
-    ZP_TRY(get_int(root, "num_attention_heads", src, 1, &c->n_heads));
-    c->n_kv_heads = qwen ? 32 : c->n_heads; /* transformers' class defaults */
-    ZP_TRY(get_int(root, "num_key_value_heads", src, 0, &c->n_kv_heads));
-    ZP_TRY(get_int(root, "intermediate_size", src, 1, &c->intermediate));
-    ZP_TRY(get_int(root, "vocab_size", src, 1, &c->vocab));
+    const int qwen = c->arch != ZP_ARCH_LLAMA, moe = c->arch == ZP_ARCH_QWEN3_MOE;
+    ZP_TRY(zp_cfg_int(root, "hidden_size", src, 1, &c->hidden));
+    ZP_TRY(zp_cfg_int(root, "num_hidden_layers", src, 1, &c->n_layers));
+    ZP_TRY(zp_cfg_int(root, "num_attention_heads", src, 1, &c->n_heads));
+    c->n_kv_heads = moe ? 4 : qwen ? 32 : c->n_heads; /* transformers' class defaults */
+    ZP_TRY(zp_cfg_int(root, "num_key_value_heads", src, 0, &c->n_kv_heads));
+    ZP_TRY(zp_cfg_int(root, "intermediate_size", src, 1, &c->intermediate));
+    ZP_TRY(zp_cfg_int(root, "vocab_size", src, 1, &c->vocab));
     c->max_pos = qwen ? 32768 : 2048;
-    ZP_TRY(get_int(root, "max_position_embeddings", src, 0, &c->max_pos));
+    ZP_TRY(zp_cfg_int(root, "max_position_embeddings", src, 0, &c->max_pos));
     c->head_dim = c->arch == ZP_ARCH_QWEN3 ? 128 : c->n_heads > 0 ? c->hidden / c->n_heads : 0; /* Qwen3Config: 128 */
-    ZP_TRY(get_int(root, "head_dim", src, 0, &c->head_dim));
+    ZP_TRY(zp_cfg_int(root, "head_dim", src, 0, &c->head_dim));
     c->rms_eps = 1e-6f;
     ZP_TRY(get_float(root, "rms_norm_eps", src, 0, &c->rms_eps));
     ZP_TRY(zp_rope_parse(root, src, c->max_pos, &c->rope));
-    ZP_TRY(get_bool(root, "tie_word_embeddings", src, 0, &c->tie_embeddings));
+    ZP_TRY(zp_cfg_bool(root, "tie_word_embeddings", src, 0, &c->tie_embeddings));
     c->qkv_bias = c->arch == ZP_ARCH_QWEN2;
-    c->qk_norm = c->arch == ZP_ARCH_QWEN3;
+    c->qk_norm = c->arch == ZP_ARCH_QWEN3 || moe;
     ZP_TRY(check_math_keys(root, src, c));
+    ZP_TRY(zp_config_parse_moe(root, src, c));
     c->bos_id = -1;
-    ZP_TRY(get_int(root, "bos_token_id", src, 0, &c->bos_id));
+    ZP_TRY(zp_cfg_int(root, "bos_token_id", src, 0, &c->bos_id));
     ZP_TRY(get_eos(root, src, c));
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
     if (!cJSON_IsString(dt)) dt = cJSON_GetObjectItemCaseSensitive(root, "dtype");
@@ -241,7 +243,7 @@ zp_status zp_config_parse_generation(const char *json, const char *src, zp_model
         cJSON_Delete(root);
         return zp_fail(ZP_ERR_FORMAT, "%s: not a valid JSON object", src);
     }
-    zp_status s = get_int(root, "bos_token_id", src, 0, &c->bos_id);
+    zp_status s = zp_cfg_int(root, "bos_token_id", src, 0, &c->bos_id);
     if (s == ZP_OK) s = get_eos(root, src, c);
     cJSON_Delete(root);
     return s;

@@ -1,9 +1,9 @@
 /* config.h - model configuration read from a Hugging Face checkpoint folder.
  *
  * Reads config.json (and generation_config.json when present) of the architectures we run:
- * Qwen3ForCausalLM, Qwen2ForCausalLM (q/k/v biases) and LlamaForCausalLM, with transformers'
- * class defaults for absent keys (Qwen3 head_dim 128, Qwen key-value heads 32, max positions
- * 32768 / 2048). Every key is known: read, accepted only at the value that keeps the math
+ * Qwen3ForCausalLM, Qwen2ForCausalLM (q/k/v biases), LlamaForCausalLM and Qwen3MoeForCausalLM
+ * (Qwen3's attention, sparse MLP layers: config_moe.c), with transformers' class defaults for
+ * absent keys (Qwen3 head_dim 128, Qwen key-value heads 32, max positions 32768 / 2048). Every key is known: read, accepted only at the value that keeps the math
  * implemented (sliding windows, layer types, biases, softcapping, interleaved or multimodal
  * RoPE, quantization, remote code: refused otherwise), or ignored because it does not change
  * the logits (ids, bookkeeping, training and generation settings); an unknown or duplicated
@@ -15,9 +15,12 @@
 #include "rope.h"
 #include "status.h"
 
-typedef enum { ZP_ARCH_QWEN3, ZP_ARCH_QWEN2, ZP_ARCH_LLAMA, ZP_ARCH_COUNT } zp_arch;
+#include <stdint.h>
+
+typedef enum { ZP_ARCH_QWEN3, ZP_ARCH_QWEN2, ZP_ARCH_LLAMA, ZP_ARCH_QWEN3_MOE, ZP_ARCH_COUNT } zp_arch;
 
 #define ZP_MAX_EOS 8
+#define ZP_MOE_MAX_LAYERS 256 /* the most layers a mixture-of-experts config may have (mlp_only_layers as a bit set) */
 
 typedef struct {
     zp_arch arch;
@@ -39,6 +42,13 @@ typedef struct {
     int eos_ids[ZP_MAX_EOS];
     int n_eos;
     char torch_dtype[16];
+    /* mixture of experts (Qwen3MoeForCausalLM; n_experts 0: a dense model) */
+    int n_experts;          /* num_experts (or num_local_experts) */
+    int n_experts_used;     /* num_experts_per_tok: the top k of the router's softmax */
+    int moe_intermediate;   /* moe_intermediate_size: each expert's SwiGLU width */
+    int norm_topk;          /* norm_topk_prob: the k weights renormalised to sum 1 */
+    int moe_step;           /* decoder_sparse_step: layer l is sparse when (l + 1) % step == 0 ... */
+    uint64_t mlp_only[ZP_MOE_MAX_LAYERS / 64]; /* ... and l is not in mlp_only_layers (bit l) */
 } zp_model_config;
 
 /* Parse config.json text; `src` names the file in error messages. */
@@ -48,6 +58,8 @@ zp_status zp_config_parse_generation(const char *json, const char *src, zp_model
 /* Load DIR/config.json and, if present, DIR/generation_config.json. */
 zp_status zp_config_load(const char *dir, zp_model_config *c);
 int zp_config_is_eos(const zp_model_config *c, int token);
+/* 1 when layer l's MLP is a mixture of experts (transformers' Qwen3MoeDecoderLayer rule), 0 when dense. */
+int zp_config_layer_is_moe(const zp_model_config *c, int l);
 const char *zp_arch_name(zp_arch a);
 
 #endif

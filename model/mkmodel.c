@@ -75,6 +75,12 @@ static int add_spec(tensor_spec *v, int n, const char *name, int64_t rows, int64
     return n + 1;
 }
 
+/* The most tensors build_specs writes for c: embedding, final norm, LM head, and per layer 11
+ * (attention, norms, biases) plus a dense MLP's 3 or a mixture's router and 3 per expert. */
+static size_t spec_capacity(const zp_model_config *c) {
+    return 3 + (size_t)c->n_layers * (14 + (c->n_experts > 0 ? 1 + 3 * (size_t)c->n_experts : 0));
+}
+
 static int build_specs(const zp_model_config *c, tensor_spec *v) {
     const int64_t H = c->hidden, D = c->head_dim, qd = (int64_t)c->n_heads * D, kd = (int64_t)c->n_kv_heads * D, I = c->intermediate;
     const float embed_std = 3.0f / sqrtf((float)H);
@@ -98,6 +104,20 @@ static int build_specs(const zp_model_config *c, tensor_spec *v) {
         }
         n = add_spec(v, n, P("self_attn.o_proj.weight"), H, qd, INIT_LINEAR, 1.0f / sqrtf((float)qd));
         n = add_spec(v, n, P("post_attention_layernorm.weight"), H, 0, INIT_NORM, 0.1f);
+        if (zp_config_layer_is_moe(c, l)) { /* the router, then each expert's gate, up and down */
+            const int64_t Im = c->moe_intermediate;
+            n = add_spec(v, n, P("mlp.gate.weight"), c->n_experts, H, INIT_LINEAR, 1.0f / sqrtf((float)H));
+            for (int e = 0; e < c->n_experts; e++) {
+                char ex[96];
+                snprintf(ex, sizeof ex, "mlp.experts.%d.gate_proj.weight", e);
+                n = add_spec(v, n, P(ex), Im, H, INIT_LINEAR, 1.0f / sqrtf((float)H));
+                snprintf(ex, sizeof ex, "mlp.experts.%d.up_proj.weight", e);
+                n = add_spec(v, n, P(ex), Im, H, INIT_LINEAR, 1.0f / sqrtf((float)H));
+                snprintf(ex, sizeof ex, "mlp.experts.%d.down_proj.weight", e);
+                n = add_spec(v, n, P(ex), H, Im, INIT_LINEAR, 1.0f / sqrtf((float)Im));
+            }
+            continue;
+        }
         n = add_spec(v, n, P("mlp.gate_proj.weight"), I, H, INIT_LINEAR, 1.0f / sqrtf((float)H));
         n = add_spec(v, n, P("mlp.up_proj.weight"), I, H, INIT_LINEAR, 1.0f / sqrtf((float)H));
         n = add_spec(v, n, P("mlp.down_proj.weight"), H, I, INIT_LINEAR, 1.0f / sqrtf((float)I));
@@ -135,7 +155,7 @@ static void spec_values(const tensor_spec *s, uint32_t t, uint64_t seed, size_t 
 }
 
 zp_status zp_mkmodel_tensor(const zp_model_config *c, const char *name, uint64_t seed, float *dst, size_t n) {
-    tensor_spec *specs = calloc((size_t)(3 + c->n_layers * 14), sizeof *specs);
+    tensor_spec *specs = calloc(spec_capacity(c), sizeof *specs);
     ZP_CHECK_ALLOC(specs);
     const int ns = build_specs(c, specs);
     int t = 0;
@@ -178,9 +198,9 @@ static zp_status write_tensor(FILE *f, const tensor_spec *s, uint32_t t, uint64_
 }
 
 static zp_status write_weights(const zp_model_config *c, const char *path, uint64_t seed, zp_dtype dtype) {
-    int max_specs = 3 + c->n_layers * 14;
-    tensor_spec *specs = calloc((size_t)max_specs, sizeof *specs);
-    zp_st_entry *ents = calloc((size_t)max_specs, sizeof *ents);
+    const size_t max_specs = spec_capacity(c);
+    tensor_spec *specs = calloc(max_specs, sizeof *specs);
+    zp_st_entry *ents = calloc(max_specs, sizeof *ents);
     if (!specs || !ents) { free(specs); free(ents); return zp_fail(ZP_ERR_OOM, "mkmodel: out of memory"); }
     int n = build_specs(c, specs);
     for (int i = 0; i < n; i++) {

@@ -168,6 +168,40 @@ static zp_status load_one(loader *ld, const char *name, int64_t rows, int64_t co
     return load_stacked(ld, &p, 1, out);
 }
 
+/* A mixture-of-experts layer's router [E, H] and its experts, stacked: [E][gate; up][I, H] and
+ * [E][H, I] (the checkpoint's per-expert tensors, transformers' save_pretrained names). The
+ * whole layer: a mixture of experts runs on one rank (model_finish_load refuses more). */
+static zp_status load_experts(loader *ld, int l, zp_layer_weights *w) {
+    const zp_model_config *c = &ld->m->cfg;
+    const int E = c->n_experts;
+    const int64_t H = c->hidden, I = c->moe_intermediate;
+    char name[160];
+    snprintf(name, sizeof name, "model.layers.%d.mlp.gate.weight", l);
+    ZP_TRY(load_one(ld, name, E, H, &w->router));
+    char(*names)[96] = malloc(sizeof *names * 2 * (size_t)E);
+    part *parts = malloc(sizeof *parts * 2 * (size_t)E);
+    if (!names || !parts) {
+        free(names);
+        free(parts);
+        return zp_fail(ZP_ERR_OOM, "layer %d: no memory for %d experts' names", l, E);
+    }
+    for (int e = 0; e < E; e++) {
+        snprintf(names[2 * e], sizeof names[0], "model.layers.%d.mlp.experts.%d.gate_proj.weight", l, e);
+        snprintf(names[2 * e + 1], sizeof names[0], "model.layers.%d.mlp.experts.%d.up_proj.weight", l, e);
+        parts[2 * e] = row_part(names[2 * e], I, H, 0, I);
+        parts[2 * e + 1] = row_part(names[2 * e + 1], I, H, 0, I);
+    }
+    zp_status s = load_stacked(ld, parts, 2 * E, &w->w_gate_up);
+    for (int e = 0; e < E; e++) {
+        snprintf(names[e], sizeof names[0], "model.layers.%d.mlp.experts.%d.down_proj.weight", l, e);
+        parts[e] = row_part(names[e], H, I, 0, H);
+    }
+    if (s == ZP_OK) s = load_stacked(ld, parts, E, &w->w_down);
+    free(names);
+    free(parts);
+    return s;
+}
+
 /* Layer l's weights, or this rank's slices of them: the rows of its query and KV heads in
  * [q;k;v] (and the bias), the columns of its query heads in O, its intermediate rows in
  * [gate;up] and columns in down; the norms whole. */
@@ -200,6 +234,7 @@ static zp_status load_layer(loader *ld, int l) {
     ZP_TRY(load_stacked(ld, &o, 1, &w->wo));
     LNAME(n0, "post_attention_layernorm.weight");
     ZP_TRY(load_one(ld, n0, H, 0, &w->mlp_norm));
+    if (zp_config_layer_is_moe(c, l)) return load_experts(ld, l, w);
     LNAME(n0, "mlp.gate_proj.weight"); LNAME(n1, "mlp.up_proj.weight");
     const part gu[2] = {row_part(n0, I, H, t->i0, t->ni), row_part(n1, I, H, t->i0, t->ni)};
     ZP_TRY(load_stacked(ld, gu, 2, &w->w_gate_up));
@@ -225,7 +260,9 @@ static int find_gguf(const char *dir, char *out, size_t n) {
 static zp_status check_gguf_config(const zp_gguf *g, const zp_model_config *c) {
     const zp_gguf_kv *arch = zp_gguf_get(g, "general.architecture");
     if (!arch || !arch->s) return zp_fail(ZP_ERR_FORMAT, "%s: no general.architecture", g->path);
-    static const char *const gguf_arch[ZP_ARCH_COUNT] = {"qwen3", "qwen2", "llama"}; /* by zp_arch */
+    static const char *const gguf_arch[ZP_ARCH_COUNT] = {"qwen3", "qwen2", "llama", "qwen3moe"}; /* by zp_arch */
+    if (c->n_experts > 0)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: a mixture of experts from GGUF is not supported (the safetensors checkpoint is)", g->path);
     int known = -1;
     for (int a = 0; a < ZP_ARCH_COUNT; a++)
         if (!strcmp(arch->s, gguf_arch[a])) known = a;
@@ -295,6 +332,11 @@ static zp_status load_all(loader *ld) {
 /* Shared tail of the loads: config already parsed into m->cfg; weights (this rank's slices
  * when tp is not NULL, after which m->cfg is the rank's shape), then the rope table. */
 static zp_status model_finish_load(zp_model *m, const char *dir, int random, uint64_t seed, const zp_tp_shard *tp) {
+    if (m->cfg.n_experts > 0 && tp && tp->size > 1)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: a mixture of experts (%s) under tensor parallelism is not supported yet", dir, m->cfg.arch_name);
+    if (m->cfg.n_experts > 0 && !m->be->moe)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: the %s backend has no mixture-of-experts op yet (%s runs on --device cpu)", dir,
+                       m->be->name, m->cfg.arch_name);
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     if (!m->layers) return zp_fail(ZP_ERR_OOM, "no memory for %d layers", m->cfg.n_layers);
     ZP_TRY(zp_tp_shard_of(&m->cfg, tp ? tp->size : 1, tp ? tp->rank : 0, &m->tp)); /* of this model, whatever the caller computed */
@@ -357,7 +399,7 @@ void zp_model_free(zp_model *m) {
     free_activations(m);
     for (int l = 0; m->layers && l < m->cfg.n_layers; l++) {
         zp_layer_weights *w = &m->layers[l];
-        void **ws[] = {&w->attn_norm, &w->wqkv, &w->bqkv, &w->q_norm, &w->k_norm, &w->wo, &w->mlp_norm, &w->w_gate_up, &w->w_down};
+        void **ws[] = {&w->attn_norm, &w->wqkv, &w->bqkv, &w->q_norm, &w->k_norm, &w->wo, &w->mlp_norm, &w->w_gate_up, &w->w_down, &w->router};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) release(m->be, ws[i]);
     }
     if (m->lm_head != m->embed) release(m->be, &m->lm_head);
@@ -528,6 +570,11 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     ZP_TRY(be->matmul(be, m->h, OP, m->att, w->wo, NULL, T, H, qd));
     if (m->comm) ZP_TRY(m->comm->all_reduce(m->comm, be, m->h, OP, (size_t)T * H)); /* row-parallel O: the ranks' partial sums */
     ZP_TRY(be->add_rmsnorm(be, m->hn, m->x, m->h, w->mlp_norm, T, H, c->rms_eps));
+    if (w->router) { /* one rank (model_finish_load): no sum across ranks */
+        const zp_moe_dims md = {.hidden = H, .inter = c->moe_intermediate, .n_experts = c->n_experts, .top_k = c->n_experts_used,
+                                .norm_topk = c->norm_topk};
+        return be->moe(be, m->h, m->hn, w->router, w->w_gate_up, w->w_down, &md, T);
+    }
     ZP_TRY(be->matmul(be, m->gu, OP, m->hn, w->w_gate_up, NULL, T, 2 * I, H));
     ZP_TRY(be->silu_mul(be, m->act, m->gu, T, I));
     ZP_TRY(be->matmul(be, m->h, OP, m->act, w->w_down, NULL, T, H, I));

@@ -1,4 +1,4 @@
-/* model.h - the Qwen3 / Qwen2 / Llama decoder, backend-agnostic.
+/* model.h - the Qwen3 / Qwen2 / Llama / Qwen3-MoE decoder, backend-agnostic.
  *
  * Loads config.json + safetensors (weights converted to fp32 on the host once, fused into
  * [q;k;v] and [gate;up] matrices, then handed to the backend), and runs one forward step over
@@ -22,8 +22,9 @@ typedef struct {
     void *k_norm;      /* [D] or NULL */
     void *wo;          /* [H, Hq*D] */
     void *mlp_norm;    /* [H] */
-    void *w_gate_up;   /* [2I, H] */
-    void *w_down;      /* [H, I] */
+    void *w_gate_up;   /* [2I, H]; a mixture-of-experts layer: [E][2I_moe, H] (each expert's gate rows, then up) */
+    void *w_down;      /* [H, I]; a mixture-of-experts layer: [E][H, I_moe] */
+    void *router;      /* [E, H] a mixture-of-experts layer's router; NULL: a dense MLP */
 } zp_layer_weights;
 
 typedef struct {

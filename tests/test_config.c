@@ -253,8 +253,42 @@ static void test_engine_schema(void) {
     CHECK(!matched);
 }
 
+static const char *MOE =
+    "{\"architectures\":[\"Qwen3MoeForCausalLM\"],\"hidden_size\":64,\"num_hidden_layers\":4,"
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":128,\"vocab_size\":100%s}";
+
+static zp_status parse_moe(const char *extra, zp_model_config *c) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, MOE, extra);
+    return zp_config_parse(buf, "moe.json", c);
+}
+
+/* Qwen3MoeConfig's keys and class defaults (docs/moe-port.md §1.1-1.2), the sparse-layer rule, and
+ * each refusal by name: the keys on a dense architecture, the alias disagreeing, a top-k beyond
+ * the experts, a layer index out of range, shared experts (a key Qwen3-MoE does not have). */
+static void test_moe(void) {
+    zp_model_config c;
+    CHECK_OK(parse_moe("", &c));
+    CHECK(c.arch == ZP_ARCH_QWEN3_MOE && c.n_experts == 128 && c.n_experts_used == 8 && c.moe_intermediate == 768 && !c.norm_topk);
+    CHECK(c.qk_norm && c.head_dim == 16 && c.n_kv_heads == 2);
+    for (int l = 0; l < 4; l++) CHECK(zp_config_layer_is_moe(&c, l));
+    CHECK_OK(parse_moe(",\"num_local_experts\":6,\"num_experts_per_tok\":2,\"norm_topk_prob\":true,\"decoder_sparse_step\":2,"
+                       "\"mlp_only_layers\":[3],\"moe_intermediate_size\":32,\"output_router_logits\":false,\"router_aux_loss_coef\":0.001",
+                       &c));
+    CHECK(c.n_experts == 6 && c.n_experts_used == 2 && c.norm_topk && c.moe_intermediate == 32);
+    CHECK(!zp_config_layer_is_moe(&c, 0) && zp_config_layer_is_moe(&c, 1) && !zp_config_layer_is_moe(&c, 2) && !zp_config_layer_is_moe(&c, 3));
+    CHECK_FAILS(parse_with(",\"num_experts\":8"), ZP_ERR_UNSUPPORTED, "\"num_experts\" on LlamaForCausalLM, a dense architecture");
+    CHECK_FAILS(parse_moe(",\"num_experts\":8,\"num_local_experts\":6", &c), ZP_ERR_FORMAT, "\"num_experts\" 8 and \"num_local_experts\" 6 disagree");
+    CHECK_FAILS(parse_moe(",\"num_experts\":4,\"num_experts_per_tok\":5", &c), ZP_ERR_FORMAT, "\"num_experts_per_tok\" 5 must be in [1, num_experts 4]");
+    CHECK_FAILS(parse_moe(",\"mlp_only_layers\":[4]", &c), ZP_ERR_FORMAT, "\"mlp_only_layers\" has an entry that is not a layer index in [0, 4)");
+    CHECK_FAILS(parse_moe(",\"decoder_sparse_step\":0", &c), ZP_ERR_FORMAT, "decoder_sparse_step");
+    CHECK_FAILS(parse_moe(",\"shared_expert_intermediate_size\":256", &c), ZP_ERR_UNSUPPORTED, "unknown key \"shared_expert_intermediate_size\"");
+    CHECK_FAILS(parse_moe(",\"use_sliding_window\":true", &c), ZP_ERR_UNSUPPORTED, "use_sliding_window");
+}
+
 int main(void) {
     test_presets();
+    test_moe();
     test_malformed();
     test_refusals();
     test_backend_options();

@@ -43,7 +43,7 @@ zp_status zp_chat_detect(const char *dir, zp_chat_family *out) {
     if (f < 0) {
         zp_model_config c;
         ZP_TRY(zp_config_load(dir, &c));
-        if (c.arch == ZP_ARCH_QWEN3) f = ZP_CHAT_QWEN3;
+        if (c.arch == ZP_ARCH_QWEN3 || c.arch == ZP_ARCH_QWEN3_MOE) f = ZP_CHAT_QWEN3;
         else if (c.arch == ZP_ARCH_LLAMA && c.vocab == 49152) f = ZP_CHAT_SMOLLM2;
         else if (c.arch == ZP_ARCH_LLAMA) f = ZP_CHAT_LLAMA3;
         else return zp_fail(ZP_ERR_UNSUPPORTED, "%s: no chat template found and %s has no default (pass --chat FAMILY)", dir, c.arch_name);

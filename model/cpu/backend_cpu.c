@@ -151,7 +151,7 @@ static zp_status cpu_add(zp_backend *be, void *x, const void *y, size_t n) {
     return ZP_OK;
 }
 
-static zp_status cpu_silu_mul(zp_backend *be, void *out, const void *gu, int T, int inter) {
+zp_status cpu_silu_mul(zp_backend *be, void *out, const void *gu, int T, int inter) {
     (void)be;
 #pragma omp parallel for schedule(static)
     for (int t = 0; t < T; t++) {
@@ -171,8 +171,8 @@ static zp_status cpu_gather_rows(zp_backend *be, void *out, const void *x, int H
 
 /* ---------------------------------------------------------------- matmul */
 
-static zp_status cpu_matmul(zp_backend *be, void *out, zp_act_type out_type, const void *x, const void *w, const void *bias, int M,
-                            int N, int K) {
+zp_status cpu_matmul(zp_backend *be, void *out, zp_act_type out_type, const void *x, const void *w, const void *bias, int M, int N,
+                     int K) {
     (void)be;
     ZP_TRY(check_type(out_type, "matmul"));
     float *o = out;
@@ -429,6 +429,7 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->attn_history = cpu_attn_history;
     be->silu_mul = cpu_silu_mul;
     be->gather_rows = cpu_gather_rows;
+    be->moe = cpu_moe;
     be->query_store = cpu_query_store;
     be->query_read = cpu_query_read;
     be->key_gather = cpu_key_gather;

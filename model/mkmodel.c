@@ -154,23 +154,56 @@ static void spec_values(const tensor_spec *s, uint32_t t, uint64_t seed, size_t 
     }
 }
 
-zp_status zp_mkmodel_tensor(const zp_model_config *c, const char *name, uint64_t seed, float *dst, size_t n) {
-    tensor_spec *specs = calloc(spec_capacity(c), sizeof *specs);
-    ZP_CHECK_ALLOC(specs);
-    const int ns = build_specs(c, specs);
-    int t = 0;
-    while (t < ns && strcmp(specs[t].name, name)) t++;
-    zp_status s = ZP_OK;
-    if (t == ns) s = zp_fail(ZP_ERR_INVALID, "random weights: no tensor %s in this config", name);
-    else if ((size_t)specs[t].rows * (size_t)(specs[t].cols ? specs[t].cols : 1) != n)
-        s = zp_fail(ZP_ERR_INVALID, "random weights: tensor %s has %lld x %lld values, asked for %zu", name, (long long)specs[t].rows,
-                    (long long)specs[t].cols, n);
-    if (s == ZP_OK) {
-        const tensor_spec sp = specs[t];
-        spec_values(&sp, (uint32_t)t, seed, 0, n, dst);
+typedef struct {
+    const char *name; /* into the spec */
+    int t;            /* its index in build_specs' order: it seeds the tensor's values */
+} spec_ref;
+
+struct zp_mkmodel_specs {
+    tensor_spec *v;
+    int n;
+    spec_ref *by_name; /* sorted by name */
+};
+
+static int ref_cmp(const void *a, const void *b) { return strcmp(((const spec_ref *)a)->name, ((const spec_ref *)b)->name); }
+
+zp_status zp_mkmodel_specs_build(const zp_model_config *c, zp_mkmodel_specs **out) {
+    zp_mkmodel_specs *s = calloc(1, sizeof *s);
+    if (s) s->v = calloc(spec_capacity(c), sizeof *s->v);
+    if (!s || !s->v) {
+        free(s);
+        return zp_fail(ZP_ERR_OOM, "random weights: no memory for %zu tensor specs", spec_capacity(c));
     }
-    free(specs);
-    return s;
+    s->n = build_specs(c, s->v);
+    s->by_name = malloc(sizeof *s->by_name * (size_t)s->n);
+    if (!s->by_name) {
+        const int n = s->n;
+        zp_mkmodel_specs_free(s);
+        return zp_fail(ZP_ERR_OOM, "random weights: no memory for the index of %d tensors", n);
+    }
+    for (int i = 0; i < s->n; i++) s->by_name[i] = (spec_ref){.name = s->v[i].name, .t = i};
+    qsort(s->by_name, (size_t)s->n, sizeof *s->by_name, ref_cmp);
+    *out = s;
+    return ZP_OK;
+}
+
+void zp_mkmodel_specs_free(zp_mkmodel_specs *s) {
+    if (!s) return;
+    free(s->v);
+    free(s->by_name);
+    free(s);
+}
+
+zp_status zp_mkmodel_values(const zp_mkmodel_specs *s, const char *name, uint64_t seed, float *dst, size_t n) {
+    const spec_ref key = {.name = name}, *hit = bsearch(&key, s->by_name, (size_t)s->n, sizeof *s->by_name, ref_cmp);
+    const int t = hit ? hit->t : -1;
+    if (t < 0) return zp_fail(ZP_ERR_INVALID, "random weights: no tensor %s in this config", name);
+    const tensor_spec *sp = &s->v[t];
+    if ((size_t)sp->rows * (size_t)(sp->cols ? sp->cols : 1) != n)
+        return zp_fail(ZP_ERR_INVALID, "random weights: tensor %s has %lld x %lld values, asked for %zu", name, (long long)sp->rows,
+                       (long long)sp->cols, n);
+    spec_values(sp, (uint32_t)t, seed, 0, n, dst);
+    return ZP_OK;
 }
 
 static zp_status write_tensor(FILE *f, const tensor_spec *s, uint32_t t, uint64_t seed, zp_dtype dtype, const char *path) {

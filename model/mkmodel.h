@@ -21,8 +21,13 @@ zp_status zp_preset_config_path(const char *name_or_path, char *out, size_t out_
 /* The folder of that config.json (a preset's folder also holds its tokenizer files). */
 zp_status zp_preset_dir(const char *name_or_path, char *out, size_t out_len);
 zp_status zp_mkmodel(const char *preset_or_config, const char *out_dir, uint64_t seed, zp_dtype dtype);
-/* dst[n]: the fp32 values mkmodel draws for tensor `name` of config c with this seed (what
- * `--dtype f32` writes), so a model can be built in memory without a checkpoint file. */
-zp_status zp_mkmodel_tensor(const zp_model_config *c, const char *name, uint64_t seed, float *dst, size_t n);
+/* The tensors mkmodel draws for a config, listed and indexed by name once (a mixture of experts
+ * has tens of thousands), so a model can be built in memory without a checkpoint file. */
+typedef struct zp_mkmodel_specs zp_mkmodel_specs;
+zp_status zp_mkmodel_specs_build(const zp_model_config *c, zp_mkmodel_specs **out);
+void zp_mkmodel_specs_free(zp_mkmodel_specs *s);
+/* dst[n]: the fp32 values mkmodel draws for tensor `name` with this seed (what `--dtype f32`
+ * writes); an unknown name or another size is refused. */
+zp_status zp_mkmodel_values(const zp_mkmodel_specs *s, const char *name, uint64_t seed, float *dst, size_t n);
 
 #endif

@@ -10,7 +10,7 @@
 #include <dirent.h>
 
 #include "gguf.h"        /* zp_gguf_open, zp_gguf_find, zp_gguf_dequantize */
-#include "mkmodel.h"     /* zp_mkmodel_tensor, zp_preset_dir */
+#include "mkmodel.h"     /* zp_mkmodel_values, zp_preset_dir */
 #include "kv_scales.h"   /* zp_kv_scales_read, zp_kv_scale_from_amax */
 #include "safetensors.h" /* zp_st_open_dir, zp_st_find, zp_st_close */
 #include "tp.h"          /* zp_tp_shard_config */
@@ -23,7 +23,7 @@ typedef struct {
     int gg_permuted;          /* llama.cpp permuted q/k rows for its interleaved RoPE */
     const char *dir;
     zp_model *m;
-    int random;               /* 1: mkmodel's seeded values instead of a file */
+    const zp_mkmodel_specs *random; /* not NULL: mkmodel's seeded values instead of a file */
     uint64_t seed;
     const zp_tp_shard *tp;    /* this rank's share (size 1: the whole model) */
 } loader;
@@ -91,7 +91,7 @@ static zp_status load_into(loader *ld, const char *name, int64_t rows, int64_t c
     if (ld->random) {
         const size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
         ld->m->n_params += n;
-        return zp_mkmodel_tensor(&ld->m->cfg, name, ld->seed, dst, n);
+        return zp_mkmodel_values(ld->random, name, ld->seed, dst, n);
     }
     const zp_st_tensor *t = zp_st_find(ld->st, name);
     if (!t) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s is missing from the checkpoint", ld->dir, name);
@@ -341,8 +341,12 @@ static zp_status model_finish_load(zp_model *m, const char *dir, int random, uin
     if (!m->layers) return zp_fail(ZP_ERR_OOM, "no memory for %d layers", m->cfg.n_layers);
     ZP_TRY(zp_tp_shard_of(&m->cfg, tp ? tp->size : 1, tp ? tp->rank : 0, &m->tp)); /* of this model, whatever the caller computed */
     if (random) {
-        loader ld = {.dir = dir, .m = m, .random = 1, .seed = seed, .tp = &m->tp};
-        ZP_TRY(load_all(&ld));
+        zp_mkmodel_specs *specs;
+        ZP_TRY(zp_mkmodel_specs_build(&m->cfg, &specs));
+        loader ld = {.dir = dir, .m = m, .random = specs, .seed = seed, .tp = &m->tp};
+        zp_status s = load_all(&ld);
+        zp_mkmodel_specs_free(specs);
+        ZP_TRY(s);
     } else {
         ZP_TRY(load_weights(m, dir, &m->tp));
     }

@@ -51,6 +51,11 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     const zp_engine_config *c = &e->cfg;
     const engine_plan *p = &e->plan;
     if (!p->ops->evicts) return policy_init_ops(p->ops, c->policy_params, &e->comp.policy);
+    const zp_model_config *mc = &e->model->cfg;
+    if (zp_config_has_sliding(mc) || mc->attn_sinks) /* sliding layers keep their window outside the cap; not built yet */
+        return zp_fail(ZP_ERR_UNSUPPORTED,
+                       "policy %s on %s: compressing a model with sliding-window layers or attention sinks is not built yet "
+                       "(run it with policy full)", p->ops->name, mc->arch_name);
     const int m = engine_query_slots(e, num_blocks);
     ZP_TRY(compressor_init(&e->comp, p->ops, c->policy_params, &p->geo, p->history_live));
     ZP_TRY(zp_layer_plan_resolve(c->layer_budget, c->pyramid_beta, &p->geo, e->model->cfg.n_layers, &e->layers));

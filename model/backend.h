@@ -90,6 +90,15 @@ static inline zp_batch zp_batch_layer(const zp_batch *b, int layer) {
     return v;
 }
 
+/* What one layer's attention adds to plain causal attention (gpt-oss): a sliding window, row i
+ * of a sequence seeing only the last `window` physical positions up to its own (0: all of them),
+ * and attention sinks, one learned logit per query head (sinks [Hq] f32 weights, NULL: none) that
+ * joins each softmax's denominator with no value. */
+typedef struct {
+    int window;
+    const void *sinks;
+} zp_attn_layer;
+
 /* Attention geometry shared by the attention and KV ops. */
 typedef struct {
     int n_layers, n_heads, n_kv_heads, head_dim; /* L, H_q, H_kv, D */
@@ -107,7 +116,14 @@ typedef struct {
     const float *k_scale, *v_scale;
     const float *dev_scales; /* the same scales, [2][n_layers][n_kv_heads] (K then V), in the backend's memory: what
                                 CUDA kernels read (NULL with kv_fp8 0) */
+    const zp_attn_layer *layer_attn; /* [n_layers] (the model's), or NULL: plain causal attention on every layer */
 } zp_attn_dims;
+
+/* Layer l's window and sinks, or NULL when it attends plainly. */
+static inline const zp_attn_layer *zp_attn_layer_of(const zp_attn_dims *d, int l) {
+    const zp_attn_layer *a = d->layer_attn ? &d->layer_attn[l] : NULL;
+    return a && (a->window > 0 || a->sinks) ? a : NULL;
+}
 
 /* One request of a device-side compression (backend op `compress`). */
 typedef struct {
@@ -134,7 +150,17 @@ typedef struct {
     int hidden, inter;   /* H, each expert's width I */
     int n_experts, top_k; /* E, k */
     int norm_topk;        /* renormalise the k weights to sum 1 */
+    int topk_softmax;     /* gpt-oss: the softmax of the k largest logits (else the k largest of the softmax) */
+    int clamped_swiglu;   /* gpt-oss: (clamp(u, -limit, limit) + 1) * g * sigmoid(alpha g), g = min(gate, limit) */
+    float alpha, limit;
 } zp_moe_dims;
+
+/* A mixture-of-experts layer's weights (backend op `moe`); a bias NULL: none. */
+typedef struct {
+    const void *router, *router_bias;   /* [E,H], [E] */
+    const void *gate_up, *gate_up_bias; /* [E][2I,H] (each expert's gate rows, then its up rows), [E][2I] likewise */
+    const void *down, *down_bias;       /* [E][H,I], [E][H] */
+} zp_moe_weights;
 
 /* The element type of an activation buffer, declared when it is allocated; each op below names
  * the type of every buffer it reads or writes ("f32" or "op"). ZP_ACT_F32: fp32 (the residual
@@ -198,8 +224,9 @@ struct zp_backend {
      * where a backend has none. */
     zp_status (*kv_amax)(zp_backend *be, const zp_attn_dims *d, const void *qkv, const void *k_norm, float *amax);
     /* out[T,Hq*D] (op): causal attention of each row of q (f32) over its sequence's paged KV
-     * (GQA). Row i of a sequence sees physical KV [0, kv_len - q_len + i]. Prefill: ragged
-     * q_len; decode: q_len 1. */
+     * (GQA). Row i of a sequence sees physical KV [0, kv_len - q_len + i], or its last `window`
+     * positions, with the layer's sinks in the denominator (zp_attn_layer_of; a backend without
+     * them refuses such a layer). Prefill: ragged q_len; decode: q_len 1. */
     zp_status (*attn_prefill)(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache,
                               const void *v_cache, int layer);
     zp_status (*attn_decode)(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache,
@@ -216,13 +243,14 @@ struct zp_backend {
     zp_status (*silu_mul)(zp_backend *be, void *out, const void *gu, int T, int I);
     /* out[n_out,H] (f32) = x[out_rows[i], :] (f32) */
     zp_status (*gather_rows)(zp_backend *be, void *out, const void *x, int H);
-    /* A mixture of experts over T rows (Qwen3-MoE's sparse MLP): out[T,H] (op) = the sum, in
-     * expert order, of w_e . down_e(silu(gate_e x) * up_e x) over the experts the router picks for
-     * row x of x[T,H] (op): logits x . router[E,H]^T, their softmax in fp32, the k largest (ties:
-     * the lower expert), renormalised to sum 1 when norm_topk. w_gate_up [E][2I,H] (each expert's
-     * gate rows, then its up rows), w_down [E][H,I]. NULL where the backend has none. */
-    zp_status (*moe)(zp_backend *be, void *out, const void *x, const void *router, const void *w_gate_up, const void *w_down,
-                     const zp_moe_dims *m, int T);
+    /* A mixture of experts over T rows (Qwen3-MoE's and gpt-oss's sparse MLP): out[T,H] (op) =
+     * the sum, in expert order, of w_e . down_e(act(gate_e x, up_e x)) over the experts the router
+     * picks for row x of x[T,H] (op), each projection plus its bias where given. Qwen3-MoE: logits
+     * x . router^T, their softmax in fp32, the k largest (ties: the lower expert), renormalised
+     * when norm_topk, act silu(g) * u. gpt-oss (topk_softmax, clamped_swiglu): logits plus the
+     * router's bias, the k largest, their softmax; act as zp_moe_dims says. NULL where the backend
+     * has none. */
+    zp_status (*moe)(zp_backend *be, void *out, const void *x, const zp_moe_weights *w, const zp_moe_dims *m, int T);
 
     /* ---- compression (host outputs: the CPU reference scores on the host) ---- */
     /* qcache[layer][qstore_slots[i]] = q[qstore_rows[i]]  (q [T,Hq,D], f32) */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 static const char *arch_names[ZP_ARCH_COUNT] = {"Qwen3ForCausalLM", "Qwen2ForCausalLM", "LlamaForCausalLM",
-                                                "Qwen3MoeForCausalLM"};
+                                                "Qwen3MoeForCausalLM", "GptOssForCausalLM"};
 
 const char *zp_arch_name(zp_arch a) { return (a >= 0 && a < ZP_ARCH_COUNT) ? arch_names[a] : "?"; }
 
@@ -29,7 +29,7 @@ zp_status zp_cfg_int(const cJSON *o, const char *key, const char *src, int requi
     return ZP_OK;
 }
 
-static zp_status get_float(const cJSON *o, const char *key, const char *src, int required, float *v) {
+zp_status zp_cfg_float(const cJSON *o, const char *key, const char *src, int required, float *v) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!it || cJSON_IsNull(it)) {
         if (required) return zp_fail(ZP_ERR_FORMAT, "%s: missing required key \"%s\"", src, key);
@@ -89,8 +89,9 @@ static const char *const KEYS_READ[] = {"architectures", "hidden_size", "num_hid
                                         "layer_types", "rope_interleaved", "use_mrope", "final_logit_softcapping",
                                         "attn_logit_softcapping", "quantization_config", "auto_map", "num_experts",
                                         "num_local_experts", "num_experts_per_tok", "moe_intermediate_size", "norm_topk_prob",
-                                        "decoder_sparse_step", "mlp_only_layers", NULL};
-static const char *const KEYS_IGNORED[] = {"output_router_logits", "router_aux_loss_coef","model_type", "transformers_version", "use_cache", "initializer_range",
+                                        "decoder_sparse_step", "mlp_only_layers", "swiglu_limit", "swiglu_alpha", NULL};
+static const char *const KEYS_IGNORED[] = {"output_router_logits", "router_aux_loss_coef", "experts_per_token",
+                                           "initial_context_length", "model_type", "transformers_version", "use_cache", "initializer_range",
                                            "pad_token_id", "attention_dropout", "_name_or_path", "is_llama_config",
                                            "transformers.js_config", "pretraining_tp", "output_attentions",
                                            "output_hidden_states", "return_dict", "torchscript", "use_bfloat16",
@@ -132,13 +133,14 @@ static zp_status check_math_keys(const cJSON *root, const char *src, const zp_mo
         if (it && !cJSON_IsNull(it) && !cJSON_IsFalse(it))
             return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"%s\": %s is not supported", src, must_be_false[i], cJSON_IsTrue(it) ? "true" : "(not false)");
     }
-    static const char *const must_be_null[] = {"final_logit_softcapping", "attn_logit_softcapping", "quantization_config", "auto_map", NULL};
-    for (int i = 0; must_be_null[i]; i++) {
+    static const char *const must_be_null[] = {"final_logit_softcapping", "attn_logit_softcapping", "auto_map", "quantization_config", NULL};
+    const int gpt_oss = c->arch == ZP_ARCH_GPT_OSS; /* its layer_types, quantization_config and biases: config_gptoss.c */
+    for (int i = 0; must_be_null[i] && !(gpt_oss && !strcmp(must_be_null[i], "quantization_config")); i++) {
         const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, must_be_null[i]);
         if (it && !cJSON_IsNull(it)) return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"%s\" is not supported (must be absent or null)", src, must_be_null[i]);
     }
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types"), *e;
-    if (lt && !cJSON_IsNull(lt)) {
+    if (lt && !cJSON_IsNull(lt) && !gpt_oss) {
         if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->n_layers)
             return zp_fail(ZP_ERR_FORMAT, "%s: \"layer_types\" must list %d layers", src, c->n_layers);
         cJSON_ArrayForEach(e, lt) if (!cJSON_IsString(e) || strcmp(e->valuestring, "full_attention"))
@@ -148,7 +150,7 @@ static zp_status check_math_keys(const cJSON *root, const char *src, const zp_mo
     int attention_bias = 0, mlp_bias = 0;
     ZP_TRY(zp_cfg_bool(root, "attention_bias", src, 0, &attention_bias));
     ZP_TRY(zp_cfg_bool(root, "mlp_bias", src, 0, &mlp_bias));
-    if (c->arch != ZP_ARCH_QWEN2 && attention_bias) /* Qwen2 ignores it (q/k/v always biased) */
+    if (c->arch != ZP_ARCH_QWEN2 && !gpt_oss && attention_bias) /* Qwen2 ignores it (q/k/v always biased) */
         return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"attention_bias\": true (biases on q, k, v and o_proj) is not supported for %s", src,
                        arch_names[c->arch]);
     if (mlp_bias && c->arch == ZP_ARCH_LLAMA)
@@ -168,7 +170,7 @@ static zp_status parse_arch(const cJSON *root, const char *src, zp_model_config 
         if (strcmp(a0->valuestring, arch_names[a]) == 0) { c->arch = (zp_arch)a; return ZP_OK; }
     return zp_fail(ZP_ERR_UNSUPPORTED,
                    "%s: architecture \"%s\" is not supported (supported: Qwen3ForCausalLM, Qwen2ForCausalLM, LlamaForCausalLM, "
-                   "Qwen3MoeForCausalLM)",
+                   "Qwen3MoeForCausalLM, GptOssForCausalLM)",
                    src, a0->valuestring);
 }
 
@@ -193,26 +195,28 @@ static zp_status validate(const zp_model_config *c, const char *src) {
 static zp_status parse_root(const cJSON *root, const char *src, zp_model_config *c) {
     ZP_TRY(check_keys(root, src));
     ZP_TRY(parse_arch(root, src, c));
-    const int qwen = c->arch != ZP_ARCH_LLAMA, moe = c->arch == ZP_ARCH_QWEN3_MOE;
+    const int qwen = c->arch != ZP_ARCH_LLAMA, moe = c->arch == ZP_ARCH_QWEN3_MOE, gpt_oss = c->arch == ZP_ARCH_GPT_OSS;
     ZP_TRY(zp_cfg_int(root, "hidden_size", src, 1, &c->hidden));
     ZP_TRY(zp_cfg_int(root, "num_hidden_layers", src, 1, &c->n_layers));
     ZP_TRY(zp_cfg_int(root, "num_attention_heads", src, 1, &c->n_heads));
-    c->n_kv_heads = moe ? 4 : qwen ? 32 : c->n_heads; /* transformers' class defaults */
+    c->n_kv_heads = moe ? 4 : gpt_oss ? 8 : qwen ? 32 : c->n_heads; /* transformers' class defaults */
     ZP_TRY(zp_cfg_int(root, "num_key_value_heads", src, 0, &c->n_kv_heads));
     ZP_TRY(zp_cfg_int(root, "intermediate_size", src, 1, &c->intermediate));
     ZP_TRY(zp_cfg_int(root, "vocab_size", src, 1, &c->vocab));
-    c->max_pos = qwen ? 32768 : 2048;
+    c->max_pos = gpt_oss ? 131072 : qwen ? 32768 : 2048;
     ZP_TRY(zp_cfg_int(root, "max_position_embeddings", src, 0, &c->max_pos));
-    c->head_dim = c->arch == ZP_ARCH_QWEN3 ? 128 : c->n_heads > 0 ? c->hidden / c->n_heads : 0; /* Qwen3Config: 128 */
+    /* Qwen3Config and GptOssConfig: 128 and 64 */
+    c->head_dim = c->arch == ZP_ARCH_QWEN3 ? 128 : gpt_oss ? 64 : c->n_heads > 0 ? c->hidden / c->n_heads : 0;
     ZP_TRY(zp_cfg_int(root, "head_dim", src, 0, &c->head_dim));
-    c->rms_eps = 1e-6f;
-    ZP_TRY(get_float(root, "rms_norm_eps", src, 0, &c->rms_eps));
-    ZP_TRY(zp_rope_parse(root, src, c->max_pos, &c->rope));
+    c->rms_eps = gpt_oss ? 1e-5f : 1e-6f;
+    ZP_TRY(zp_cfg_float(root, "rms_norm_eps", src, 0, &c->rms_eps));
+    ZP_TRY(zp_rope_parse(root, src, c->max_pos, gpt_oss ? &zp_gpt_oss_rope : NULL, &c->rope));
     ZP_TRY(zp_cfg_bool(root, "tie_word_embeddings", src, 0, &c->tie_embeddings));
     c->qkv_bias = c->arch == ZP_ARCH_QWEN2;
     c->qk_norm = c->arch == ZP_ARCH_QWEN3 || moe;
     ZP_TRY(check_math_keys(root, src, c));
     ZP_TRY(zp_config_parse_moe(root, src, c));
+    ZP_TRY(zp_config_parse_gpt_oss(root, src, c));
     c->bos_id = -1;
     ZP_TRY(zp_cfg_int(root, "bos_token_id", src, 0, &c->bos_id));
     ZP_TRY(get_eos(root, src, c));

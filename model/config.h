@@ -1,8 +1,9 @@
 /* config.h - model configuration read from a Hugging Face checkpoint folder.
  *
  * Reads config.json (and generation_config.json when present) of the architectures we run:
- * Qwen3ForCausalLM, Qwen2ForCausalLM (q/k/v biases), LlamaForCausalLM and Qwen3MoeForCausalLM
- * (Qwen3's attention, sparse MLP layers: config_moe.c), with transformers' class defaults for
+ * Qwen3ForCausalLM, Qwen2ForCausalLM (q/k/v biases), LlamaForCausalLM, Qwen3MoeForCausalLM
+ * (Qwen3's attention, sparse MLP layers: config_moe.c) and GptOssForCausalLM (sliding and full
+ * layers, attention sinks, biased experts, MXFP4 experts: config_gptoss.c), with transformers' class defaults for
  * absent keys (Qwen3 head_dim 128, Qwen key-value heads 32, max positions 32768 / 2048). Every key is known: read, accepted only at the value that keeps the math
  * implemented (sliding windows, layer types, biases, softcapping, interleaved or multimodal
  * RoPE, quantization, remote code: refused otherwise), or ignored because it does not change
@@ -17,10 +18,11 @@
 
 #include <stdint.h>
 
-typedef enum { ZP_ARCH_QWEN3, ZP_ARCH_QWEN2, ZP_ARCH_LLAMA, ZP_ARCH_QWEN3_MOE, ZP_ARCH_COUNT } zp_arch;
+typedef enum { ZP_ARCH_QWEN3, ZP_ARCH_QWEN2, ZP_ARCH_LLAMA, ZP_ARCH_QWEN3_MOE, ZP_ARCH_GPT_OSS, ZP_ARCH_COUNT } zp_arch;
 
 #define ZP_MAX_EOS 8
-#define ZP_MOE_MAX_LAYERS 256 /* the most layers a mixture-of-experts config may have (mlp_only_layers as a bit set) */
+/* the most layers a mixture-of-experts config may have (mlp_only_layers and layer_types as bit sets) */
+#define ZP_MOE_MAX_LAYERS 256
 
 typedef struct {
     zp_arch arch;
@@ -49,6 +51,15 @@ typedef struct {
     int norm_topk;          /* norm_topk_prob: the k weights renormalised to sum 1 */
     int moe_step;           /* decoder_sparse_step: layer l is sparse when (l + 1) % step == 0 ... */
     uint64_t mlp_only[ZP_MOE_MAX_LAYERS / 64]; /* ... and l is not in mlp_only_layers (bit l) */
+    /* gpt-oss (GptOssForCausalLM, config_gptoss.c) */
+    int gpt_oss_moe;        /* the router has a bias, its k largest logits are softmaxed, experts have biases and
+                               the clamped SwiGLU (up + 1) * g * sigmoid(alpha g) */
+    float swiglu_alpha, swiglu_limit;
+    int o_bias;             /* o_proj has a bias */
+    int attn_sinks;         /* self_attn.sinks: a learned logit per query head in each softmax's denominator */
+    int sliding_window;     /* W: a query of a sliding layer sees itself and the W - 1 positions before it */
+    uint64_t sliding[ZP_MOE_MAX_LAYERS / 64]; /* bit l: layer l is a sliding_attention layer */
+    int experts_mxfp4;      /* quantization_config mxfp4: the experts' weights as *_blocks and *_scales */
 } zp_model_config;
 
 /* Parse config.json text; `src` names the file in error messages. */
@@ -58,8 +69,13 @@ zp_status zp_config_parse_generation(const char *json, const char *src, zp_model
 /* Load DIR/config.json and, if present, DIR/generation_config.json. */
 zp_status zp_config_load(const char *dir, zp_model_config *c);
 int zp_config_is_eos(const zp_model_config *c, int token);
-/* 1 when layer l's MLP is a mixture of experts (transformers' Qwen3MoeDecoderLayer rule), 0 when dense. */
+/* 1 when layer l's MLP is a mixture of experts (transformers' Qwen3MoeDecoderLayer rule; every
+ * layer of gpt-oss), 0 when dense. */
 int zp_config_layer_is_moe(const zp_model_config *c, int l);
+/* Layer l's sliding window (0: full attention). */
+int zp_config_layer_window(const zp_model_config *c, int l);
+/* 1 when some layer slides (its cache keeps a window, never compressed). */
+int zp_config_has_sliding(const zp_model_config *c);
 const char *zp_arch_name(zp_arch a);
 
 #endif

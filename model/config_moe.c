@@ -25,13 +25,20 @@ static zp_status read_mlp_only(const cJSON *root, const char *src, zp_model_conf
     return ZP_OK;
 }
 
+/* Qwen3-MoE's keys that gpt-oss does not read (its experts: config_gptoss.c) */
+static const char *const QWEN_ONLY_KEYS[] = {"moe_intermediate_size", "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers", NULL};
+
 zp_status zp_config_parse_moe(const cJSON *root, const char *src, zp_model_config *c) {
     if (c->arch != ZP_ARCH_QWEN3_MOE) {
+        const int gpt_oss = c->arch == ZP_ARCH_GPT_OSS;
         for (int i = 0; MOE_KEYS[i]; i++) {
             const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, MOE_KEYS[i]);
-            if (it && !cJSON_IsNull(it))
-                return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"%s\" on %s, a dense architecture (experts need Qwen3MoeForCausalLM)", src,
-                               MOE_KEYS[i], zp_arch_name(c->arch));
+            int qwen_only = 0;
+            for (int j = 0; QWEN_ONLY_KEYS[j]; j++) qwen_only |= !strcmp(QWEN_ONLY_KEYS[j], MOE_KEYS[i]);
+            if (it && !cJSON_IsNull(it) && (!gpt_oss || qwen_only))
+                return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"%s\" on %s, %s", src, MOE_KEYS[i], zp_arch_name(c->arch),
+                               gpt_oss ? "which does not read it (a Qwen3MoeForCausalLM key)"
+                                       : "a dense architecture (experts need Qwen3MoeForCausalLM or GptOssForCausalLM)");
         }
         return ZP_OK;
     }
@@ -60,5 +67,5 @@ zp_status zp_config_parse_moe(const cJSON *root, const char *src, zp_model_confi
 
 int zp_config_layer_is_moe(const zp_model_config *c, int l) {
     if (c->n_experts <= 0 || l < 0 || l >= c->n_layers || l >= ZP_MOE_MAX_LAYERS) return 0;
-    return !(c->mlp_only[l / 64] >> (l % 64) & 1) && (l + 1) % c->moe_step == 0;
+    return !(c->mlp_only[l / 64] >> (l % 64) & 1) && (l + 1) % (c->moe_step > 0 ? c->moe_step : 1) == 0;
 }

@@ -18,11 +18,13 @@
 #define ZP_HOST_DEVICE
 #endif
 
-typedef enum { ZP_DTYPE_F32, ZP_DTYPE_F16, ZP_DTYPE_BF16, ZP_DTYPE_COUNT } zp_dtype;
+/* U8: raw bytes (MXFP4 blocks and scales), never converted as numbers (zp_dtype_is_float). */
+typedef enum { ZP_DTYPE_F32, ZP_DTYPE_F16, ZP_DTYPE_BF16, ZP_DTYPE_U8, ZP_DTYPE_COUNT } zp_dtype;
 
-static inline int zp_dtype_size(zp_dtype t) { return t == ZP_DTYPE_F32 ? 4 : 2; }
+static inline int zp_dtype_size(zp_dtype t) { return t == ZP_DTYPE_F32 ? 4 : t == ZP_DTYPE_U8 ? 1 : 2; }
+static inline int zp_dtype_is_float(zp_dtype t) { return t == ZP_DTYPE_F32 || t == ZP_DTYPE_F16 || t == ZP_DTYPE_BF16; }
 static inline const char *zp_dtype_name(zp_dtype t) {
-    return t == ZP_DTYPE_F32 ? "F32" : t == ZP_DTYPE_F16 ? "F16" : t == ZP_DTYPE_BF16 ? "BF16" : "?";
+    return t == ZP_DTYPE_F32 ? "F32" : t == ZP_DTYPE_F16 ? "F16" : t == ZP_DTYPE_BF16 ? "BF16" : t == ZP_DTYPE_U8 ? "U8" : "?";
 }
 
 static inline float zp_bf16_to_f32(uint16_t h) {
@@ -81,7 +83,7 @@ static inline uint16_t zp_f32_to_f16(float f) {
     return (uint16_t)half;
 }
 
-/* Converts n elements of type t at src to fp32. */
+/* Converts n elements of float type t (zp_dtype_is_float) at src to fp32. */
 static inline void zp_convert_to_f32(float *dst, const void *src, zp_dtype t, size_t n) {
     if (t == ZP_DTYPE_F32) { memcpy(dst, src, n * 4); return; }
     const uint16_t *s = (const uint16_t *)src;

@@ -26,6 +26,7 @@ static zp_status scalar(const zp_safetensors *st, const char *dir, const char *n
     int64_t n = 1;
     for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
     if (n != 1) return zp_fail(ZP_ERR_FORMAT, "%s: K/V scale %s has %lld elements (a per-tensor scale has one)", dir, name, (long long)n);
+    if (!zp_dtype_is_float(t->dtype)) return zp_fail(ZP_ERR_FORMAT, "%s: K/V scale %s is %s, not a float", dir, name, zp_dtype_name(t->dtype));
     zp_convert_to_f32(v, t->data, t->dtype, 1);
     if (!isfinite(*v) || *v <= 0)
         return zp_fail(ZP_ERR_FORMAT, "%s: K/V scale %s is %g (a scale must be finite and above 0)", dir, name, (double)*v);

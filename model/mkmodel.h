@@ -29,5 +29,8 @@ void zp_mkmodel_specs_free(zp_mkmodel_specs *s);
 /* dst[n]: the fp32 values mkmodel draws for tensor `name` with this seed (what `--dtype f32`
  * writes); an unknown name or another size is refused. */
 zp_status zp_mkmodel_values(const zp_mkmodel_specs *s, const char *name, uint64_t seed, float *dst, size_t n);
+/* dst[n]: the bytes mkmodel writes for U8 tensor `name` (MXFP4 blocks and scales of a config whose
+ * quantization_config is mxfp4); a float tensor or another size is refused. */
+zp_status zp_mkmodel_bytes(const zp_mkmodel_specs *s, const char *name, uint64_t seed, uint8_t *dst, size_t n);
 
 #endif

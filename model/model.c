@@ -11,6 +11,7 @@
 
 #include "gguf.h"        /* zp_gguf_open, zp_gguf_find, zp_gguf_dequantize */
 #include "mkmodel.h"     /* zp_mkmodel_values, zp_preset_dir */
+#include "mxfp4.h"       /* zp_mxfp4_dequant */
 #include "kv_scales.h"   /* zp_kv_scales_read, zp_kv_scale_from_amax */
 #include "safetensors.h" /* zp_st_open_dir, zp_st_find, zp_st_close */
 #include "tp.h"          /* zp_tp_shard_config */
@@ -95,6 +96,7 @@ static zp_status load_into(loader *ld, const char *name, int64_t rows, int64_t c
     }
     const zp_st_tensor *t = zp_st_find(ld->st, name);
     if (!t) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s is missing from the checkpoint", ld->dir, name);
+    if (!zp_dtype_is_float(t->dtype)) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s is %s, not a float tensor", ld->dir, name, zp_dtype_name(t->dtype));
     int want_nd = cols ? 2 : 1;
     if (t->ndim != want_nd || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
         char got[96] = "", *p = got;
@@ -202,6 +204,130 @@ static zp_status load_experts(loader *ld, int l, zp_layer_weights *w) {
     return s;
 }
 
+/* ---------------------------------------------------------------- gpt-oss experts */
+
+/* Checkpoint tensor `name` of shape [d0, d1, d2] (element type float, or U8 when bytes) found
+ * and checked. */
+static zp_status find_3d(const loader *ld, const char *name, int64_t d0, int64_t d1, int64_t d2, int bytes, const zp_st_tensor **out) {
+    const zp_st_tensor *t = zp_st_find(ld->st, name);
+    if (!t) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s is missing from the checkpoint", ld->dir, name);
+    const int64_t want[3] = {d0, d1, d2};
+    int ok = t->ndim == (d2 ? 3 : 2) && (bytes ? t->dtype == ZP_DTYPE_U8 : zp_dtype_is_float(t->dtype));
+    for (int i = 0; ok && i < t->ndim; i++) ok = t->shape[i] == want[i];
+    if (!ok)
+        return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s is %s of %d dimensions [%lld, %lld, ...], expected %s [%lld, %lld%s%.0lld]", ld->dir,
+                       name, zp_dtype_name(t->dtype), t->ndim, (long long)t->shape[0], (long long)(t->ndim > 1 ? t->shape[1] : 0),
+                       bytes ? "U8" : "a float", (long long)d0, (long long)d1, d2 ? ", " : "", (long long)d2);
+    *out = t;
+    return ZP_OK;
+}
+
+/* A [d0, d1, d2] float tensor into dst (fp32, NaN and Inf refused): the checkpoint's or mkmodel's. */
+static zp_status load_3d(loader *ld, const char *name, int64_t d0, int64_t d1, int64_t d2, float *dst) {
+    const size_t n = (size_t)d0 * (size_t)d1 * (size_t)d2;
+    ld->m->n_params += n;
+    if (ld->random) return zp_mkmodel_values(ld->random, name, ld->seed, dst, n);
+    const zp_st_tensor *t;
+    ZP_TRY(find_3d(ld, name, d0, d1, d2, 0, &t));
+    zp_convert_to_f32(dst, t->data, t->dtype, n);
+    for (size_t k = 0; k < n; k++)
+        if (!isfinite(dst[k])) return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: value %zu is %s", ld->dir, name, k, isnan(dst[k]) ? "NaN" : "infinite");
+    return ZP_OK;
+}
+
+/* The MXFP4 tensor pair base_blocks [E, R, C/32, 16] and base_scales [E, R, C/32] dequantised into
+ * dst [E][R][C] (Linear orientation: R outputs of C inputs). */
+static zp_status load_mxfp4(loader *ld, const char *base, int64_t E, int64_t R, int64_t C, float *dst) {
+    char nb[192], ns[192];
+    snprintf(nb, sizeof nb, "%s_blocks", base);
+    snprintf(ns, sizeof ns, "%s_scales", base);
+    if (C % 32) return zp_fail(ZP_ERR_FORMAT, "%s: %s: MXFP4 needs inputs in groups of 32 (%lld)", ld->dir, base, (long long)C);
+    ld->m->n_params += (size_t)(E * R * C);
+    if (ld->random) { /* mkmodel's bytes */
+        const size_t n_groups = (size_t)(E * R * (C / 32));
+        uint8_t *bytes = malloc(n_groups * 17);
+        if (!bytes) return zp_fail(ZP_ERR_OOM, "%s: no host memory for %s", ld->dir, base);
+        zp_status s = zp_mkmodel_bytes(ld->random, nb, ld->seed, bytes, n_groups * 16);
+        if (s == ZP_OK) s = zp_mkmodel_bytes(ld->random, ns, ld->seed, bytes + n_groups * 16, n_groups);
+        if (s == ZP_OK) zp_mxfp4_dequant(bytes, bytes + n_groups * 16, (size_t)(E * R), (size_t)C, dst);
+        free(bytes);
+        return s;
+    }
+    const zp_st_tensor *b, *sc;
+    ZP_TRY(find_3d(ld, ns, E, R, C / 32, 1, &sc));
+    b = zp_st_find(ld->st, nb);
+    if (!b || b->ndim != 4 || b->dtype != ZP_DTYPE_U8 || b->shape[0] != E || b->shape[1] != R || b->shape[2] != C / 32 || b->shape[3] != 16)
+        return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s %s (expected U8 [%lld, %lld, %lld, 16])", ld->dir, nb, b ? "has another type or shape" : "is missing",
+                       (long long)E, (long long)R, (long long)(C / 32));
+    zp_mxfp4_dequant(b->data, sc->data, (size_t)(E * R), (size_t)C, dst);
+    for (size_t k = 0; k < (size_t)(E * R * C); k++) /* a scale byte of 255 overflows to Inf, as transformers' ldexp does */
+        if (!isfinite(dst[k])) return zp_fail(ZP_ERR_FORMAT, "%s: %s: value %zu is not finite (a scale byte of 255?)", ld->dir, base, k);
+    return ZP_OK;
+}
+
+/* Interleaved rows or columns (gate 0, up 0, gate 1, ...) to ours (each expert's gate block, then
+ * up): dst[e][half * I + i][c] = src[e][2i + half][c] over n_cols trailing values. */
+static void deinterleave_rows(float *dst, const float *src, int64_t E, int64_t I, int64_t n_cols) {
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t r = 0; r < 2 * I; r++)
+            memcpy(dst + ((size_t)e * 2 * I + (size_t)((r & 1) * I + r / 2)) * n_cols, src + ((size_t)e * 2 * I + r) * n_cols,
+                   sizeof(float) * (size_t)n_cols);
+}
+
+/* dst[e][c][r] = src[e][r][c] of [E][R][C]. */
+static void transpose_experts(float *dst, const float *src, int64_t E, int64_t R, int64_t C) {
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t c = 0; c < C; c++) dst[((size_t)e * C + c) * R + r] = src[((size_t)e * R + r) * C + c];
+}
+
+static zp_status upload(loader *ld, float *host, size_t n, void **out) {
+    zp_status s = ld->m->be->weight_upload(ld->m->be, host, n, out);
+    if (s != ZP_OK) free(host);
+    return s;
+}
+
+/* gpt-oss's fused experts of layer l into the op's layout (backend.h zp_moe_weights): gate_up
+ * [E, H, 2I] (x @ W, interleaved columns) or its MXFP4 pair [E, 2I, H] (interleaved rows) to
+ * [E][gate I; up I][H]; down [E, I, H] or MXFP4 [E, H, I] to [E][H][I]; the biases likewise. */
+static zp_status load_gpt_oss_experts(loader *ld, int l, zp_layer_weights *w) {
+    const zp_model_config *c = &ld->m->cfg;
+    const int64_t E = c->n_experts, H = c->hidden, I = c->moe_intermediate;
+    const size_t n = (size_t)(E * 2 * I * H) > (size_t)(E * H * I) ? (size_t)(E * 2 * I * H) : (size_t)(E * H * I);
+    char name[160];
+    snprintf(name, sizeof name, "model.layers.%d.mlp.router.weight", l);
+    ZP_TRY(load_one(ld, name, E, H, &w->router));
+    snprintf(name, sizeof name, "model.layers.%d.mlp.router.bias", l);
+    ZP_TRY(load_one(ld, name, E, 0, &w->router_bias));
+    float *tmp = malloc(sizeof(float) * n), *gu = malloc(sizeof(float) * (size_t)(E * 2 * I * H));
+    float *down = malloc(sizeof(float) * (size_t)(E * H * I)), *bgu = malloc(sizeof(float) * (size_t)(E * 2 * I));
+    zp_status s = tmp && gu && down && bgu ? ZP_OK : zp_fail(ZP_ERR_OOM, "layer %d: no host memory for %lld experts", l, (long long)E);
+    snprintf(name, sizeof name, "model.layers.%d.mlp.experts.gate_up_proj", l);
+    if (s == ZP_OK && c->experts_mxfp4) s = load_mxfp4(ld, name, E, 2 * I, H, tmp);
+    else if (s == ZP_OK) {
+        s = load_3d(ld, name, E, H, 2 * I, gu);
+        transpose_experts(tmp, gu, E, H, 2 * I); /* [E][2I][H], rows interleaved */
+    }
+    if (s == ZP_OK) deinterleave_rows(gu, tmp, E, I, H);
+    snprintf(name, sizeof name, "model.layers.%d.mlp.experts.down_proj", l);
+    if (s == ZP_OK && c->experts_mxfp4) s = load_mxfp4(ld, name, E, H, I, down);
+    else if (s == ZP_OK) {
+        s = load_3d(ld, name, E, I, H, tmp);
+        transpose_experts(down, tmp, E, I, H);
+    }
+    snprintf(name, sizeof name, "model.layers.%d.mlp.experts.gate_up_proj_bias", l);
+    const part pb = whole(name, E, 2 * I);
+    if (s == ZP_OK) s = load_part(ld, &pb, tmp);
+    if (s == ZP_OK) deinterleave_rows(bgu, tmp, E, I, 1);
+    free(tmp);
+    if (s == ZP_OK) s = upload(ld, gu, (size_t)(E * 2 * I * H), &w->w_gate_up), gu = NULL;
+    if (s == ZP_OK) s = upload(ld, down, (size_t)(E * H * I), &w->w_down), down = NULL;
+    if (s == ZP_OK) s = upload(ld, bgu, (size_t)(E * 2 * I), &w->b_gate_up), bgu = NULL;
+    free(gu), free(down), free(bgu);
+    snprintf(name, sizeof name, "model.layers.%d.mlp.experts.down_proj_bias", l);
+    return s == ZP_OK ? load_one(ld, name, E, H, &w->b_down) : s;
+}
+
 /* Layer l's weights, or this rank's slices of them: the rows of its query and KV heads in
  * [q;k;v] (and the bias), the columns of its query heads in O, its intermediate rows in
  * [gate;up] and columns in down; the norms whole. */
@@ -232,9 +358,17 @@ static zp_status load_layer(loader *ld, int l) {
     LNAME(n0, "self_attn.o_proj.weight");
     const part o = col_part(n0, H, qd, q0, qn);
     ZP_TRY(load_stacked(ld, &o, 1, &w->wo));
+    if (c->o_bias) { /* one rank (model_finish_load): added once */
+        LNAME(n0, "self_attn.o_proj.bias");
+        ZP_TRY(load_one(ld, n0, H, 0, &w->bo));
+    }
+    if (c->attn_sinks) {
+        LNAME(n0, "self_attn.sinks");
+        ZP_TRY(load_one(ld, n0, c->n_heads, 0, &w->sinks));
+    }
     LNAME(n0, "post_attention_layernorm.weight");
     ZP_TRY(load_one(ld, n0, H, 0, &w->mlp_norm));
-    if (zp_config_layer_is_moe(c, l)) return load_experts(ld, l, w);
+    if (zp_config_layer_is_moe(c, l)) return c->gpt_oss_moe ? load_gpt_oss_experts(ld, l, w) : load_experts(ld, l, w);
     LNAME(n0, "mlp.gate_proj.weight"); LNAME(n1, "mlp.up_proj.weight");
     const part gu[2] = {row_part(n0, I, H, t->i0, t->ni), row_part(n1, I, H, t->i0, t->ni)};
     ZP_TRY(load_stacked(ld, gu, 2, &w->w_gate_up));
@@ -260,7 +394,7 @@ static int find_gguf(const char *dir, char *out, size_t n) {
 static zp_status check_gguf_config(const zp_gguf *g, const zp_model_config *c) {
     const zp_gguf_kv *arch = zp_gguf_get(g, "general.architecture");
     if (!arch || !arch->s) return zp_fail(ZP_ERR_FORMAT, "%s: no general.architecture", g->path);
-    static const char *const gguf_arch[ZP_ARCH_COUNT] = {"qwen3", "qwen2", "llama", "qwen3moe"}; /* by zp_arch */
+    static const char *const gguf_arch[ZP_ARCH_COUNT] = {"qwen3", "qwen2", "llama", "qwen3moe", "gpt-oss"}; /* by zp_arch */
     if (c->n_experts > 0)
         return zp_fail(ZP_ERR_UNSUPPORTED, "%s: a mixture of experts from GGUF is not supported (the safetensors checkpoint is)", g->path);
     int known = -1;
@@ -352,6 +486,12 @@ static zp_status model_finish_load(zp_model *m, const char *dir, int random, uin
     }
     m->whole_cfg = m->cfg;
     m->cfg = zp_tp_shard_config(&m->cfg, &m->tp);
+    if (zp_config_has_sliding(&m->cfg) || m->cfg.attn_sinks) { /* gpt-oss: each layer's window and sinks for the attention ops */
+        m->attn_layers = calloc((size_t)m->cfg.n_layers, sizeof *m->attn_layers);
+        ZP_CHECK_ALLOC(m->attn_layers);
+        for (int l = 0; l < m->cfg.n_layers; l++)
+            m->attn_layers[l] = (zp_attn_layer){.window = zp_config_layer_window(&m->cfg, l), .sinks = m->layers[l].sinks};
+    }
     float *inv = malloc(sizeof(float) * (size_t)(m->cfg.head_dim / 2));
     ZP_CHECK_ALLOC(inv);
     float attention_factor;
@@ -403,13 +543,15 @@ void zp_model_free(zp_model *m) {
     free_activations(m);
     for (int l = 0; m->layers && l < m->cfg.n_layers; l++) {
         zp_layer_weights *w = &m->layers[l];
-        void **ws[] = {&w->attn_norm, &w->wqkv, &w->bqkv, &w->q_norm, &w->k_norm, &w->wo, &w->mlp_norm, &w->w_gate_up, &w->w_down, &w->router};
+        void **ws[] = {&w->attn_norm, &w->wqkv,   &w->bqkv,  &w->q_norm, &w->k_norm,      &w->wo,        &w->mlp_norm,
+                       &w->w_gate_up, &w->w_down, &w->router, &w->bo,    &w->sinks, &w->router_bias, &w->b_gate_up, &w->b_down};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) release(m->be, ws[i]);
     }
     if (m->lm_head != m->embed) release(m->be, &m->lm_head);
     release(m->be, &m->embed);
     release(m->be, &m->final_norm);
     free(m->layers);
+    free(m->attn_layers);
     free(m->ckpt_kv_scales);
     free(m);
 }
@@ -443,7 +585,8 @@ zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, i
                               .num_blocks = num_blocks,
                               .scale = 1.0f / sqrtf((float)c->head_dim),
                               .qk_norm_eps = c->rms_eps,
-                              .kv_head0 = m->tp.kv0};
+                              .kv_head0 = m->tp.kv0,
+                              .layer_attn = m->attn_layers};
     size_t n = (size_t)c->n_layers * num_blocks * block_size * c->n_kv_heads * c->head_dim;
     if (kv_fp8) { /* n bytes each, held as f32 elements (4 bytes on every backend), zeroed */
         const int L = c->n_layers, G = c->n_kv_heads;
@@ -571,13 +714,26 @@ static zp_status layer_forward(zp_model *m, const zp_layer_weights *w, zp_kv_sto
     if (kv->history_live) ZP_TRY(be->attn_history(be, &kv->dims, m->q, kv->k, kv->score, m->hstats, l));
     if (prefill) ZP_TRY(be->attn_prefill(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
     else ZP_TRY(be->attn_decode(be, &kv->dims, m->att, m->q, kv->k, kv->v, l));
-    ZP_TRY(be->matmul(be, m->h, OP, m->att, w->wo, NULL, T, H, qd));
+    ZP_TRY(be->matmul(be, m->h, OP, m->att, w->wo, w->bo, T, H, qd));
     if (m->comm) ZP_TRY(m->comm->all_reduce(m->comm, be, m->h, OP, (size_t)T * H)); /* row-parallel O: the ranks' partial sums */
     ZP_TRY(be->add_rmsnorm(be, m->hn, m->x, m->h, w->mlp_norm, T, H, c->rms_eps));
     if (w->router) { /* one rank (model_finish_load): no sum across ranks */
-        const zp_moe_dims md = {.hidden = H, .inter = c->moe_intermediate, .n_experts = c->n_experts, .top_k = c->n_experts_used,
-                                .norm_topk = c->norm_topk};
-        return be->moe(be, m->h, m->hn, w->router, w->w_gate_up, w->w_down, &md, T);
+        const zp_moe_dims md = {.hidden = H,
+                                .inter = c->moe_intermediate,
+                                .n_experts = c->n_experts,
+                                .top_k = c->n_experts_used,
+                                .norm_topk = c->norm_topk,
+                                .topk_softmax = c->gpt_oss_moe,
+                                .clamped_swiglu = c->gpt_oss_moe,
+                                .alpha = c->swiglu_alpha,
+                                .limit = c->swiglu_limit};
+        const zp_moe_weights mw = {.router = w->router,
+                                   .router_bias = w->router_bias,
+                                   .gate_up = w->w_gate_up,
+                                   .gate_up_bias = w->b_gate_up,
+                                   .down = w->w_down,
+                                   .down_bias = w->b_down};
+        return be->moe(be, m->h, m->hn, &mw, &md, T);
     }
     ZP_TRY(be->matmul(be, m->gu, OP, m->hn, w->w_gate_up, NULL, T, 2 * I, H));
     ZP_TRY(be->silu_mul(be, m->act, m->gu, T, I));

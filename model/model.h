@@ -1,4 +1,4 @@
-/* model.h - the Qwen3 / Qwen2 / Llama / Qwen3-MoE decoder, backend-agnostic.
+/* model.h - the Qwen3 / Qwen2 / Llama / Qwen3-MoE / gpt-oss decoder, backend-agnostic.
  *
  * Loads config.json + safetensors (weights converted to fp32 on the host once, fused into
  * [q;k;v] and [gate;up] matrices, then handed to the backend), and runs one forward step over
@@ -25,6 +25,12 @@ typedef struct {
     void *w_gate_up;   /* [2I, H]; a mixture-of-experts layer: [E][2I_moe, H] (each expert's gate rows, then up) */
     void *w_down;      /* [H, I]; a mixture-of-experts layer: [E][H, I_moe] */
     void *router;      /* [E, H] a mixture-of-experts layer's router; NULL: a dense MLP */
+    /* gpt-oss (NULL elsewhere) */
+    void *bo;          /* [H] o_proj's bias */
+    void *sinks;       /* [Hq] attention sinks */
+    void *router_bias; /* [E] */
+    void *b_gate_up;   /* [E][2I_moe] (each expert's gate biases, then up) */
+    void *b_down;      /* [E][H] */
 } zp_layer_weights;
 
 typedef struct {
@@ -45,6 +51,7 @@ typedef struct zp_model {
     void *final_norm;   /* [H] */
     void *lm_head;      /* [V, H]; == embed when tied */
     zp_layer_weights *layers;
+    zp_attn_layer *attn_layers; /* [L] each layer's window and sinks (zp_attn_dims.layer_attn), or NULL: none has any */
     size_t n_params;
     /* tensor parallelism: this rank's share (size 1: the whole model) and its group's
      * communicator (may be NULL at size 1); cfg is the rank's shape (its heads, intermediate rows) */

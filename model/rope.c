@@ -94,22 +94,29 @@ static zp_status parse_yarn(const cJSON *obj, const char *src, const char *where
     return ZP_OK;
 }
 
-zp_status zp_rope_parse(const cJSON *root, const char *src, int max_pos, zp_rope_config *r) {
+zp_status zp_rope_parse(const cJSON *root, const char *src, int max_pos, const zp_rope_config *absent, zp_rope_config *r) {
     memset(r, 0, sizeof *r);
     r->max_pos = max_pos;
     const cJSON *obj = NULL;
     const char *where = "rope_parameters";
     ZP_TRY(rope_object(root, src, &obj, &where));
     ZP_TRY(parse_type(obj, src, where, &r->type));
-    r->theta = 10000.0;
+    r->theta = absent ? absent->theta : 10000.0;
     int got = number(obj, "rope_theta", src, where, &r->theta);
     if (got < 0 || (got == 0 && number(root, "rope_theta", src, "top-level", &r->theta) < 0)) return ZP_ERR_FORMAT;
+    if (!obj && absent) { /* the class's own RoPE (the theta as read) */
+        const double theta = r->theta;
+        *r = *absent;
+        r->theta = theta;
+        r->max_pos = max_pos;
+    }
     if (!(r->theta > 0) || !isfinite(r->theta)) return zp_fail(ZP_ERR_FORMAT, "%s: rope_theta must be > 0 (got %g)", src, r->theta);
     double prf = 1;
     if (number(obj, "partial_rotary_factor", src, where, &prf) < 0 || number(root, "partial_rotary_factor", src, "top-level", &prf) < 0)
         return ZP_ERR_FORMAT;
     if (prf != 1)
         return zp_fail(ZP_ERR_UNSUPPORTED, "%s: \"partial_rotary_factor\" %g is not supported (Llama and Qwen rotate the whole head)", src, prf);
+    if (!obj && absent) return ZP_OK;
     const char *type = type_names[r->type];
     if (r->type == ZP_ROPE_YARN || r->type == ZP_ROPE_LLAMA3) { /* top-level key > the object's > max_position_embeddings */
         double om = max_pos;

@@ -47,8 +47,10 @@ typedef struct {
 
 struct cJSON;
 /* Reads the RoPE fields of a config.json root (src names the file in errors). max_pos is
- * max_position_embeddings as already resolved. */
-zp_status zp_rope_parse(const struct cJSON *root, const char *src, int max_pos, zp_rope_config *r);
+ * max_position_embeddings as already resolved. absent: the model class's RoPE when config.json
+ * carries no rope object (its theta also the default where an object gives none: GptOssConfig's
+ * yarn and default_theta 150000); NULL: default RoPE, theta 10000 (Llama, Qwen). */
+zp_status zp_rope_parse(const struct cJSON *root, const char *src, int max_pos, const zp_rope_config *absent, zp_rope_config *r);
 /* inv_freq[dim/2] and the factor multiplying cos and sin, for a rotary width of dim. */
 void zp_rope_frequencies(const zp_rope_config *r, int dim, float *inv_freq, float *attention_factor);
 const char *zp_rope_type_name(zp_rope_type t);

@@ -20,6 +20,7 @@ static int parse_dtype(const char *s, zp_dtype *t) {
     if (strcmp(s, "F32") == 0) *t = ZP_DTYPE_F32;
     else if (strcmp(s, "F16") == 0) *t = ZP_DTYPE_F16;
     else if (strcmp(s, "BF16") == 0) *t = ZP_DTYPE_BF16;
+    else if (strcmp(s, "U8") == 0) *t = ZP_DTYPE_U8;
     else return 0;
     return 1;
 }
@@ -52,7 +53,7 @@ static zp_status parse_entry(const cJSON *e, const char *path, const uint8_t *da
     if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2)
         return zp_fail(ZP_ERR_FORMAT, "%s: tensor %s: header entry needs dtype, shape and data_offsets [begin,end]", path, nm);
     if (!parse_dtype(dt->valuestring, &t->dtype))
-        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: tensor %s: dtype %s is not supported (expected BF16, F16 or F32)", path, nm, dt->valuestring);
+        return zp_fail(ZP_ERR_UNSUPPORTED, "%s: tensor %s: dtype %s is not supported (expected BF16, F16, F32 or U8)", path, nm, dt->valuestring);
     t->ndim = cJSON_GetArraySize(sh);
     if (t->ndim > ZP_ST_MAX_DIMS) return zp_fail(ZP_ERR_UNSUPPORTED, "%s: tensor %s: %d dimensions (at most %d)", path, nm, t->ndim, ZP_ST_MAX_DIMS);
     uint64_t numel = 1;

@@ -2,7 +2,7 @@
  *
  * Reads a single model.safetensors or a sharded checkpoint through
  * model.safetensors.index.json. The header is validated before any tensor is used: dtype
- * known (BF16/F16/F32), shape x element size == byte range, ranges inside the file, no two
+ * known (BF16/F16/F32, and U8 bytes), shape x element size == byte range, ranges inside the file, no two
  * tensors overlapping. It does not interpret names or convert dtypes (see weights.c).
  */
 #ifndef ZP_SAFETENSORS_H

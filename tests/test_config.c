@@ -22,6 +22,11 @@ static void test_presets(void) {
         {.name = "tiny-qwen3", .arch = ZP_ARCH_QWEN3, .layers = 2, .heads = 4, .kv = 2, .head_dim = 64, .qkv_bias = 0, .qk_norm = 1, .tie = 1, .rope = ZP_ROPE_DEFAULT},
         {.name = "tiny-qwen2", .arch = ZP_ARCH_QWEN2, .layers = 3, .heads = 2, .kv = 1, .head_dim = 128, .qkv_bias = 1, .qk_norm = 0, .tie = 0, .rope = ZP_ROPE_DEFAULT},
         {.name = "tiny-llama", .arch = ZP_ARCH_LLAMA, .layers = 4, .heads = 4, .kv = 2, .head_dim = 64, .qkv_bias = 0, .qk_norm = 0, .tie = 0, .rope = ZP_ROPE_LLAMA3},
+        {.name = "Qwen3-30B-A3B", .arch = ZP_ARCH_QWEN3_MOE, .layers = 48, .heads = 32, .kv = 4, .head_dim = 128, .qkv_bias = 0, .qk_norm = 1, .tie = 0, .rope = ZP_ROPE_DEFAULT},
+        {.name = "Qwen3-235B-A22B", .arch = ZP_ARCH_QWEN3_MOE, .layers = 94, .heads = 64, .kv = 4, .head_dim = 128, .qkv_bias = 0, .qk_norm = 1, .tie = 0, .rope = ZP_ROPE_DEFAULT},
+        {.name = "gpt-oss-20b", .arch = ZP_ARCH_GPT_OSS, .layers = 24, .heads = 64, .kv = 8, .head_dim = 64, .qkv_bias = 1, .qk_norm = 0, .tie = 0, .rope = ZP_ROPE_YARN},
+        {.name = "gpt-oss-120b", .arch = ZP_ARCH_GPT_OSS, .layers = 36, .heads = 64, .kv = 8, .head_dim = 64, .qkv_bias = 1, .qk_norm = 0, .tie = 0, .rope = ZP_ROPE_YARN},
+        {.name = "tiny-gpt-oss", .arch = ZP_ARCH_GPT_OSS, .layers = 4, .heads = 4, .kv = 2, .head_dim = 64, .qkv_bias = 1, .qk_norm = 0, .tie = 0, .rope = ZP_ROPE_YARN},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         char dir[512];
@@ -257,11 +262,14 @@ static const char *MOE =
     "{\"architectures\":[\"Qwen3MoeForCausalLM\"],\"hidden_size\":64,\"num_hidden_layers\":4,"
     "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":128,\"vocab_size\":100%s}";
 
-static zp_status parse_moe(const char *extra, zp_model_config *c) {
+/* A config of template tpl (one %s: more keys) parsed as `src`. */
+static zp_status parse_template(const char *tpl, const char *extra, const char *src, zp_model_config *c) {
     char buf[1024];
-    snprintf(buf, sizeof buf, MOE, extra);
-    return zp_config_parse(buf, "moe.json", c);
+    snprintf(buf, sizeof buf, tpl, extra);
+    return zp_config_parse(buf, src, c);
 }
+
+static zp_status parse_moe(const char *extra, zp_model_config *c) { return parse_template(MOE, extra, "moe.json", c); }
 
 /* Qwen3MoeConfig's keys and class defaults (docs/moe-port.md §1.1-1.2), the sparse-layer rule, and
  * each refusal by name: the keys on a dense architecture, the alias disagreeing, a top-k beyond
@@ -286,9 +294,61 @@ static void test_moe(void) {
     CHECK_FAILS(parse_moe(",\"use_sliding_window\":true", &c), ZP_ERR_UNSUPPORTED, "use_sliding_window");
 }
 
+static const char *GPT_OSS =
+    "{\"architectures\":[\"GptOssForCausalLM\"],\"hidden_size\":64,\"num_hidden_layers\":4,"
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":32,\"vocab_size\":100%s}";
+
+static zp_status parse_gpt_oss(const char *extra, zp_model_config *c) { return parse_template(GPT_OSS, extra, "gpt-oss.json", c); }
+
+/* GptOssConfig's keys and class defaults (docs/moe-port.md §2.1, transformers 5.25's
+ * configuration_gpt_oss.py): the published gpt-oss-20b figures, the defaults of a bare config
+ * (alternating layer types, window 128, yarn at theta 150000, biases, 128 experts top 4, the
+ * SwiGLU clamp), and each refusal by name: an unknown layer type, another quantisation, an
+ * unknown MXFP4 key, Qwen3-MoE's keys on gpt-oss, gpt-oss's keys and sliding layers elsewhere. */
+static void test_gpt_oss(void) {
+    zp_model_config c;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/gpt-oss-20b", ZIPAGE_SOURCE_DIR "/models");
+    CHECK_OK(zp_config_load(dir, &c));
+    CHECK(c.n_experts == 32 && c.n_experts_used == 4 && c.moe_intermediate == 2880 && c.gpt_oss_moe && c.experts_mxfp4);
+    CHECK(c.attn_sinks && c.o_bias && c.qkv_bias && !c.qk_norm && c.sliding_window == 128 && c.vocab == 201088);
+    CHECK(zp_config_layer_window(&c, 0) == 128 && zp_config_layer_window(&c, 1) == 0 && zp_config_layer_window(&c, 22) == 128 &&
+          zp_config_layer_window(&c, 23) == 0);
+    CHECK(c.rope.theta == 150000.0 && c.rope.orig_max_pos == 4096 && !c.rope.truncate && c.rope.factor == 32.0);
+    for (int l = 0; l < 24; l++) CHECK(zp_config_layer_is_moe(&c, l));
+    CHECK_OK(parse_gpt_oss("", &c)); /* the class defaults */
+    CHECK(c.n_experts == 128 && c.n_experts_used == 4 && c.sliding_window == 128 && c.o_bias && !c.experts_mxfp4 && c.head_dim == 64);
+    CHECK(zp_config_layer_window(&c, 0) == 128 && !zp_config_layer_window(&c, 1) && zp_config_layer_window(&c, 2) == 128);
+    CHECK(c.rope.type == ZP_ROPE_YARN && c.rope.theta == 150000.0 && c.rope.factor == 32.0 && c.rope.orig_max_pos == 4096 && !c.rope.truncate);
+    CHECK_NEAR(c.swiglu_alpha, 1.702, 1e-6);
+    CHECK_NEAR(c.swiglu_limit, 7.0, 0);
+    CHECK_NEAR(c.rms_eps, 1e-5, 1e-12);
+    CHECK(c.n_kv_heads == 2);
+    CHECK_OK(parse_gpt_oss(",\"attention_bias\":false,\"num_experts\":6,\"sliding_window\":8,\"swiglu_limit\":0.5,"
+                           "\"layer_types\":[\"full_attention\",\"full_attention\",\"sliding_attention\",\"full_attention\"]", &c));
+    CHECK(!c.o_bias && !c.qkv_bias && c.n_experts == 6 && !zp_config_layer_window(&c, 0) && zp_config_layer_window(&c, 2) == 8);
+    CHECK_NEAR(c.swiglu_limit, 0.5, 0);
+    CHECK_OK(parse_gpt_oss(",\"quantization_config\":{\"quant_method\":\"mxfp4\",\"dequantize\":true,\"modules_to_not_convert\":[]}", &c));
+    CHECK(c.experts_mxfp4);
+    CHECK_FAILS(parse_gpt_oss(",\"layer_types\":[\"full_attention\",\"chunked_attention\",\"full_attention\",\"full_attention\"]", &c),
+                ZP_ERR_UNSUPPORTED, "\"layer_types\" entry 1 is \"chunked_attention\"");
+    CHECK_FAILS(parse_gpt_oss(",\"layer_types\":[\"full_attention\"]", &c), ZP_ERR_FORMAT, "\"layer_types\" must list 4 layers");
+    CHECK_FAILS(parse_gpt_oss(",\"quantization_config\":{\"quant_method\":\"fp8\"}", &c), ZP_ERR_UNSUPPORTED, "quant_method \"fp8\" is not supported");
+    CHECK_FAILS(parse_gpt_oss(",\"quantization_config\":{\"quant_method\":\"mxfp4\",\"group_size\":64}", &c), ZP_ERR_UNSUPPORTED,
+                "\"quantization_config\" key \"group_size\"");
+    CHECK_FAILS(parse_gpt_oss(",\"moe_intermediate_size\":16", &c), ZP_ERR_UNSUPPORTED, "\"moe_intermediate_size\" on GptOssForCausalLM");
+    CHECK_FAILS(parse_gpt_oss(",\"sliding_window\":null", &c), ZP_ERR_FORMAT, "\"sliding_window\" must be at least 1");
+    CHECK_FAILS(parse_gpt_oss(",\"swiglu_limit\":0", &c), ZP_ERR_FORMAT, "\"swiglu_limit\" must be above 0");
+    CHECK_FAILS(parse_gpt_oss(",\"num_experts_per_tok\":200", &c), ZP_ERR_FORMAT, "\"num_experts_per_tok\" 200 must be in [1, num_local_experts 128]");
+    CHECK_FAILS(parse_moe(",\"swiglu_limit\":7.0", &c), ZP_ERR_UNSUPPORTED, "\"swiglu_limit\" on Qwen3MoeForCausalLM (a GptOssForCausalLM key)");
+    CHECK_FAILS(parse_moe(",\"layer_types\":[\"sliding_attention\",\"full_attention\",\"full_attention\",\"full_attention\"]", &c),
+                ZP_ERR_UNSUPPORTED, "only full_attention is supported");
+}
+
 int main(void) {
     test_presets();
     test_moe();
+    test_gpt_oss();
     test_malformed();
     test_refusals();
     test_backend_options();

@@ -247,8 +247,8 @@ static void test_random_weights(const char *preset) {
 }
 
 int main(void) {
-    const char *presets[] = {"tiny-qwen3", "tiny-qwen2", "tiny-llama", "tiny-qwen3-moe"};
-    for (int i = 0; i < 4; i++) {
+    const char *presets[] = {"tiny-qwen3", "tiny-qwen2", "tiny-llama", "tiny-qwen3-moe", "tiny-gpt-oss", "tiny-gpt-oss-mxfp4"};
+    for (int i = 0; i < 6; i++) {
         test_prefill_equals_decode(presets[i]);
         test_ragged_batch(presets[i]);
         test_golden(presets[i]);

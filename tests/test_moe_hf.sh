@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
-# test_moe_hf.sh - the CPU engine on Qwen3-MoE checkpoints that transformers wrote itself
-# (tests/data/moe/*/model: save_pretrained of seeded random weights, per-expert tensors, the 5.x
-# config style) against transformers' own fp32 outputs on them (expected.json, made by
-# tests/reference/make_moe_goldens.py with eager attention and eager experts): for prompts of 7 and
-# 129 tokens, the last position's logits within 1e-5 of the largest |logit| (`zipage logits`) and
-# 32 greedy tokens identical (`zipage generate --greedy --ignore-eos`, KV block 16, so the long
-# prompt's attention crosses pages). Two checkpoints: 8 experts, top 3, renormalised, a dense layer
-# by mlp_only_layers; 6 experts, top 2, not renormalised, decoder_sparse_step 2, tied embeddings.
+# test_moe_hf.sh - the CPU engine on mixture-of-experts checkpoints that transformers wrote itself
+# against transformers' own fp32 outputs on them (expected.json: the prompts, the last position's
+# logits and the greedy tokens, made with eager attention and eager experts). For every case of
+# DATA_DIR/*/: the last position's logits within 1e-5 of the largest |logit| (`zipage logits`) and
+# every greedy token identical (`zipage generate --greedy --ignore-eos`, KV block 16, so long
+# prompts' attention crosses pages). tests/data/moe (make_moe_goldens.py): Qwen3-MoE, prompts of 7
+# and 129 tokens, 32 tokens; 8 experts, top 3, renormalised, a dense layer by mlp_only_layers; 6
+# experts, top 2, not renormalised, decoder_sparse_step 2, tied embeddings. tests/data/gptoss
+# (make_gptoss_goldens.py): gpt-oss, prompts of 7, 129 and 300 tokens, 48 tokens, so prefill and
+# decode cross the sliding windows (16 and 8); attention sinks and every bias random; yarn with and
+# without truncation; a SwiGLU clamp that binds; float experts and MXFP4 experts.
 # Usage: test_moe_hf.sh ZIPAGE_BINARY DATA_DIR SCRATCH_DIR
 set -u
-Z=${1:?zipage binary}; DATA=${2:?tests/data/moe}; T=${3:?scratch}/moe_hf
+Z=${1:?zipage binary}; DATA=${2:?tests/data/moe}; T=${3:?scratch}/hf_$(basename "$DATA")
 rm -rf "$T"; mkdir -p "$T"
 fail=0
 for d in "$DATA"/*/; do
   name=$(basename "$d")
   n_cases=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['cases']))" "$d/expected.json") || exit 1
   for i in $(seq 0 $((n_cases - 1))); do
+    n_greedy=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['cases'][int(sys.argv[2])]['greedy']))" "$d/expected.json" "$i") || exit 1
     ids=$(python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['cases'][int(sys.argv[2])]['prompt_ids'])))" "$d/expected.json" "$i")
     "$Z" logits --model "$d/model" --prompt-ids "$ids" --out "$T/${name}_logits_$i.json" >/dev/null || { echo "test_moe_hf: $name case $i: zipage logits failed"; fail=1; continue; }
-    "$Z" generate --model "$d/model" --prompt-ids "$ids" --greedy --ignore-eos --max-tokens 32 --block-size 16 \
+    "$Z" generate --model "$d/model" --prompt-ids "$ids" --greedy --ignore-eos --max-tokens "$n_greedy" --block-size 16 \
       --out "$T/${name}_greedy_$i.json" >/dev/null || { echo "test_moe_hf: $name case $i: zipage generate failed"; fail=1; continue; }
     python3 - "$d/expected.json" "$i" "$T/${name}_logits_$i.json" "$T/${name}_greedy_$i.json" "$name" <<'PY' || fail=1
 import json, sys

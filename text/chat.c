@@ -46,6 +46,8 @@ zp_status zp_chat_detect(const char *dir, zp_chat_family *out) {
         if (c.arch == ZP_ARCH_QWEN3 || c.arch == ZP_ARCH_QWEN3_MOE) f = ZP_CHAT_QWEN3;
         else if (c.arch == ZP_ARCH_LLAMA && c.vocab == 49152) f = ZP_CHAT_SMOLLM2;
         else if (c.arch == ZP_ARCH_LLAMA) f = ZP_CHAT_LLAMA3;
+        else if (c.arch == ZP_ARCH_GPT_OSS)
+            return zp_fail(ZP_ERR_UNSUPPORTED, "%s: gpt-oss's chat format (harmony) is not built yet: give prompts as token ids", dir);
         else return zp_fail(ZP_ERR_UNSUPPORTED, "%s: no chat template found and %s has no default (pass --chat FAMILY)", dir, c.arch_name);
     }
     *out = (zp_chat_family)f;

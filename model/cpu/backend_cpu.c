@@ -276,16 +276,22 @@ static zp_status cpu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const
 
 /* ---------------------------------------------------------------- paged attention */
 
-/* Row r of sequence s, head h: softmax(q.K^T * scale) V over physical KV [0, n_vis). kc, vc:
- * layer `layer`'s caches (cpu_kv_layer); tmp: head_dim floats. */
+/* Row r of sequence s, head h: softmax(q.K^T * scale) V over physical KV [j0, n_vis), j0 the
+ * start of the layer's window (0 without one), the head's sink logit in the denominator when the
+ * layer has sinks (transformers' eager_attention_forward of gpt-oss: the sink a column of the
+ * max and the sum, with no value). kc, vc: layer `layer`'s caches (cpu_kv_layer); tmp: head_dim
+ * floats. */
 static void attend_row(const zp_attn_dims *d, const zp_batch *b, int layer, int s, int r, int h, const float *q, const char *kc,
                        const char *vc, float *out, float *scores, float *tmp) {
     const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size, kh = h / (d->n_heads / Hkv);
     const float ks = cpu_k_scale(d, layer, kh), vs = cpu_v_scale(d, layer, kh);
     const int n_vis = b->seq_kv_len[s] - b->seq_q_len[s] + r + 1;
+    const zp_attn_layer *al = zp_attn_layer_of(d, layer);
+    const int j0 = al && al->window > 0 && n_vis > al->window ? n_vis - al->window : 0;
     const int *bt = b->block_tables + (size_t)s * b->max_blocks;
-    float mx = -INFINITY;
-    for (int j = 0; j < n_vis; j++) {
+    const float sink = al && al->sinks ? ((const float *)al->sinks)[h] : -INFINITY;
+    float mx = sink;
+    for (int j = j0; j < n_vis; j++) {
         size_t slot = (size_t)bt[j / bs] * bs + (size_t)(j % bs);
         const float *k = cpu_kv_row(d, kc, (slot * Hkv + kh) * D, ks, tmp);
         float dot = 0.f;
@@ -293,11 +299,11 @@ static void attend_row(const zp_attn_dims *d, const zp_batch *b, int layer, int 
         scores[j] = dot * d->scale;
         if (scores[j] > mx) mx = scores[j];
     }
-    float sum = 0.f;
-    for (int j = 0; j < n_vis; j++) { scores[j] = expf(scores[j] - mx); sum += scores[j]; }
+    float sum = isinf(sink) ? 0.f : expf(sink - mx);
+    for (int j = j0; j < n_vis; j++) { scores[j] = expf(scores[j] - mx); sum += scores[j]; }
     float inv = 1.0f / sum;
     memset(out, 0, sizeof(float) * (size_t)D);
-    for (int j = 0; j < n_vis; j++) {
+    for (int j = j0; j < n_vis; j++) {
         size_t slot = (size_t)bt[j / bs] * bs + (size_t)(j % bs);
         const float *v = cpu_kv_row(d, vc, (slot * Hkv + kh) * D, vs, tmp);
         float p = scores[j] * inv;

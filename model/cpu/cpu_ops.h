@@ -46,8 +46,7 @@ const zp_batch *cpu_batch(zp_backend *be);
 zp_status cpu_matmul(zp_backend *be, void *out, zp_act_type out_type, const void *x, const void *w, const void *bias, int M, int N,
                      int K);
 zp_status cpu_silu_mul(zp_backend *be, void *out, const void *gu, int T, int inter);
-zp_status cpu_moe(zp_backend *be, void *out, const void *x, const void *router, const void *w_gate_up, const void *w_down,
-                  const zp_moe_dims *m, int T);
+zp_status cpu_moe(zp_backend *be, void *out, const void *x, const zp_moe_weights *w, const zp_moe_dims *m, int T);
 /* rope_init's inv_freq [head_dim / 2], NULL when none was given for that width. */
 const float *cpu_rope_frequencies(zp_backend *be, int head_dim);
 zp_status cpu_query_store(zp_backend *be, const zp_attn_dims *d, const void *q, void *qcache, int layer);

@@ -63,6 +63,8 @@ zp_status cpu_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q,
     const char *kc = cpu_kv_layer(d, k_cache, layer);
     float *sc = (float *)score_cache + (size_t)layer * d->num_blocks * d->block_size * Hkv;
     if (d->head_dim > CPU_MAX_HEAD_DIM) return zp_fail(ZP_ERR_INVALID, "attn_history: head_dim %d above %d", d->head_dim, CPU_MAX_HEAD_DIM);
+    if (zp_attn_layer_of(d, layer))
+        return zp_fail(ZP_ERR_UNSUPPORTED, "attn_history: layer %d has a sliding window or sinks, which the history does not weigh", layer);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int s = 0; s < b->n_seqs; s++) row_stats(d, b, layer, s, (const float *)q, kc, (float *)stats);
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)

@@ -275,6 +275,8 @@ static zp_status decode_dims(cuda_ctx *c, const zp_attn_dims *d, int D, float *o
 
 zp_status cuda_attn_decode(zp_backend *be, const zp_attn_dims *d, void *out, const void *q, const void *k_cache, const void *v_cache,
                            int layer) {
+    if (zp_attn_layer_of(d, layer)) /* gpt-oss's layers: the CPU backend has them */
+        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda attn_decode: layer %d has a sliding window or attention sinks (not built on CUDA yet)", layer);
     cuda_ctx *c = CUDA_CTX(be);
     cuda_use_layer_view(c, layer);
     zp_prof_scope prof(c, ZP_OP_ATTENTION);

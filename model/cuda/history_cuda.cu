@@ -77,6 +77,8 @@ __global__ static void history_sums_kernel(float *sc, const float *stats, const 
 
 zp_status cuda_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q, const void *k_cache, void *score_cache, void *stats,
                             int layer) {
+    if (zp_attn_layer_of(d, layer)) /* gpt-oss's layers: the CPU backend has them */
+        return zp_fail(ZP_ERR_UNSUPPORTED, "cuda attn_history: layer %d has a sliding window or attention sinks (not built on CUDA yet)", layer);
     cuda_ctx *c = CUDA_CTX(be);
     cuda_use_layer_view(c, layer);
     if (c->b.n_tokens == 0) return ZP_OK;

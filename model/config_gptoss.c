@@ -113,9 +113,7 @@ zp_status zp_config_parse_gpt_oss(const cJSON *root, const char *src, zp_model_c
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
     if (sw && cJSON_IsNull(sw)) c->sliding_window = 0;
     else ZP_TRY(zp_cfg_int(root, "sliding_window", src, 0, &c->sliding_window));
-    int slides = 0;
-    for (int i = 0; i < ZP_MOE_MAX_LAYERS / 64; i++) slides |= c->sliding[i] != 0;
-    if (slides && c->sliding_window < 1)
+    if (zp_config_has_sliding(c) && c->sliding_window < 1)
         return zp_fail(ZP_ERR_FORMAT, "%s: \"sliding_window\" must be at least 1 where \"layer_types\" has sliding_attention", src);
     return read_quantization(root, src, c);
 }
@@ -126,7 +124,7 @@ int zp_config_layer_window(const zp_model_config *c, int l) {
 }
 
 int zp_config_has_sliding(const zp_model_config *c) {
-    for (int l = 0; l < c->n_layers; l++)
-        if (zp_config_layer_window(c, l)) return 1;
-    return 0;
+    int any = 0;
+    for (int i = 0; i < ZP_MOE_MAX_LAYERS / 64; i++) any |= c->sliding[i] != 0;
+    return any;
 }

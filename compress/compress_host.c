@@ -3,8 +3,10 @@
  * (key_gather), its window queries (query_read) and stored history (score_read) come to the
  * host, the plan runs there (scorer_plan_run, the CPU reference of every policy), and kv_compact
  * writes the kept tokens (position or score order) and their new history into the target
- * table. It is the CPU backend's `compress`, and the reference the CUDA device path is tested
- * against (test_cuda_scoring). Synchronous; it allocates its buffers per call. */
+ * table. A sliding-window layer (gpt-oss's) is never scored: it keeps its most recent `budget`
+ * tokens in position order, so the last `window` physical positions its attention reads are
+ * still its window (sliding_layer). It is the CPU backend's `compress`, and the reference the CUDA
+ * device path is tested against (test_cuda_scoring). Synchronous; it allocates its buffers per call. */
 #include "compress.h"
 
 #include <stdlib.h>
@@ -47,9 +49,34 @@ static zp_status bufs_alloc(host_bufs *b, const zp_attn_dims *d, int n) {
     return zp_fail(ZP_ERR_OOM, "compression: no host memory for %d tokens", n);
 }
 
+/* Layer l's sliding window, 0 when it attends to every token. */
+static int layer_window(const zp_attn_dims *d, int l) {
+    const zp_attn_layer *a = zp_attn_layer_of(d, l);
+    return a ? a->window : 0;
+}
+
+/* A sliding-window layer of one request: no score; the last `budget` of its n tokens kept in
+ * position order (the engine checks budget >= window), their stored history carried along. */
+static zp_status sliding_layer(zp_backend *be, const zp_attn_dims *d, int budget, int layer, const zp_compress_req *r,
+                               void *k_cache, void *v_cache, void *score_cache, host_bufs *b) {
+    const int n = r->n, Hkv = d->n_kv_heads;
+    if (budget < layer_window(d, layer))
+        return zp_fail(ZP_ERR_INVALID, "compression: layer %d's window of %d tokens is over the budget of %d", layer,
+                       layer_window(d, layer), budget);
+    for (int g = 0; g < Hkv; g++)
+        for (int t = 0; t < n; t++) b->keep[(size_t)g * n + t] = t >= n - budget;
+    if (score_cache) {
+        ZP_TRY(be->score_read(be, d, score_cache, layer, r->src, n, b->hist));
+        memcpy(b->new_hist, b->hist, sizeof(float) * (size_t)Hkv * (size_t)n);
+    }
+    return be->kv_compact(be, d, k_cache, v_cache, score_cache, layer, r->src, n, r->dst, b->keep,
+                          score_cache ? b->new_hist : NULL, NULL, 0);
+}
+
 /* One layer of one request: every KV head scored on the host, then compacted. */
 static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer,
                             const zp_compress_req *r, void *k_cache, void *v_cache, const void *q_cache, void *score_cache, host_bufs *b) {
+    if (layer_window(d, layer) > 0) return sliding_layer(be, d, budget, layer, r, k_cache, v_cache, score_cache, b);
     const int n = r->n, D = d->head_dim, G = d->n_heads / d->n_kv_heads, w = d->window, Hkv = d->n_kv_heads;
     ZP_TRY(be->key_gather(be, d, k_cache, layer, r->src, n, b->keys));
     ZP_TRY(be->query_read(be, d, q_cache, layer, r->qid, b->queries));
@@ -85,19 +112,23 @@ static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_scor
                           plan->order_score ? b->order : NULL, plan->shift_positions);
 }
 
-/* TriAttention across layers (per_head, union): every layer's keys of request r scored into
- * b->trig_agg [Hkv][n], which each layer's plan then ranks (the view's trig_agg). */
+/* TriAttention across layers (per_head, union): every full-attention layer's keys of request r
+ * scored into b->trig_agg [Hkv][n], which each such layer's plan then ranks (the view's
+ * trig_agg); sliding-window layers neither score nor are ranked (sliding_layer). */
 static zp_status trig_across(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, const zp_compress_req *r,
                              const void *k_cache, host_bufs *b) {
     if (!plan->trig_stats || !plan->trig_freqs)
         return zp_fail(ZP_ERR_INVALID, "compression: TriAttention without its statistics");
     const int n = r->n, D = d->head_dim, G = d->n_heads / d->n_kv_heads, F = D / 2;
     scorer_trig_phase(plan->trig_freqs, F, r->next_pos, b->trig_C, b->trig_S);
+    int n_full = 0, done = 0;
+    for (int l = 0; l < d->n_layers; l++) n_full += layer_window(d, l) == 0;
     for (int l = 0; l < d->n_layers; l++) {
+        if (layer_window(d, l) > 0) continue;
         ZP_TRY(be->key_gather(be, d, k_cache, l, r->src, n, b->keys));
         ZP_TRY(scorer_trig_across(plan->trig_mode, b->keys, n, D, d->n_kv_heads, G,
                                   plan->trig_stats + (size_t)l * d->n_heads * 3 * F, b->trig_C, b->trig_S, r->protect,
-                                  d->n_layers, l == 0, b->trig_agg, b->scratch));
+                                  n_full, done++ == 0, b->trig_agg, b->scratch));
     }
     return ZP_OK;
 }

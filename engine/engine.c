@@ -44,6 +44,32 @@ static int default_num_blocks(const zp_model_config *mc, const zp_engine_config 
     return nb < 1 ? 1 : (int)nb;
 }
 
+/* Sliding-window layers (gpt-oss's) are never scored: a compression keeps their most recent
+ * budget tokens in position order (compress_host.c), which must cover the window; the live
+ * history (attn_history), the position shift and the CUDA compress stage do not know them. */
+static zp_status check_sliding(const zp_engine *e) {
+    const zp_model_config *mc = &e->model->cfg;
+    const char *pol = e->plan.ops->name;
+    if (!zp_config_has_sliding(mc) && !mc->attn_sinks) return ZP_OK;
+    if (e->plan.history_live)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s on %s: a live history over sliding-window layers or attention sinks is not built", pol,
+                       mc->arch_name);
+    if (!zp_config_has_sliding(mc)) return ZP_OK;
+    if (e->plan.shift_positions)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s on %s: position_shift with sliding-window layers is not built", pol, mc->arch_name);
+    if (e->comp.device && e->be->compress)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s on %s: the CUDA compress stage does not know sliding-window layers", pol,
+                       mc->arch_name);
+    for (int l = 0; l < mc->n_layers; l++) {
+        const int w = zp_config_layer_window(mc, l), budget = e->layers.budget ? e->layers.budget[l] : e->plan.geo.budget;
+        if (w > budget)
+            return zp_fail(ZP_ERR_INVALID,
+                           "policy %s on %s: layer %d keeps %d tokens, under its sliding window of %d (raise nmax or block_size)",
+                           pol, mc->arch_name, l, budget, w);
+    }
+    return ZP_OK;
+}
+
 /* An evicting policy caps requests at nmax + 1 blocks and gives them query slots; a prompt-only
  * policy (SnapKV) runs the full scheduler, with query slots for the prefills of long prompts,
  * each compressed to nmax x block_size tokens right after it. */
@@ -51,11 +77,6 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     const zp_engine_config *c = &e->cfg;
     const engine_plan *p = &e->plan;
     if (!p->ops->evicts) return policy_init_ops(p->ops, c->policy_params, &e->comp.policy);
-    const zp_model_config *mc = &e->model->cfg;
-    if (zp_config_has_sliding(mc) || mc->attn_sinks) /* sliding layers keep their window outside the cap; not built yet */
-        return zp_fail(ZP_ERR_UNSUPPORTED,
-                       "policy %s on %s: compressing a model with sliding-window layers or attention sinks is not built yet "
-                       "(run it with policy full)", p->ops->name, mc->arch_name);
     const int m = engine_query_slots(e, num_blocks);
     ZP_TRY(compressor_init(&e->comp, p->ops, c->policy_params, &p->geo, p->history_live));
     ZP_TRY(zp_layer_plan_resolve(c->layer_budget, c->pyramid_beta, &p->geo, e->model->cfg.n_layers, &e->layers));
@@ -67,6 +88,7 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
             ZP_ERR_INVALID,
             "policy %s: a mode across layers needs layer_budget uniform (one kept set for layers of different budgets)",
             p->ops->name);
+    ZP_TRY(check_sliding(e));
     if (e->comp.trig_stats && e->tp > 1)
         return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s: not with tensor parallelism yet (tp %d)", p->ops->name, e->tp);
     if (e->comp.trig_stats && e->comp.device && e->be->compress)

@@ -1,12 +1,19 @@
 /* test_gptoss_engine.c (label cpu) - a gpt-oss model (the tiny-gpt-oss preset: sliding layers of
  * window 16 beside full layers, attention sinks, 8 biased experts, top 2) through the whole CPU
- * engine with full KV: every token generated; the same greedy tokens whether the requests run
+ * engine. Full KV: every token generated; the same greedy tokens whether the requests run
  * together (ragged prefills and decodes in one batch, each with its own window) or one at a time,
- * and with the prefix cache serving a shared prompt; every evicting policy refused by name (its
- * compression of sliding layers is not built). The model's numbers against transformers:
- * test_gptoss_hf; its forward (prefill equals decode, ragged batches, golden): test_model. */
+ * and with the prefix cache serving a shared prompt. Every evicting policy: on the same weights
+ * with every layer sliding, compressions leave exactly the greedy tokens of full KV (a sliding
+ * layer keeps its window whatever the policy: nothing it reads is evicted); on the preset, each
+ * compresses at its cap with the invariants checked and repeats exactly; what is not built (a live
+ * history, the position shift, a budget under the window) is refused by name. The model's numbers
+ * against transformers: test_gptoss_hf; its forward (prefill equals decode, ragged batches,
+ * golden): test_model. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "policy.h"
 #include "test_runner.h"
@@ -20,6 +27,58 @@ static run_spec gptoss_spec(void) {
     rs.sp.max_tokens = 48;    /* prompts of 9 to 44 tokens: prefill and decode cross the window */
     rs.check_invariants = 1;
     return rs;
+}
+
+/* The preset's weights with every layer sliding: ZP_TEST_TMP/gptoss-all-sliding (config.json
+ * rewritten, model.safetensors linked). */
+static const char *all_sliding_model(void) {
+    static char dir[1024];
+    const char *src = zp_test_model(PRESET);
+    snprintf(dir, sizeof dir, "%s/gptoss-all-sliding", ZP_TEST_TMP);
+    mkdir(dir, 0755);
+    char path[1200], target[1200];
+    snprintf(path, sizeof path, "%s/config.json", src);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f) return dir;
+    char cfg[8192];
+    size_t n = fread(cfg, 1, sizeof cfg - 1, f);
+    fclose(f);
+    cfg[n] = 0;
+    char *lt = strstr(cfg, "\"layer_types\"");
+    char *end = lt ? strchr(lt, ']') : NULL;
+    CHECK(lt && end);
+    if (!lt || !end) return dir;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return dir;
+    fprintf(f, "%.*s\"layer_types\": [\"sliding_attention\", \"sliding_attention\", \"sliding_attention\", \"sliding_attention\"%s",
+            (int)(lt - cfg), cfg, end);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    snprintf(target, sizeof target, "%s/model.safetensors", src);
+    unlink(path);
+    CHECK(symlink(target, path) == 0);
+    return dir;
+}
+
+static run_spec policy_spec(const char *model_dir, const zp_policy_ops *ops, const char *trig) {
+    run_spec rs = gptoss_spec();
+    rs.ec.model_dir = model_dir;
+    rs.ec.policy = ops->name;
+    rs.ec.nmax = 2; /* 32 tokens kept: over the window of 16 */
+    rs.ec.window = 4;
+    if (ops->needs_stats) rs.ec.policy_params = trig;
+    if (!strcmp(ops->name, "h2o")) rs.ec.policy_params = "{\"history\": \"window\"}"; /* the live history is refused */
+    return rs;
+}
+
+/* zp_engine_init of ec fails with ZP_ERR_UNSUPPORTED or ZP_ERR_INVALID naming `what`. */
+static void check_refused(zp_engine_config ec, zp_status code, const char *what) {
+    zp_engine *e = NULL;
+    CHECK_FAILS(zp_engine_init(&ec, &e), code, what);
+    CHECK(e == NULL);
 }
 
 static int tokens_of(const run_result *r) {
@@ -52,22 +111,45 @@ int main(void) {
     CHECK(shared_cached.st.prefix_hit_tokens > 0);
     CHECK(run_same_outputs(&shared, &shared_cached));
     const zp_policy_ops *const *reg = policy_registry();
-    int refused = 0;
+    char trig[700];
+    snprintf(trig, sizeof trig, "{\"stats\": \"%s\"}", zp_test_trig_stats("tiny-gpt-oss", 4, 4, 32)); /* the preset's shape */
+    const char *sliding = all_sliding_model();
+    run_spec fs = gptoss_spec();
+    fs.ec.model_dir = sliding;
+    run_result sliding_full;
+    run_requests(&fs, &sliding_full);
+    CHECK(tokens_of(&sliding_full) == fs.n_req * fs.sp.max_tokens);
+    int ran = 0;
     for (int p = 0; reg[p]; p++) {
         if (!reg[p]->evicts) continue;
-        zp_engine_config ec = gptoss_spec().ec;
-        ec.model_dir = zp_test_model(PRESET);
-        ec.policy = reg[p]->name;
-        ec.nmax = 2;
-        ec.window = 4;
-        if (reg[p]->needs_stats) ec.policy_params = "{\"stats\": \"/nonexistent\"}";
-        zp_engine *e = NULL;
-        CHECK_FAILS(zp_engine_init(&ec, &e), ZP_ERR_UNSUPPORTED, "sliding-window layers or attention sinks is not built yet");
-        CHECK(e == NULL);
-        refused++;
+        run_spec rs = policy_spec(sliding, reg[p], trig);
+        run_result a, b, c;
+        run_requests(&rs, &a);
+        rs.ec.model_dir = zp_test_model(PRESET);
+        run_requests(&rs, &b);
+        run_requests(&rs, &c);
+        printf("  %-11s: every layer sliding: %lld compressions, %s; the preset: %lld compressions, reruns %s\n", reg[p]->name,
+               (long long)a.st.compressions, run_same_outputs(&a, &sliding_full) ? "the tokens of full KV" : "OTHER TOKENS",
+               (long long)b.st.compressions, run_same_outputs(&b, &c) ? "identical" : "DIFFER");
+        CHECK(a.st.compressions > 0 && run_same_outputs(&a, &sliding_full));
+        CHECK(b.st.compressions > 0 && tokens_of(&b) == rs.n_req * rs.sp.max_tokens && run_same_outputs(&b, &c));
+        run_result_free(&a), run_result_free(&b), run_result_free(&c);
+        ran++;
     }
-    printf("  %d evicting policies refused\n", refused);
-    CHECK(refused > 5);
+    CHECK(ran > 5);
+    const zp_policy_ops *h2o = policy_find("h2o"), *streaming = policy_find("streaming"), *zipage = policy_find("zipage");
+    zp_engine_config ec = policy_spec(zp_test_model(PRESET), h2o, trig).ec;
+    ec.policy_params = NULL; /* h2o's own default: the live history */
+    check_refused(ec, ZP_ERR_UNSUPPORTED, "a live history over sliding-window layers or attention sinks is not built");
+    ec = policy_spec(zp_test_model(PRESET), streaming, trig).ec;
+    ec.policy_params = "{\"position_shift\": true}";
+    check_refused(ec, ZP_ERR_UNSUPPORTED, "position_shift with sliding-window layers is not built");
+    ec = policy_spec(zp_test_model(PRESET), zipage, trig).ec;
+    ec.nmax = 1;
+    ec.block_size = 8;
+    ec.window = 4;
+    check_refused(ec, ZP_ERR_INVALID, "layer 0 keeps 8 tokens, under its sliding window of 16");
+    run_result_free(&sliding_full);
     run_result_free(&together), run_result_free(&alone), run_result_free(&shared), run_result_free(&shared_cached);
     return zp_test_finish("test_gptoss_engine");
 }

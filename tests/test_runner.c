@@ -47,7 +47,7 @@ void run_requests(const run_spec *rs, run_result *out) {
     out->n = calloc((size_t)total, sizeof *out->n);
     out->finish = calloc((size_t)total, sizeof *out->finish);
     zp_engine_config ec = rs->ec;
-    ec.model_dir = zp_test_model(rs->preset);
+    if (!ec.model_dir) ec.model_dir = zp_test_model(rs->preset);
     zp_engine *e = NULL;
     if (rs->engine && *rs->engine) {
         CHECK_OK(zp_engine_reinit(rs->engine, &ec));

@@ -8,7 +8,7 @@
 
 typedef struct {
     const char *preset;
-    zp_engine_config ec;     /* model_dir is filled from preset */
+    zp_engine_config ec;     /* model_dir, when NULL, is filled from preset */
     zp_sampling_params sp;
     int n_req, samples;
     int prompt_len, prompt_step, shared_prompt, reverse;

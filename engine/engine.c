@@ -283,9 +283,9 @@ int zp_engine_num_running(const zp_engine *e) { return e->sched.running.n; }
 int zp_engine_num_waiting(const zp_engine *e) { return e->sched.waiting.n; }
 int zp_engine_blocks_used(const zp_engine *e) { return e->pool.num_blocks - e->pool.n_free; }
 /* The tokens of a request's n_kv that its layers' attention reads, their mean over the layers
- * (a compressed request's layers leave their dead blocks out). */
+ * (a request's layers leave their dead blocks out once a compression installed its target). */
 static double seq_attended(const zp_engine *e, const zp_seq *q, int n_kv) {
-    if (!q->compressed || e->layers.n_layers == 0) return n_kv;
+    if (!q->views || e->layers.n_layers == 0) return n_kv;
     return n_kv - (double)e->layers.dead_sum * e->cfg.block_size / e->layers.n_layers;
 }
 
@@ -420,15 +420,15 @@ static zp_status add_query_stores(zp_engine *e, const zp_seq *q, int row0, int n
     return ZP_OK;
 }
 
-/* Views 1.. of kv_len and block_tables (view 0 is the batch's own): a compressed request's table
- * without the view's dead blocks, and as many fewer tokens; a request not yet compressed reads
- * its whole table in every view. */
+/* Views 1.. of kv_len and block_tables (view 0 is the batch's own): the table of a request whose
+ * compression installed its target (decode's or its prompt's) without the view's dead blocks, and
+ * as many fewer tokens; a request not yet compressed reads its whole table in every view. */
 static void build_layer_views(zp_engine *e, zp_seq *const *seqs, int n_seqs, int max_blocks) {
     const int bs = e->cfg.block_size;
     for (int v = 1; v < e->layers.n_views; v++)
         for (int i = 0; i < n_seqs; i++) {
             const zp_seq *q = seqs[i];
-            const int dead = q->compressed ? e->layers.dead[v] : 0;
+            const int dead = q->views ? e->layers.dead[v] : 0;
             int *bt = e->step.block_tables + ((size_t)v * n_seqs + i) * max_blocks;
             const int k = zp_layer_view_table(q->blocks, q->n_blocks, e->plan.geo.nmax, dead, bt);
             for (int j = k; j < max_blocks; j++) bt[j] = -1;

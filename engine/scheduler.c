@@ -67,6 +67,7 @@ static void seq_release_blocks(zp_scheduler *s, zp_seq *q) {
     q->n_done = 0;
     q->n_hashed = 0;
     q->last_hash = ZP_HASH_NONE;
+    q->views = 0;
 }
 
 static void slot_give(zp_scheduler *s, zp_seq *q) {
@@ -344,6 +345,7 @@ static void install_target(zp_scheduler *s, zp_seq *q) {
     if (seq_reserve_blocks(q, nt) == ZP_OK) memcpy(q->blocks, q->target, sizeof(int) * (size_t)nt);
     q->n_blocks = nt;
     q->n_kv = (nt - 1) * s->block_size;
+    q->views = 1;
     q->compressing = ZP_COMPRESS_NONE;
     q->n_compressions++;
 }

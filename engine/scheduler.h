@@ -48,6 +48,9 @@ typedef struct {
     int n_done;           /* logical tokens whose K/V has been computed */
     int qid;              /* query slot, -1 when none */
     int compressed;       /* compressed at least once (never preempted, never hashed again) */
+    int views;            /* its layers read their block-table views (layer_budget.h), the dead blocks left
+                             out: set when a compression installs its target (a prompt's too), cleared when
+                             its blocks are released */
     zp_compress_phase compressing; /* not NONE: selected for compression; target/release below are planned */
     int *target;          /* [nmax+1] target block table of the pending compression */
     int *release;         /* blocks dropped after it */

@@ -5,9 +5,12 @@
  * block-table views, and the compressor writing each layer's budget and reading it back through
  * the view. The kept sets are checked against StreamingLLM's definition (the first `sink`
  * tokens and the most recent ones), computed here from the tokens' positions, over two
- * compressions (the second reads each layer's view of the first's result). The exact
+ * compressions (the second reads each layer's view of the first's result). On whole runs, the
+ * rows a layer does not keep are set to NaN after each compression and the tokens must not change
+ * (decode's compression and SnapKV's prompt compression). The exact
  * schedule against the authors' code is tests/reference/check_pyramid.py.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,11 +217,70 @@ static void engine_runs(void) {
     CHECK(e == NULL);
 }
 
+/* What a layer does not keep is never read: right after each compression installs its target,
+ * the rows of the blocks each layer's view leaves out (the cap's blocks past its budget) are
+ * overwritten with NaN; the run must give the same tokens as without (a NaN read anywhere would
+ * reach the logits). Prompt-only SnapKV included, whose requests are compressed once and then
+ * decode like full KV. */
+typedef struct {
+    int done[8]; /* compressions already poisoned, per request id */
+    int64_t rows;
+} poison_ctx;
+
+static void poison_dead_rows(zp_engine *e, void *vctx) {
+    poison_ctx *p = vctx;
+    const zp_model_config *mc = zp_engine_model_config(e);
+    const int bs = e->cfg.block_size, nmax = e->plan.geo.nmax;
+    const size_t row = (size_t)mc->n_kv_heads * (size_t)mc->head_dim, block = (size_t)bs * row;
+    CHECK(e->be->cache_elem_bytes == (int)sizeof(float)); /* the CPU engine's fp32 cache */
+    for (int i = 0; i < e->sched.running.n; i++) {
+        zp_seq *q = e->sched.running.v[i];
+        if (q->request_id < 0 || q->request_id >= 8 || q->n_compressions == p->done[q->request_id] || q->compressing) continue;
+        p->done[q->request_id] = q->n_compressions;
+        for (int l = 0; l < mc->n_layers; l++) {
+            const int dead = e->layers.dead[e->layers.view[l]];
+            for (int j = nmax - dead; j < nmax; j++) {
+                const size_t at = ((size_t)l * e->kv.dims.num_blocks + (size_t)q->blocks[j]) * block;
+                for (size_t x = 0; x < block; x++) ((float *)e->kv.k)[at + x] = ((float *)e->kv.v)[at + x] = NAN;
+                p->rows += bs;
+            }
+        }
+    }
+}
+
+static void dead_rows_unread(void) {
+    static const char *const policies[] = {"snapkv", "zipage"};
+    for (size_t i = 0; i < sizeof policies / sizeof *policies; i++) {
+        run_spec rs = run_spec_default("tiny-qwen3");
+        rs.ec.policy = policies[i];
+        rs.ec.nmax = 4;
+        rs.ec.window = 4;
+        rs.ec.layer_budget = "pyramid";
+        rs.sp.max_tokens = 120;
+        rs.n_req = 2;
+        rs.prompt_len = !strcmp(policies[i], "snapkv") ? 90 : 9;
+        run_result a, b;
+        run_requests(&rs, &a);
+        poison_ctx p = {{0}, 0};
+        rs.on_step = poison_dead_rows;
+        rs.ctx = &p;
+        run_requests(&rs, &b);
+        const int same = run_same_outputs(&a, &b);
+        printf("  %-6s pyramid: %lld compressions, %lld rows past the layers' budgets set to NaN: tokens %s\n", policies[i],
+               (long long)b.st.compressions, (long long)p.rows, same ? "identical" : "DIFFER");
+        CHECK(b.st.compressions > 0 && p.rows > 0);
+        CHECK(same);
+        run_result_free(&a);
+        run_result_free(&b);
+    }
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     schedule_properties();
     refusals();
     compressor_views();
     engine_runs();
+    dead_rows_unread();
     return zp_test_finish("test_layer_budget");
 }

@@ -3,9 +3,9 @@
  * (key_gather), its window queries (query_read) and stored history (score_read) come to the
  * host, the plan runs there (scorer_plan_run, the CPU reference of every policy), and kv_compact
  * writes the kept tokens (position or score order) and their new history into the target
- * table. A sliding-window layer (gpt-oss's) is never scored: it keeps its most recent `budget`
- * tokens in position order, so the last `window` physical positions its attention reads are
- * still its window (sliding_layer). It is the CPU backend's `compress`, and the reference the CUDA
+ * table. A sliding-window layer (gpt-oss's) is never scored nor compacted: its K/V live in blocks
+ * of its own (the scheduler's ring, freed as the window slides), not in the table compressed
+ * here. It is the CPU backend's `compress`, and the reference the CUDA
  * device path is tested against (test_cuda_scoring). Synchronous; it allocates its buffers per call. */
 #include "compress.h"
 
@@ -55,28 +55,10 @@ static int layer_window(const zp_attn_dims *d, int l) {
     return a ? a->window : 0;
 }
 
-/* A sliding-window layer of one request: no score; the last `budget` of its n tokens kept in
- * position order (the engine checks budget >= window), their stored history carried along. */
-static zp_status sliding_layer(zp_backend *be, const zp_attn_dims *d, int budget, int layer, const zp_compress_req *r,
-                               void *k_cache, void *v_cache, void *score_cache, host_bufs *b) {
-    const int n = r->n, Hkv = d->n_kv_heads;
-    if (budget < layer_window(d, layer))
-        return zp_fail(ZP_ERR_INVALID, "compression: layer %d's window of %d tokens is over the budget of %d", layer,
-                       layer_window(d, layer), budget);
-    for (int g = 0; g < Hkv; g++)
-        for (int t = 0; t < n; t++) b->keep[(size_t)g * n + t] = t >= n - budget;
-    if (score_cache) {
-        ZP_TRY(be->score_read(be, d, score_cache, layer, r->src, n, b->hist));
-        memcpy(b->new_hist, b->hist, sizeof(float) * (size_t)Hkv * (size_t)n);
-    }
-    return be->kv_compact(be, d, k_cache, v_cache, score_cache, layer, r->src, n, r->dst, b->keep,
-                          score_cache ? b->new_hist : NULL, NULL, 0);
-}
-
 /* One layer of one request: every KV head scored on the host, then compacted. */
 static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer,
                             const zp_compress_req *r, void *k_cache, void *v_cache, const void *q_cache, void *score_cache, host_bufs *b) {
-    if (layer_window(d, layer) > 0) return sliding_layer(be, d, budget, layer, r, k_cache, v_cache, score_cache, b);
+    if (layer_window(d, layer) > 0) return ZP_OK; /* its blocks are its ring's (the scheduler's), not the request's table */
     const int n = r->n, D = d->head_dim, G = d->n_heads / d->n_kv_heads, w = d->window, Hkv = d->n_kv_heads;
     ZP_TRY(be->key_gather(be, d, k_cache, layer, r->src, n, b->keys));
     ZP_TRY(be->query_read(be, d, q_cache, layer, r->qid, b->queries));
@@ -114,7 +96,7 @@ static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_scor
 
 /* TriAttention across layers (per_head, union): every full-attention layer's keys of request r
  * scored into b->trig_agg [Hkv][n], which each such layer's plan then ranks (the view's
- * trig_agg); sliding-window layers neither score nor are ranked (sliding_layer). */
+ * trig_agg); sliding-window layers neither score nor are ranked. */
 static zp_status trig_across(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, const zp_compress_req *r,
                              const void *k_cache, host_bufs *b) {
     if (!plan->trig_stats || !plan->trig_freqs)

@@ -44,9 +44,9 @@ static int default_num_blocks(const zp_model_config *mc, const zp_engine_config 
     return nb < 1 ? 1 : (int)nb;
 }
 
-/* Sliding-window layers (gpt-oss's) are never scored: a compression keeps their most recent
- * budget tokens in position order (compress_host.c), which must cover the window; the live
- * history (attn_history), the position shift and the CUDA compress stage do not know them. */
+/* Sliding-window layers (gpt-oss's) are never scored nor compressed (their ring of blocks:
+ * scheduler.h); the live history (attn_history), the position shift and the CUDA compress stage
+ * do not know them. */
 static zp_status check_sliding(const zp_engine *e) {
     const zp_model_config *mc = &e->model->cfg;
     const char *pol = e->plan.ops->name;
@@ -60,13 +60,6 @@ static zp_status check_sliding(const zp_engine *e) {
     if (e->comp.device && e->be->compress)
         return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s on %s: the CUDA compress stage does not know sliding-window layers", pol,
                        mc->arch_name);
-    for (int l = 0; l < mc->n_layers; l++) {
-        const int w = zp_config_layer_window(mc, l), budget = e->layers.budget ? e->layers.budget[l] : e->plan.geo.budget;
-        if (w > budget)
-            return zp_fail(ZP_ERR_INVALID,
-                           "policy %s on %s: layer %d keeps %d tokens, under its sliding window of %d (raise nmax or block_size)",
-                           pol, mc->arch_name, l, budget, w);
-    }
     return ZP_OK;
 }
 
@@ -122,6 +115,24 @@ static zp_status engine_backend_flags(zp_engine *e, const zp_engine_config *cfg)
     return ZP_OK;
 }
 
+/* The step's views (after init_compression resolved the layer plan's): each layer's, and with a
+ * ring its view in KV group 1 for every sliding layer. */
+static zp_status init_views(zp_engine *e) {
+    const zp_model_config *mc = &e->model->cfg;
+    const int base = e->layers.n_views > 1 ? e->layers.n_views : 1;
+    e->ring_view = e->sched.ring_window ? base : 0;
+    e->n_views = base + (e->ring_view > 0);
+    if (e->n_views == 1) return ZP_OK;
+    e->layer_view = malloc(sizeof(int) * (size_t)mc->n_layers);
+    e->view_group = calloc((size_t)e->n_views, sizeof(int));
+    if (!e->layer_view || !e->view_group) return zp_fail(ZP_ERR_OOM, "engine: no memory for %d layers' views", mc->n_layers);
+    for (int l = 0; l < mc->n_layers; l++)
+        e->layer_view[l] = e->ring_view && zp_config_layer_window(mc, l) > 0 ? e->ring_view : base > 1 ? e->layers.view[l] : 0;
+    if (e->ring_view) e->view_group[e->ring_view] = 1;
+    else { free(e->view_group); e->view_group = NULL; }
+    return ZP_OK;
+}
+
 /* Everything of an engine after its backend and weights: the KV pool (sized from free device
  * memory, a token count or the default; kv_pool_bytes is the group's, split over its ranks),
  * scheduler, compression, batch. */
@@ -138,16 +149,21 @@ static zp_status engine_setup(zp_engine *e) {
     if (s == ZP_OK) s = engine_tp_kv_alloc(e, nb, cfg->block_size);
     if (s == ZP_OK && e->be->op_seconds) s = e->be->op_seconds(e->be, NULL);
     if (s == ZP_OK) s = kv_pool_init(&e->pool, nb, cfg->block_size);
-    if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, e->plan.prefix_cache);
+    /* a model with sliding layers gives them a ring of their own blocks, not prefix-cached */
+    const zp_model_config *mc = &e->model->cfg;
+    const int ring = zp_config_has_sliding(mc) ? mc->sliding_window : 0, prefix = e->plan.prefix_cache && !ring;
+    if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, prefix);
+    if (s == ZP_OK && ring) s = sched_enable_ring(&e->sched, ring);
     if (s == ZP_OK) e->sched.admission_reserve = cfg->admission_reserve;
     if (s == ZP_OK) s = init_compression(e, nb);
+    if (s == ZP_OK) s = init_views(e);
     if (s == ZP_OK) {
         e->batch.seqs = calloc((size_t)cfg->max_num_seqs, sizeof *e->batch.seqs);
         if (!e->batch.seqs) s = zp_fail(ZP_ERR_OOM, "engine: no memory for the batch");
     }
     e->stats.num_blocks = nb;
     e->stats.block_size = cfg->block_size;
-    e->stats.prefix_cache = e->plan.prefix_cache;
+    e->stats.prefix_cache = e->sched.enable_prefix_cache;
     e->stats.kv_state_bytes = s == ZP_OK ? engine_kv_state_bytes(e, nb) * e->tp : 0;
     return s;
 }
@@ -210,6 +226,7 @@ static void seq_destroy(zp_seq *q) {
     if (!q) return;
     free(q->tokens);
     free(q->blocks);
+    free(q->ring);
     free(q->target);
     free(q->release);
     free(q);
@@ -228,6 +245,8 @@ void zp_engine_free(zp_engine *e) {
     engine_tp_close(e);
     compressor_free(&e->comp);
     zp_layer_plan_free(&e->layers);
+    free(e->layer_view);
+    free(e->view_group);
     free(e->ctask);
     free(e->step.qstore_rows); free(e->step.qstore_slots);
     for (int i = 0; i < e->all.n; i++) seq_destroy(e->all.v[i]);
@@ -373,11 +392,12 @@ static zp_status grow_ints(int **const *arrs, int n, int *cap, int need) {
 }
 
 static zp_status reserve_step(zp_engine *e, int rows, int seqs, int max_blocks) {
-    int **by_row[] = {&e->step.token_ids, &e->step.positions, &e->step.slots};
+    int **by_row[] = {&e->step.token_ids, &e->step.positions};
     int **by_seq[] = {&e->step.q_start, &e->step.q_len, &e->step.out_rows};
-    ZP_TRY(grow_ints(by_row, 3, &e->step.rows_cap, rows));
+    ZP_TRY(grow_ints(by_row, 2, &e->step.rows_cap, rows));
+    ZP_TRY(grow_int(&e->step.slots, &e->step.slots_cap, rows * (e->ring_view ? 2 : 1))); /* a row per KV group */
     ZP_TRY(grow_ints(by_seq, 3, &e->step.seq_cap, seqs));
-    const int V = e->layers.n_views > 1 ? e->layers.n_views : 1;
+    const int V = e->n_views;
     ZP_TRY(grow_int(&e->step.kv_len, &e->step.kvl_cap, seqs * V));
     ZP_TRY(grow_int(&e->step.block_tables, &e->step.bt_cap, seqs * max_blocks * V));
     if (seqs > e->step.logits_rows) {
@@ -436,6 +456,18 @@ static void build_layer_views(zp_engine *e, zp_seq *const *seqs, int n_seqs, int
         }
 }
 
+/* The ring's view: each request's sliding-layer blocks by logical block (-1 where freed: no
+ * query of the step sees them), its logical length. */
+static void build_ring_view(zp_engine *e, zp_seq *const *seqs, int n_seqs, int max_blocks) {
+    const int v = e->ring_view;
+    for (int i = 0; i < n_seqs; i++) {
+        const zp_seq *q = seqs[i];
+        int *bt = e->step.block_tables + ((size_t)v * n_seqs + i) * max_blocks;
+        for (int k = 0; k < max_blocks; k++) bt[k] = k < q->n_ring ? q->ring[k] : -1;
+        e->step.kv_len[(size_t)v * n_seqs + i] = q->n_tokens;
+    }
+}
+
 /* A decode step's block tables are padded (-1) to a multiple of this many blocks: the table
  * width is part of a decode graph's shape (model.c graph_key), and a growing context would
  * otherwise make a new shape every block (the share of decode steps replayed is bench's
@@ -450,6 +482,7 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
     int max_blocks = 1, rows = 0, n_qs = 0;
     for (int i = 0; i < n_seqs; i++) {
         max_blocks = seqs[i]->n_blocks > max_blocks ? seqs[i]->n_blocks : max_blocks;
+        max_blocks = seqs[i]->n_ring > max_blocks ? seqs[i]->n_ring : max_blocks;
         rows += seqs[i]->n_tokens - seqs[i]->n_done;
     }
     if (!is_prefill) max_blocks = (max_blocks + DECODE_TABLE_ROUND - 1) / DECODE_TABLE_ROUND * DECODE_TABLE_ROUND;
@@ -467,13 +500,14 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
             e->step.token_ids[row] = q->tokens[q->n_done + j];
             e->step.positions[row] = (e->plan.shift_positions ? q->n_kv : q->n_done) + j;
             e->step.slots[row] = q->blocks[phys / bs] * bs + phys % bs;
+            if (e->ring_view) e->step.slots[rows + row] = q->ring[(q->n_done + j) / bs] * bs + (q->n_done + j) % bs;
         }
         e->step.out_rows[i] = row - 1;
         int *bt = e->step.block_tables + (size_t)i * max_blocks;
         for (int k = 0; k < max_blocks; k++) bt[k] = k < q->n_blocks ? q->blocks[k] : -1;
     }
     build_layer_views(e, seqs, n_seqs, max_blocks);
-    const int views = e->layers.n_views > 1;
+    if (e->ring_view) build_ring_view(e, seqs, n_seqs, max_blocks);
     *b = (zp_batch){.n_tokens = row,
                     .n_seqs = n_seqs,
                     .token_ids = e->step.token_ids,
@@ -490,8 +524,9 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
                     .n_qstore = n_qs,
                     .qstore_rows = e->step.qstore_rows,
                     .qstore_slots = e->step.qstore_slots,
-                    .n_views = views ? e->layers.n_views : 1,
-                    .layer_view = views ? e->layers.view : NULL};
+                    .n_views = e->n_views,
+                    .layer_view = e->layer_view,
+                    .view_group = e->view_group};
     return ZP_OK;
 }
 

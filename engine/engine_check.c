@@ -1,11 +1,32 @@
 /* engine_check.c - consistency checks of the engine's bookkeeping, for tests and debugging:
- * block tables against ref counts and the free list, logical vs physical lengths, the block
- * cap, query slots. Costs O(requests x blocks); call it between steps, not in production. */
+ * block tables (and the sliding layers' rings) against ref counts and the free list, logical vs
+ * physical lengths, the block cap, query slots. Costs O(requests x blocks); call it between steps, not in production. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine_internal.h"
+
+/* The ring (scheduler.h): a block per logical block of the computed tokens, those no next
+ * query sees freed and no other, at most ceil(W / bs) + 1 held. */
+static zp_status check_ring(const zp_engine *e, const zp_seq *q, int *refs) {
+    const zp_scheduler *s = &e->sched;
+    const int bs = s->block_size, id = (int)q->request_id, W = s->ring_window, seen = q->n_done + 1 - W;
+    if (!W) return q->n_ring ? zp_fail(ZP_ERR_INVALID, "request %d: a ring without sliding layers", id) : ZP_OK;
+    if (q->n_ring != (q->n_done + bs - 1) / bs && q->n_ring != (q->n_done + bs) / bs) /* a compressing one: its pending token's too */
+        return zp_fail(ZP_ERR_INVALID, "request %d: a ring of %d blocks for %d computed tokens", id, q->n_ring, q->n_done);
+    if ((q->ring_first + 1) * bs <= seen || (q->ring_first > 0 && q->ring_first * bs > seen))
+        return zp_fail(ZP_ERR_INVALID, "request %d: the ring starts at block %d, the next query sees from %d", id, q->ring_first, seen);
+    if (q->n_ring - q->ring_first > (W + bs - 1) / bs + 1)
+        return zp_fail(ZP_ERR_INVALID, "request %d: the ring holds %d blocks for a window of %d", id, q->n_ring - q->ring_first, W);
+    for (int i = 0; i < q->n_ring; i++) {
+        const int b = q->ring[i];
+        if (i < q->ring_first ? b != -1 : b < 0 || b >= e->pool.num_blocks)
+            return zp_fail(ZP_ERR_INVALID, "request %d: ring entry %d is %d (freed before %d)", id, i, b, q->ring_first);
+        if (b >= 0) refs[b]++;
+    }
+    return ZP_OK;
+}
 
 static zp_status check_seq(const zp_engine *e, const zp_seq *q, int *refs) {
     const zp_scheduler *s = &e->sched;
@@ -33,7 +54,7 @@ static zp_status check_seq(const zp_engine *e, const zp_seq *q, int *refs) {
         return zp_fail(ZP_ERR_INVALID, "request %d: compressed but holds %d blocks, %d tokens", id, q->n_blocks, q->n_kv);
     if (q->compressed && q->qid < 0) return zp_fail(ZP_ERR_INVALID, "request %d: compressed without a query slot", id);
     if (s->kind == ZP_SCHED_STRICT && q->qid < 0) return zp_fail(ZP_ERR_INVALID, "request %d: strict scheduler, no slot", id);
-    return ZP_OK;
+    return check_ring(e, q, refs);
 }
 
 zp_status zp_engine_check_invariants(const zp_engine *e) {
@@ -53,7 +74,7 @@ zp_status zp_engine_check_invariants(const zp_engine *e) {
     }
     for (int i = 0; st == ZP_OK && i < s->waiting.n; i++) {
         const zp_seq *q = s->waiting.v[i];
-        if (q->n_blocks || q->qid >= 0 || q->n_kv)
+        if (q->n_blocks || q->qid >= 0 || q->n_kv || q->n_ring)
             st = zp_fail(ZP_ERR_INVALID, "waiting request %lld holds %d blocks / slot %d", (long long)q->request_id, q->n_blocks, q->qid);
     }
     int used = 0, slots_in_use = 0;

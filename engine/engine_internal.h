@@ -24,7 +24,8 @@ typedef struct {
 /* The host arrays of one step (build_batch fills them and the zp_batch points into them; the
  * sampler reads and writes the rest), grown by reserve_step to the largest step so far. */
 typedef struct {
-    int *token_ids, *positions, *slots, rows_cap;   /* [rows] */
+    int *token_ids, *positions, rows_cap;           /* [rows] */
+    int *slots, slots_cap;                          /* [KV groups][rows] */
     int *q_start, *q_len, *out_rows, seq_cap;       /* [seqs] */
     int *kv_len, kvl_cap, *block_tables, bt_cap;    /* [views][seqs], [views][seqs][max_blocks] */
     int *qstore_rows, *qstore_slots, qstore_cap;    /* rows whose queries go to the query cache */
@@ -84,6 +85,11 @@ struct zp_engine {
     int prompt_compress;     /* a prompt-only policy (SnapKV): long prompts compressed once after their prefill */
     zp_compressor comp;
     zp_layer_plan layers;     /* per-layer budgets and block-table views (n_views 0 without compression: one view) */
+    /* The step's views: the layer plan's (one without), then with a ring (sliding layers' own
+     * blocks, scheduler.h) one more that every sliding layer reads, in KV group 1 */
+    int n_views, ring_view;   /* ring_view: its index, 0 without a ring */
+    int *layer_view;          /* [L] the view each layer reads, NULL with one view */
+    int *view_group;          /* [n_views] each view's KV group, NULL without a ring */
     zp_seq **ctask;           /* requests of the compression in flight (async) or of this step */
     int n_ctask;
     pthread_t worker;

@@ -57,7 +57,8 @@ static void kv_state_costs(const zp_engine *e, size_t *per_block, size_t *per_sl
     const zp_kv_geometry *g = &e->plan.geo;
     const int history = e->plan.stores_history; /* its parameters decide, e.g. use_global */
     const size_t es = (size_t)e->be->cache_elem_bytes, L = (size_t)mc->n_layers, bs = (size_t)g->block_size;
-    *per_block = zp_model_kv_block_bytes(mc, g->block_size, engine_kv_elem_bytes(e)) + (history ? L * bs * mc->n_kv_heads * sizeof(float) : 0);
+    const size_t rows = (size_t)e->model->n_kv_rows; /* the score cache has the K/V's rows */
+    *per_block = zp_model_kv_block_bytes(mc, g->block_size, engine_kv_elem_bytes(e)) + (history ? rows * bs * mc->n_kv_heads * sizeof(float) : 0);
     *per_slot = g->evicts ? L * (size_t)g->window * mc->n_heads * mc->head_dim * es : 0;
 }
 

@@ -359,7 +359,7 @@ typedef struct {
 static zp_status rank_kv_alloc(zp_engine *e, int r, engine_rank *k, void *arg) {
     (void)r;
     const kv_arg *a = arg;
-    return zp_model_kv_alloc_typed(k->model, a->num_blocks, a->block_size, e->plan.kv_fp8, e->plan.kv_calibrate, k->kv);
+    return zp_model_kv_alloc_grouped(k->model, a->num_blocks, a->block_size, e->plan.kv_fp8, e->plan.kv_calibrate, k->kv);
 }
 
 zp_status engine_tp_kv_alloc(zp_engine *e, int num_blocks, int block_size) {

@@ -49,18 +49,73 @@ void seq_list_remove(zp_seq_list *l, zp_seq *x) {
 
 int sched_blocks_for(const zp_scheduler *s, int n_tokens) { return (n_tokens + s->block_size - 1) / s->block_size; }
 
-static zp_status seq_reserve_blocks(zp_seq *q, int n) {
-    if (n <= q->blocks_cap) return ZP_OK;
-    int cap = q->blocks_cap ? q->blocks_cap * 2 : 8;
-    while (cap < n) cap *= 2;
-    int *b = realloc(q->blocks, sizeof *b * (size_t)cap);
+/* Grows a block table *t of capacity *cap to hold n entries (doubling). */
+static zp_status table_reserve(int **t, int *cap, int n) {
+    if (n <= *cap) return ZP_OK;
+    int c = *cap ? *cap * 2 : 8;
+    while (c < n) c *= 2;
+    int *b = realloc(*t, sizeof *b * (size_t)c);
     ZP_CHECK_ALLOC(b);
-    q->blocks = b;
-    q->blocks_cap = cap;
+    *t = b;
+    *cap = c;
+    return ZP_OK;
+}
+static zp_status seq_reserve_blocks(zp_seq *q, int n) { return table_reserve(&q->blocks, &q->blocks_cap, n); }
+
+/* ---------------------------------------------------------------- the sliding layers' ring */
+
+static int ring_on(const zp_scheduler *s) { return s->ring_window > 0; }
+static int ring_held(const zp_seq *q) { return q->n_ring - q->ring_first; }
+/* Blocks the ring must add to hold logical tokens [0, n_tokens). */
+static int ring_need(const zp_scheduler *s, const zp_seq *q, int n_tokens) {
+    const int more = ring_on(s) ? sched_blocks_for(s, n_tokens) - q->n_ring : 0;
+    return more > 0 ? more : 0;
+}
+/* Most ring blocks a request holds: its prompt's during the prefill, then the blocks of the
+ * W tokens a query sees (one more when they straddle a block boundary). */
+static int ring_most(const zp_scheduler *s, int n_prompt, int total) {
+    if (!ring_on(s)) return 0;
+    const int decode = sched_blocks_for(s, s->ring_window) + 1, prompt = sched_blocks_for(s, n_prompt), all = sched_blocks_for(s, total);
+    const int most = prompt > decode ? prompt : decode;
+    return most < all ? most : all;
+}
+/* Takes the ring's blocks for logical tokens [0, n_tokens) (the caller made room). */
+static zp_status ring_grow(zp_scheduler *s, zp_seq *q, int n_tokens) {
+    const int nb = ring_on(s) ? sched_blocks_for(s, n_tokens) : 0;
+    if (nb <= q->n_ring) return ZP_OK;
+    ZP_TRY(table_reserve(&q->ring, &q->ring_cap, nb));
+    while (q->n_ring < nb) {
+        const int b = kv_pool_alloc_block(s->pool);
+        if (b < 0) return zp_fail(ZP_ERR_CAPACITY, "scheduler: block pool exhausted for a sliding window (internal accounting error)");
+        q->ring[q->n_ring++] = b;
+    }
+    return ZP_OK;
+}
+/* Frees the blocks no query can see any more: the next one, at logical position n_done, sees
+ * positions from n_done + 1 - W. */
+static void ring_slide(zp_scheduler *s, zp_seq *q) {
+    const int bs = s->block_size, first_seen = q->n_done + 1 - s->ring_window;
+    while (q->ring_first < q->n_ring && (q->ring_first + 1) * bs <= first_seen) {
+        kv_pool_unref_block(s->pool, q->ring[q->ring_first]);
+        q->ring[q->ring_first++] = -1;
+    }
+}
+static void ring_release(zp_scheduler *s, zp_seq *q) {
+    for (int i = q->n_ring - 1; i >= q->ring_first; i--) kv_pool_unref_block(s->pool, q->ring[i]);
+    q->n_ring = q->ring_first = 0;
+}
+
+zp_status sched_enable_ring(zp_scheduler *s, int window) {
+    if (window <= 0) return zp_fail(ZP_ERR_INVALID, "scheduler: a sliding window of %d tokens", window);
+    if (s->enable_prefix_cache) return zp_fail(ZP_ERR_UNSUPPORTED, "scheduler: the prefix cache does not serve sliding layers' blocks (not built)");
+    s->ring_window = window;
     return ZP_OK;
 }
 
+/* ---------------------------------------------------------------- a request's tables: release, admission */
+
 static void seq_release_blocks(zp_scheduler *s, zp_seq *q) {
+    ring_release(s, q);
     for (int i = q->n_blocks - 1; i >= 0; i--) kv_pool_unref_block(s->pool, q->blocks[i]);
     q->n_blocks = 0;
     q->n_kv = 0;
@@ -110,7 +165,7 @@ static zp_status seq_allocate(zp_scheduler *s, zp_seq *q) {
         q->blocks[q->n_blocks++] = b;
     }
     q->n_done = q->n_kv;
-    return ZP_OK;
+    return ring_grow(s, q, q->n_tokens); /* no prefix hits with a ring: every token is computed */
 }
 
 /* The scheduler's modes, each settled once by sched_enable_compression or
@@ -142,6 +197,7 @@ void sched_mark_computed(zp_scheduler *s, zp_seq *q) {
     const int bs = s->block_size;
     q->n_kv += q->n_tokens - q->n_done;
     q->n_done = q->n_tokens;
+    if (ring_on(s)) ring_slide(s, q);
     if (!s->enable_prefix_cache || q->compressed) return;
     while ((q->n_hashed + 1) * bs <= q->n_kv) { /* register blocks filled during decode */
         const int *tok = q->tokens + (size_t)q->n_hashed * bs;
@@ -244,11 +300,11 @@ void sched_free(zp_scheduler *s) {
 }
 
 int sched_blocks_needed(const zp_scheduler *s, int n_prompt, int max_tokens) {
-    int total = sched_blocks_for(s, n_prompt + max_tokens);
-    if (!capped(s)) return total;
+    const int total = sched_blocks_for(s, n_prompt + max_tokens), ring = ring_most(s, n_prompt, n_prompt + max_tokens);
+    if (!capped(s)) return total + ring;
     int capped = sched_blocks_for(s, n_prompt + 1);
     if (capped < s->cap_blocks) capped = s->cap_blocks;
-    return capped < total ? capped : total;
+    return (capped < total ? capped : total) + ring;
 }
 
 zp_status sched_add(zp_scheduler *s, zp_seq *q) {
@@ -364,6 +420,9 @@ void sched_prompt_compress_done(zp_scheduler *s, zp_seq *q) {
 
 /* ---------------------------------------------------------------- scheduling */
 
+/* The blocks a waiting request's admission takes: its table's and its ring's for every token. */
+static int admit_blocks(const zp_scheduler *s, const zp_seq *q) { return sched_blocks_for(s, q->n_tokens) + ring_need(s, q, q->n_tokens); }
+
 /* admission_reserve of a request's most blocks (rounded up; capped by N_max: sched_blocks_needed). */
 static int reservation(const zp_scheduler *s, const zp_seq *q) {
     const int most = sched_blocks_needed(s, q->n_prompt, q->sp.max_tokens);
@@ -372,7 +431,7 @@ static int reservation(const zp_scheduler *s, const zp_seq *q) {
 /* The blocks admission holds for a waiting request: its reservation, at least the blocks its
  * (re)computation takes now (a preempted request recomputes all its tokens). */
 static int reserve_blocks(const zp_scheduler *s, const zp_seq *q) {
-    const int r = reservation(s, q), now = sched_blocks_for(s, q->n_tokens);
+    const int r = reservation(s, q), now = admit_blocks(s, q);
     return r > now ? r : now;
 }
 /* Blocks the running requests may still take before they reach their reservations: beyond the
@@ -382,7 +441,8 @@ static int reserve_blocks(const zp_scheduler *s, const zp_seq *q) {
 static int reserved_growth(const zp_scheduler *s) {
     int n = 0;
     for (int i = 0; i < s->running.n; i++) {
-        const int more = reservation(s, s->running.v[i]) - s->running.v[i]->n_blocks;
+        const zp_seq *q = s->running.v[i];
+        const int more = reservation(s, q) - q->n_blocks - ring_held(q);
         n += more > 0 ? more : 0;
     }
     return n;
@@ -395,7 +455,7 @@ static zp_status schedule_prefill(zp_scheduler *s, zp_sched_batch *out) {
         /* the budget test uses the full length; a request alone is always admitted (prompts were
          * checked against the budget in sched_add; a preempted one may have grown past it) */
         if (out->n > 0 && out->n_tokens + q->n_tokens > s->max_num_batched_tokens) break;
-        if (kv_pool_num_free(s->pool) < sched_blocks_for(s, q->n_tokens)) break;
+        if (kv_pool_num_free(s->pool) < admit_blocks(s, q)) break;
         /* with a reservation, the blocks the running requests may still take are not free; the
          * first request of an empty engine is always admitted */
         const int want = s->admission_reserve > 0 ? reserve_blocks(s, q) : 0;
@@ -405,7 +465,7 @@ static zp_status schedule_prefill(zp_scheduler *s, zp_sched_batch *out) {
         if (capped(s) && s->n_free_q == 0 && (!hybrid(s) || !needs_no_slot(s, q))) break;
         if (prompt_slot && s->n_free_q == 0) break;
         ZP_TRY(seq_allocate(s, q));
-        if (want && want > q->n_blocks) held += want - q->n_blocks;
+        if (want && want > q->n_blocks + ring_held(q)) held += want - q->n_blocks - ring_held(q);
         if (capped(s) || prompt_slot) slot_give(s, q);
         seq_list_pop_front(&s->waiting);
         q->status = ZP_SEQ_RUNNING;
@@ -445,10 +505,10 @@ typedef enum {
     DECODE_PREEMPTED, /* gave its blocks back and went to the front of the waiting queue */
 } decode_verdict;
 
-/* Full KV: a request that needs a block takes one, preempting the newest others, or itself when
- * none is left to preempt. */
+/* Full KV: a request that needs blocks (one, and one for its ring) takes them, preempting the
+ * newest others, or itself when none is left to preempt. */
 static decode_verdict decide_full(zp_scheduler *s, int i, int need) {
-    if (!need || make_room(s, i, 1, 1)) return DECODE_RUN;
+    if (!need || make_room(s, i, need, 1)) return DECODE_RUN;
     zp_seq *q = s->running.v[i];
     seq_list_remove(&s->running, q);
     seq_preempt(s, q);
@@ -458,15 +518,15 @@ static decode_verdict decide_full(zp_scheduler *s, int i, int need) {
 /* Under the cap: a request with a slot whose growth block is full is planned for compression
  * (room for its target made by preempting newer ones); a slot-less one runs while it needs no
  * window query; any other that needs a block takes one if room can be made. */
-static decode_verdict decide_capped(zp_scheduler *s, int i, int need) {
+static decode_verdict decide_capped(zp_scheduler *s, int i, int need, int ring) {
     zp_seq *q = s->running.v[i];
-    if (q->qid >= 0 && need && q->n_blocks >= s->cap_blocks) {
+    if (q->qid >= 0 && need && q->n_blocks >= s->cap_blocks) { /* its ring's block too: a synchronous compression decodes next */
         int plan[s->cap_blocks];
-        return make_room(s, i, compression_layout(s, q, plan), s->enable_prefix_cache) && plan_compression(s, q) ? DECODE_RUN
-                                                                                                                 : DECODE_SUSPEND;
+        return make_room(s, i, compression_layout(s, q, plan) + ring, s->enable_prefix_cache) && plan_compression(s, q) ? DECODE_RUN
+                                                                                                                        : DECODE_SUSPEND;
     }
     if (q->qid < 0 && !needs_no_slot(s, q)) return DECODE_SUSPEND;
-    if (need && !make_room(s, i, 1, q->qid >= 0 ? s->enable_prefix_cache : 1)) return DECODE_SUSPEND;
+    if (need + ring && !make_room(s, i, need + ring, q->qid >= 0 ? s->enable_prefix_cache : 1)) return DECODE_SUSPEND;
     return DECODE_RUN;
 }
 
@@ -476,9 +536,11 @@ static zp_status decode_one(zp_scheduler *s, int i, decode_verdict *verdict) {
     zp_seq *q = s->running.v[i];
     *verdict = DECODE_RUN;
     if (q->compressing) return ZP_OK; /* routed to compression by the engine */
-    const int need = seq_needs_block(s, q);
-    *verdict = capped(s) ? decide_capped(s, i, need) : decide_full(s, i, need);
-    if (*verdict != DECODE_RUN || !need || q->compressing) return ZP_OK;
+    const int need = seq_needs_block(s, q), ring = ring_need(s, q, q->n_tokens);
+    *verdict = capped(s) ? decide_capped(s, i, need, ring) : decide_full(s, i, need + ring);
+    if (*verdict != DECODE_RUN) return ZP_OK;
+    ZP_TRY(ring_grow(s, q, q->n_tokens)); /* the block of the token it decodes (after its compression when one was planned) */
+    if (!need || q->compressing) return ZP_OK;
     ZP_TRY(seq_reserve_blocks(q, q->n_blocks + 1));
     q->blocks[q->n_blocks++] = kv_pool_alloc_block(s->pool);
     return ZP_OK;

@@ -12,7 +12,9 @@
  * (docs/algorithm.md §2.3-2.4: in place, or fresh blocks in front of shared prefix blocks).
  * Variants: `strict` runs at most M requests, each with a query slot; `hybrid` (Zipage) also
  * runs slot-less requests while they need no window queries (§4.4). Compressed or compressing
- * requests are never preempted (they are suspended instead). Host-only bookkeeping.
+ * requests are never preempted (they are suspended instead). A model with sliding layers
+ * (gpt-oss) gives them a ring: blocks of their own by logical position, freed once out of the
+ * window, outside the cap. Host-only bookkeeping.
  */
 #ifndef ZP_SCHEDULER_H
 #define ZP_SCHEDULER_H
@@ -56,6 +58,10 @@ typedef struct {
     int *release;         /* blocks dropped after it */
     int n_release, release_cap;
     int n_compressions;
+    /* The sliding layers' blocks (KV group 1, when the scheduler has a ring_window): a table by
+     * logical block, entries before ring_first freed once out of every window (-1) */
+    int *ring;
+    int n_ring, ring_cap, ring_first;
 } zp_seq;
 
 typedef struct {
@@ -78,6 +84,8 @@ typedef struct {
     int prompt_budget;    /* C > 0: a prompt-only policy (SnapKV), no cap; a prompt longer than C gets a
                              query slot for its prefill and is compressed to C right after it */
     int window;           /* w: query-window length */
+    int ring_window;      /* W > 0: the model's sliding layers hold their own blocks (KV group 1), those of
+                             logical tokens within W of the next query, outside the cap; 0: none */
     int n_qslots;         /* M */
     int *free_q, n_free_q;
     zp_seq_list waiting, running;
@@ -111,8 +119,11 @@ void sched_prompt_compress_done(zp_scheduler *s, zp_seq *seq);
 /* Last resort when a step found nothing to run: preempts the newest preemptible request.
  * Returns 1 if one was preempted. */
 int sched_break_stall(zp_scheduler *s);
-/* Most blocks a request of this length may hold at once under the current cap. */
+/* Most blocks a request of this length may hold at once under the current cap (its ring's too). */
 int sched_blocks_needed(const zp_scheduler *s, int n_prompt, int max_tokens);
+/* Gives the model's sliding layers their own blocks (a window of W > 0 logical tokens); call
+ * before any request is added; refused with the prefix cache (not built for the ring). */
+zp_status sched_enable_ring(zp_scheduler *s, int window);
 int sched_kind_parse(const char *name, zp_sched_kind *out);
 const char *sched_kind_name(zp_sched_kind k);
 void sched_free(zp_scheduler *s);

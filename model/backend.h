@@ -32,7 +32,8 @@ typedef struct {
     int n_seqs;               /* S */
     const int *token_ids;     /* [T] input token ids */
     const int *positions;     /* [T] logical positions (RoPE); not slot indices */
-    const int *slot_mapping;  /* [T] physical slot block*bs+offset receiving the token's K/V */
+    const int *slot_mapping;  /* [n_groups][T] physical slot block*bs+offset receiving the token's K/V
+                                 (one row per KV group: view_group) */
     const int *seq_q_start;   /* [S] first row of each sequence in the batch */
     const int *seq_q_len;     /* [S] rows of each sequence */
     const int *seq_kv_len;    /* [n_views][S] physical KV length after this step's writes */
@@ -49,6 +50,11 @@ typedef struct {
      * layer's dead blocks). n_views 1 and layer_view NULL: one view for every layer. */
     int n_views;
     const int *layer_view;    /* [L] or NULL */
+    /* KV groups (gpt-oss): the sliding layers hold blocks of their own, apart from the full
+     * layers' (a block's rows belong to one group: zp_attn_dims.layer_row). View v's tables
+     * and kv_len are group view_group[v]'s, and its writes go to row view_group[v] of
+     * slot_mapping. NULL: one group. */
+    const int *view_group;    /* [n_views] or NULL */
 } zp_batch;
 
 /* A prefill step of one sequence (rows are its tokens [kv_len - n_tokens, kv_len), one view, the
@@ -87,6 +93,7 @@ static inline zp_batch zp_batch_layer(const zp_batch *b, int layer) {
         v.block_tables += (size_t)view * b->n_seqs * b->max_blocks;
         v.seq_kv_len += (size_t)view * b->n_seqs;
     }
+    if (b->view_group) v.slot_mapping += (size_t)b->view_group[view] * b->n_tokens;
     return v;
 }
 
@@ -117,7 +124,15 @@ typedef struct {
     const float *dev_scales; /* the same scales, [2][n_layers][n_kv_heads] (K then V), in the backend's memory: what
                                 CUDA kernels read (NULL with kv_fp8 0) */
     const zp_attn_layer *layer_attn; /* [n_layers] (the model's), or NULL: plain causal attention on every layer */
+    /* The cache's rows per block: n_rows layers' K/V ([n_rows][num_blocks][block_size][H_kv][D]),
+     * layer l at row layer_row[l]. With KV groups (zp_config_kv_rows) a block belongs to one
+     * group and holds its layers only; NULL: one group, n_rows = n_layers, layer l at row l. */
+    int n_rows;
+    const int *layer_row;     /* [n_layers] or NULL */
 } zp_attn_dims;
+
+/* The cache row of layer l (the score cache's too). */
+static inline int zp_kv_row(const zp_attn_dims *d, int l) { return d->layer_row ? d->layer_row[l] : l; }
 
 /* Layer l's window and sinks, or NULL when it attends plainly. */
 static inline const zp_attn_layer *zp_attn_layer_of(const zp_attn_dims *d, int l) {
@@ -175,6 +190,7 @@ struct zp_backend {
     const char *name;
     void *ctx;
     int cache_elem_bytes; /* bytes of one K/V or query cache element */
+    int kv_groups;        /* 1: its ops honour KV groups (zp_attn_dims.layer_row, zp_batch.view_group) */
     void (*destroy)(zp_backend *be);
     /* makes be's device the calling thread's current one (CUDA: cudaSetDevice); NULL where a
      * backend has none (CPU). A thread that runs ops of a backend it did not create (a

@@ -76,6 +76,11 @@ int zp_config_layer_is_moe(const zp_model_config *c, int l);
 int zp_config_layer_window(const zp_model_config *c, int l);
 /* 1 when some layer slides (its cache keeps a window, never compressed). */
 int zp_config_has_sliding(const zp_model_config *c);
+/* KV groups: the full-attention layers (group 0) and the sliding ones (group 1) hold blocks of
+ * their own, a block holding one group's layers. Returns the rows a block needs (the larger
+ * group's layer count: n_layers without sliding layers) and, when row is not NULL, fills
+ * row[l] with layer l's index in its group. */
+int zp_config_kv_rows(const zp_model_config *c, int *row);
 const char *zp_arch_name(zp_arch a);
 
 #endif

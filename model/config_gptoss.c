@@ -128,3 +128,13 @@ int zp_config_has_sliding(const zp_model_config *c) {
     for (int i = 0; i < ZP_MOE_MAX_LAYERS / 64; i++) any |= c->sliding[i] != 0;
     return any;
 }
+
+int zp_config_kv_rows(const zp_model_config *c, int *row) {
+    int n[2] = {0, 0};
+    for (int l = 0; l < c->n_layers; l++) {
+        const int g = zp_config_layer_window(c, l) > 0;
+        if (row) row[l] = n[g];
+        n[g]++;
+    }
+    return n[0] > n[1] ? n[0] : n[1];
+}

@@ -492,6 +492,12 @@ static zp_status model_finish_load(zp_model *m, const char *dir, int random, uin
         for (int l = 0; l < m->cfg.n_layers; l++)
             m->attn_layers[l] = (zp_attn_layer){.window = zp_config_layer_window(&m->cfg, l), .sinks = m->layers[l].sinks};
     }
+    m->n_kv_rows = m->cfg.n_layers;
+    if (zp_config_has_sliding(&m->cfg)) { /* the sliding layers' blocks apart from the full layers' */
+        m->kv_row = malloc(sizeof(int) * (size_t)m->cfg.n_layers);
+        ZP_CHECK_ALLOC(m->kv_row);
+        m->n_kv_rows = zp_config_kv_rows(&m->cfg, m->kv_row);
+    }
     float *inv = malloc(sizeof(float) * (size_t)(m->cfg.head_dim / 2));
     ZP_CHECK_ALLOC(inv);
     float attention_factor;
@@ -552,6 +558,7 @@ void zp_model_free(zp_model *m) {
     release(m->be, &m->final_norm);
     free(m->layers);
     free(m->attn_layers);
+    free(m->kv_row);
     free(m->ckpt_kv_scales);
     free(m);
 }
@@ -559,7 +566,7 @@ void zp_model_free(zp_model *m) {
 /* ---------------------------------------------------------------- kv storage */
 
 size_t zp_model_kv_block_bytes(const zp_model_config *c, int block_size, int elem_size) {
-    return 2ull * (size_t)c->n_layers * (size_t)block_size * (size_t)c->n_kv_heads * (size_t)c->head_dim * (size_t)elem_size;
+    return 2ull * (size_t)zp_config_kv_rows(c, NULL) * (size_t)block_size * (size_t)c->n_kv_heads * (size_t)c->head_dim * (size_t)elem_size;
 }
 
 zp_status zp_kv_dtype_parse(const char *kv_dtype, int *kv_fp8) {
@@ -569,8 +576,9 @@ zp_status zp_kv_dtype_parse(const char *kv_dtype, int *kv_fp8) {
     return ZP_OK;
 }
 
-zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, int kv_fp8, int calibrate, zp_kv_storage *kv) {
+static zp_status kv_alloc(zp_model *m, int num_blocks, int block_size, int kv_fp8, int calibrate, int groups, zp_kv_storage *kv) {
     const zp_model_config *c = &m->cfg;
+    const int split = groups && m->kv_row, rows = split ? m->n_kv_rows : c->n_layers;
     memset(kv, 0, sizeof *kv);
     if (num_blocks <= 0 || block_size <= 0)
         return zp_fail(ZP_ERR_INVALID, "kv cache: num_blocks %d and block_size %d must be positive", num_blocks, block_size);
@@ -586,8 +594,13 @@ zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, i
                               .scale = 1.0f / sqrtf((float)c->head_dim),
                               .qk_norm_eps = c->rms_eps,
                               .kv_head0 = m->tp.kv0,
-                              .layer_attn = m->attn_layers};
-    size_t n = (size_t)c->n_layers * num_blocks * block_size * c->n_kv_heads * c->head_dim;
+                              .layer_attn = m->attn_layers,
+                              .n_rows = rows,
+                              .layer_row = split ? m->kv_row : NULL};
+    if (split && !m->be->kv_groups)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "kv cache: %s's sliding layers hold blocks of their own, which the %s backend does not run", c->arch_name,
+                       m->be->name);
+    size_t n = (size_t)rows * num_blocks * block_size * c->n_kv_heads * c->head_dim;
     if (kv_fp8) { /* n bytes each, held as f32 elements (4 bytes on every backend), zeroed */
         const int L = c->n_layers, G = c->n_kv_heads;
         kv->scales = malloc(sizeof(float) * 2 * (size_t)L * G);
@@ -613,6 +626,13 @@ zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, i
     return s;
 }
 
+zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, int kv_fp8, int calibrate, zp_kv_storage *kv) {
+    return kv_alloc(m, num_blocks, block_size, kv_fp8, calibrate, 0, kv);
+}
+zp_status zp_model_kv_alloc_grouped(zp_model *m, int num_blocks, int block_size, int kv_fp8, int calibrate, zp_kv_storage *kv) {
+    return kv_alloc(m, num_blocks, block_size, kv_fp8, calibrate, 1, kv);
+}
+
 zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_storage *kv) {
     return zp_model_kv_alloc_typed(m, num_blocks, block_size, 0, 0, kv);
 }
@@ -628,7 +648,7 @@ zp_status zp_model_kv_alloc_compression(zp_model *m, zp_kv_storage *kv, const zp
     d->n_qslots = n_qslots;
     ZP_TRY(m->be->alloc_cache(m->be, (size_t)c->n_layers * n_qslots * window * c->n_heads * c->head_dim, &kv->q));
     /* the score cache is fp32 on every backend: a running sum keeps its small increments */
-    if (with_scores) ZP_TRY(m->be->alloc(m->be, (size_t)c->n_layers * d->num_blocks * d->block_size * c->n_kv_heads, ZP_ACT_F32, &kv->score));
+    if (with_scores) ZP_TRY(m->be->alloc(m->be, (size_t)d->n_rows * d->num_blocks * d->block_size * c->n_kv_heads, ZP_ACT_F32, &kv->score));
     return ZP_OK;
 }
 

@@ -52,6 +52,8 @@ typedef struct zp_model {
     void *lm_head;      /* [V, H]; == embed when tied */
     zp_layer_weights *layers;
     zp_attn_layer *attn_layers; /* [L] each layer's window and sinks (zp_attn_dims.layer_attn), or NULL: none has any */
+    int *kv_row;                /* [L] each layer's cache row (zp_config_kv_rows), or NULL: one KV group */
+    int n_kv_rows;              /* a cache block's rows: n_layers, or the larger KV group's layers */
     size_t n_params;
     /* tensor parallelism: this rank's share (size 1: the whole model) and its group's
      * communicator (may be NULL at size 1); cfg is the rank's shape (its heads, intermediate rows) */
@@ -90,6 +92,11 @@ zp_status zp_model_kv_alloc(zp_model *m, int num_blocks, int block_size, zp_kv_s
  * (kv_scales prompt, kv_fp8 only) sets them per (layer, KV head) at the first forward that writes
  * the cache (kv_scales.h). */
 zp_status zp_model_kv_alloc_typed(zp_model *m, int num_blocks, int block_size, int kv_fp8, int calibrate, zp_kv_storage *kv);
+/* The same in the model's KV groups (the engine's pool): with sliding layers a block holds one
+ * group's layers (zp_attn_dims.layer_row, zp_config_kv_rows), and every batch through it names
+ * each view's group (zp_batch.view_group); the backend must have kv_groups. Without sliding
+ * layers, as zp_model_kv_alloc_typed. */
+zp_status zp_model_kv_alloc_grouped(zp_model *m, int num_blocks, int block_size, int kv_fp8, int calibrate, zp_kv_storage *kv);
 /* kv_dtype's value: "auto" (or NULL) -> 0, "fp8" -> 1; anything else is refused, naming it. */
 zp_status zp_kv_dtype_parse(const char *kv_dtype, int *kv_fp8);
 /* Adds the compression state: a query cache of n_qslots x window rows, and a score cache. */
@@ -99,7 +106,8 @@ void zp_model_kv_free(zp_model *m, zp_kv_storage *kv);
 /* One step: writes K/V of every batch row, returns logits [b->n_out][V] into host memory. */
 zp_status zp_model_forward(zp_model *m, const zp_batch *b, zp_kv_storage *kv, float *logits);
 
-/* Bytes of one KV block across all layers (K and V, fp32 on CPU; elem_size 1 for FP8). */
+/* Bytes of one KV block across its rows (K and V, fp32 on CPU; elem_size 1 for FP8): every layer,
+ * or with KV groups the larger group's layers (zp_config_kv_rows). */
 size_t zp_model_kv_block_bytes(const zp_model_config *c, int block_size, int elem_size);
 
 #endif

@@ -1,12 +1,14 @@
 /* test_gptoss_engine.c (label cpu) - a gpt-oss model (the tiny-gpt-oss preset: sliding layers of
  * window 16 beside full layers, attention sinks, 8 biased experts, top 2) through the whole CPU
  * engine. Full KV: every token generated; the same greedy tokens whether the requests run
- * together (ragged prefills and decodes in one batch, each with its own window) or one at a time,
- * and with the prefix cache serving a shared prompt. Every evicting policy: on the same weights
+ * together (ragged prefills and decodes in one batch, each with its own window) or one at a time;
+ * the sliding layers' ring (blocks of their own, at most the window's, half a block's bytes) and
+ * the prefix cache off with it. Every evicting policy: on the same weights
  * with every layer sliding, compressions leave exactly the greedy tokens of full KV (a sliding
  * layer keeps its window whatever the policy: nothing it reads is evicted); on the preset, each
  * compresses at its cap with the invariants checked and repeats exactly; what is not built (a live
- * history, the position shift, a budget under the window) is refused by name. The model's numbers
+ * history, the position shift) is refused by name; a budget under the window runs, the sliding
+ * layers keeping their window. The model's numbers
  * against transformers: test_gptoss_hf; its forward (prefill equals decode, ragged batches,
  * golden): test_model. */
 #include <stdio.h>
@@ -81,6 +83,23 @@ static void check_refused(zp_engine_config ec, zp_status code, const char *what)
     CHECK(e == NULL);
 }
 
+/* What the sliding layers' ring holds (on_step): the most blocks of one request, its longest
+ * length, the engine's block bytes. */
+typedef struct {
+    int most_ring, longest;
+    size_t block_bytes;
+} ring_probe;
+
+static void probe_ring(zp_engine *e, void *ctx) {
+    ring_probe *p = ctx;
+    p->block_bytes = zp_engine_block_bytes(e);
+    for (int i = 0; i < e->sched.running.n; i++) {
+        const zp_seq *q = e->sched.running.v[i];
+        if (q->n_ring - q->ring_first > p->most_ring) p->most_ring = q->n_ring - q->ring_first;
+        if (q->n_tokens > p->longest) p->longest = q->n_tokens;
+    }
+}
+
 static int tokens_of(const run_result *r) {
     int total = 0;
     for (int i = 0; i < r->n_req * r->samples; i++) total += r->n[i];
@@ -101,15 +120,25 @@ int main(void) {
     CHECK(run_same_outputs(&together, &alone));
     rs = gptoss_spec();
     rs.shared_prompt = 1;
-    rs.prompt_len = 40; /* two and a half blocks: the cache serves two of them */
+    rs.prompt_len = 40;
     rs.ec.enable_prefix_cache = 0;
     run_requests(&rs, &shared);
-    rs.ec.enable_prefix_cache = 1;
+    rs.ec.enable_prefix_cache = 1; /* asked for, not built for the sliding layers' ring: off */
+    ring_probe probe = {0};
+    rs.on_step = probe_ring;
+    rs.ctx = &probe;
     run_requests(&rs, &shared_cached);
-    printf("  shared prompt, prefix cache: %lld cached tokens, %s\n", (long long)shared_cached.st.prefix_hit_tokens,
-           run_same_outputs(&shared, &shared_cached) ? "the same tokens" : "OTHER TOKENS");
-    CHECK(shared_cached.st.prefix_hit_tokens > 0);
+    printf("  shared prompt, prefix cache asked: %s, %lld cached tokens, %s\n", shared_cached.st.prefix_cache ? "on" : "off",
+           (long long)shared_cached.st.prefix_hit_tokens, run_same_outputs(&shared, &shared_cached) ? "the same tokens" : "OTHER TOKENS");
+    CHECK(!shared_cached.st.prefix_cache && shared_cached.st.prefix_hit_tokens == 0);
     CHECK(run_same_outputs(&shared, &shared_cached));
+    /* the ring: 88 tokens per request (87 between steps), a window of 16 in blocks of 16: the sliding layers' K/V in
+     * at most 2 blocks of their own, each block half the bytes of a whole-model block (2 of the 4
+     * layers: K and V, 16 tokens, 2 KV heads of 64 floats) */
+    printf("  the sliding layers' blocks: at most %d held by a request of %d tokens; block %zu bytes\n", probe.most_ring, probe.longest,
+           probe.block_bytes);
+    CHECK(probe.longest == 40 + 48 - 1 && probe.most_ring == 2); /* a finished request has left by then */
+    CHECK(probe.block_bytes == 2u * 2 * 16 * 2 * 64 * sizeof(float));
     const zp_policy_ops *const *reg = policy_registry();
     char trig[700];
     snprintf(trig, sizeof trig, "{\"stats\": \"%s\"}", zp_test_trig_stats("tiny-gpt-oss", 4, 4, 32)); /* the preset's shape */
@@ -144,11 +173,17 @@ int main(void) {
     ec = policy_spec(zp_test_model(PRESET), streaming, trig).ec;
     ec.policy_params = "{\"position_shift\": true}";
     check_refused(ec, ZP_ERR_UNSUPPORTED, "position_shift with sliding-window layers is not built");
-    ec = policy_spec(zp_test_model(PRESET), zipage, trig).ec;
-    ec.nmax = 1;
-    ec.block_size = 8;
-    ec.window = 4;
-    check_refused(ec, ZP_ERR_INVALID, "layer 0 keeps 8 tokens, under its sliding window of 16");
+    /* a budget under the sliding window (8 tokens, window 16): the sliding layers keep their
+     * window whatever the budget, so with every layer sliding the tokens are full KV's */
+    run_spec small = policy_spec(sliding, zipage, trig);
+    small.ec.nmax = 1;
+    small.ec.block_size = 8;
+    run_result under;
+    run_requests(&small, &under);
+    printf("  zipage, budget 8 under the window of 16, every layer sliding: %lld compressions, %s\n", (long long)under.st.compressions,
+           run_same_outputs(&under, &sliding_full) ? "the tokens of full KV" : "OTHER TOKENS");
+    CHECK(under.st.compressions > 0 && run_same_outputs(&under, &sliding_full));
+    run_result_free(&under);
     run_result_free(&sliding_full);
     run_result_free(&together), run_result_free(&alone), run_result_free(&shared), run_result_free(&shared_cached);
     return zp_test_finish("test_gptoss_engine");

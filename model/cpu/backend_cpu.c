@@ -246,7 +246,7 @@ static zp_status cpu_kv_amax(zp_backend *be, const zp_attn_dims *d, const void *
 static zp_status cpu_qkv_rope_store(zp_backend *be, const zp_attn_dims *d, const void *qkv, void *q_out,
                                     const void *q_norm, const void *k_norm, void *k_cache, void *v_cache, int layer) {
     cpu_ctx *c = CTX(be);
-    const zp_batch *b = &c->b;
+    const zp_batch view = zp_batch_layer(&c->b, layer), *b = &view; /* the layer's group's slots */
     const int D = d->head_dim, Hq = d->n_heads, Hkv = d->n_kv_heads, W = (Hq + 2 * Hkv) * D;
     char *kl = cpu_kv_layer(d, k_cache, layer), *vl = cpu_kv_layer(d, v_cache, layer);
     if (c->half_dim * 2 != D) return zp_fail(ZP_ERR_INVALID, "cpu qkv_rope_store: rope_init half_dim %d != D/2 (%d)", c->half_dim, D / 2);
@@ -413,6 +413,7 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     c->n_threads = n_threads;
     be->name = "cpu";
     be->cache_elem_bytes = sizeof(float);
+    be->kv_groups = 1;
     be->ctx = c;
     be->destroy = cpu_destroy;
     be->alloc = cpu_alloc;

@@ -42,7 +42,7 @@ zp_status cpu_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_ca
 
 zp_status cpu_score_read(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n, float *out) {
     const int Hkv = d->n_kv_heads, bs = d->block_size;
-    const float *sc = (const float *)score_cache + (size_t)layer * d->num_blocks * bs * Hkv;
+    const float *sc = (const float *)score_cache + (size_t)zp_kv_row(d, layer) * d->num_blocks * bs * Hkv;
     for (int t = 0; t < n; t++)
         for (int g = 0; g < Hkv; g++) out[(size_t)g * n + t] = sc[SLOT(table, t, bs) * Hkv + g];
     return ZP_OK;
@@ -90,7 +90,7 @@ zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, v
     if (shift && order) return zp_fail(ZP_ERR_INVALID, "kv_compact: a position shift needs position order (an order was given)");
     if (shift && !inv_freq) return zp_fail(ZP_ERR_INVALID, "kv_compact: a position shift needs the rope frequencies of head_dim %d (rope_init)", D);
     char *kc = cpu_kv_layer(d, k_cache, layer), *vc = cpu_kv_layer(d, v_cache, layer);
-    float *sc = score_cache ? (float *)score_cache + (size_t)layer * d->num_blocks * bs * Hkv : NULL;
+    float *sc = score_cache ? (float *)score_cache + (size_t)zp_kv_row(d, layer) * d->num_blocks * bs * Hkv : NULL;
     if (inv_freq && D > CPU_MAX_HEAD_DIM) return zp_fail(ZP_ERR_INVALID, "kv_compact: head_dim %d above %d", D, CPU_MAX_HEAD_DIM);
     for (int g = 0; g < Hkv; g++) {
         const float ks = cpu_k_scale(d, layer, g);

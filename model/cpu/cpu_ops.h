@@ -14,7 +14,7 @@ enum { CPU_MAX_HEAD_DIM = 1024 }; /* a key row rotated on the stack */
  * Offsets below count elements from the layer's base (cpu_kv_layer). */
 static inline size_t cpu_kv_elem(const zp_attn_dims *d) { return d->kv_fp8 ? 1 : sizeof(float); }
 static inline char *cpu_kv_layer(const zp_attn_dims *d, const void *cache, int layer) {
-    return (char *)cache + (size_t)layer * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim * cpu_kv_elem(d);
+    return (char *)cache + (size_t)zp_kv_row(d, layer) * d->num_blocks * d->block_size * d->n_kv_heads * d->head_dim * cpu_kv_elem(d);
 }
 /* The scale of KV head g of layer `layer` (backend.h: [n_layers][n_kv_heads]). */
 static inline float cpu_k_scale(const zp_attn_dims *d, int layer, int g) {

@@ -61,7 +61,7 @@ zp_status cpu_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q,
     const zp_batch view = zp_batch_layer(cpu_batch(be), layer), *b = &view; /* the layer's block-table view */
     const int Hkv = d->n_kv_heads;
     const char *kc = cpu_kv_layer(d, k_cache, layer);
-    float *sc = (float *)score_cache + (size_t)layer * d->num_blocks * d->block_size * Hkv;
+    float *sc = (float *)score_cache + (size_t)zp_kv_row(d, layer) * d->num_blocks * d->block_size * Hkv;
     if (d->head_dim > CPU_MAX_HEAD_DIM) return zp_fail(ZP_ERR_INVALID, "attn_history: head_dim %d above %d", d->head_dim, CPU_MAX_HEAD_DIM);
     if (zp_attn_layer_of(d, layer))
         return zp_fail(ZP_ERR_UNSUPPORTED, "attn_history: layer %d has a sliding window or sinks, which the history does not weigh", layer);

@@ -149,10 +149,10 @@ static zp_status engine_setup(zp_engine *e) {
     if (s == ZP_OK) s = engine_tp_kv_alloc(e, nb, cfg->block_size);
     if (s == ZP_OK && e->be->op_seconds) s = e->be->op_seconds(e->be, NULL);
     if (s == ZP_OK) s = kv_pool_init(&e->pool, nb, cfg->block_size);
-    /* a model with sliding layers gives them a ring of their own blocks, not prefix-cached */
+    /* a model with sliding layers gives them a ring of their own blocks */
     const zp_model_config *mc = &e->model->cfg;
-    const int ring = zp_config_has_sliding(mc) ? mc->sliding_window : 0, prefix = e->plan.prefix_cache && !ring;
-    if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, prefix);
+    const int ring = zp_config_has_sliding(mc) ? mc->sliding_window : 0;
+    if (s == ZP_OK) s = sched_init(&e->sched, &e->pool, cfg->max_num_seqs, cfg->max_num_batched_tokens, e->plan.prefix_cache);
     if (s == ZP_OK && ring) s = sched_enable_ring(&e->sched, ring);
     if (s == ZP_OK) e->sched.admission_reserve = cfg->admission_reserve;
     if (s == ZP_OK) s = init_compression(e, nb);

@@ -107,7 +107,6 @@ static void ring_release(zp_scheduler *s, zp_seq *q) {
 
 zp_status sched_enable_ring(zp_scheduler *s, int window) {
     if (window <= 0) return zp_fail(ZP_ERR_INVALID, "scheduler: a sliding window of %d tokens", window);
-    if (s->enable_prefix_cache) return zp_fail(ZP_ERR_UNSUPPORTED, "scheduler: the prefix cache does not serve sliding layers' blocks (not built)");
     s->ring_window = window;
     return ZP_OK;
 }
@@ -134,38 +133,90 @@ static void slot_return(zp_scheduler *s, zp_seq *q) {
     q->qid = -1;
 }
 
-/* Allocates the block table of a request being admitted, reusing cached full blocks of its
- * prefix. A hit never covers the last token: at least one row must be computed for logits,
- * and (with a cap) the last block's window queries must be recomputed. */
-static zp_status seq_allocate(zp_scheduler *s, zp_seq *q) {
-    const int bs = s->block_size, nb = sched_blocks_for(s, q->n_tokens);
-    ZP_TRY(seq_reserve_blocks(q, nb));
+/* The ring's prefix-cache key of a block: its chain hash marked as the sliding layers' (a token
+ * id no vocabulary has), so the two groups' blocks of one prefix are cached apart. */
+static uint64_t ring_hash(uint64_t h) {
+    const int mark = -1;
+    return kv_hash_block(h, &mark, 1);
+}
+/* The first ring block that a request computing from physical token n_kv needs: its first
+ * query's window. */
+static int ring_first_needed(const zp_scheduler *s, int n_kv) {
+    const int seen = n_kv + 1 - s->ring_window;
+    return ring_on(s) && seen > 0 ? seen / s->block_size : 0;
+}
+
+/* Leading full blocks of q the prefix cache serves (hashes[i]: block i's chain hash, filled for
+ * the n_full full ones). A hit never covers the last token: at least one row must be computed
+ * for logits, and (with a cap) the last block's window queries must be recomputed. With a ring,
+ * only as many as leave every block of the first computed query's window cached too. */
+static int prefix_hits(const zp_scheduler *s, const zp_seq *q, uint64_t *hashes, int n_full) {
+    const int bs = s->block_size;
     uint64_t h = ZP_HASH_NONE;
-    int miss = !s->enable_prefix_cache;
-    q->n_kv = 0;
-    for (int i = 0; i < nb; i++) {
+    int k = 0, miss = 0;
+    for (int i = 0; i < n_full; i++) {
         const int *tok = q->tokens + (size_t)i * bs;
-        int full = (i + 1) * bs <= q->n_tokens, b = -1;
-        if (full && s->enable_prefix_cache) h = kv_hash_block(h, tok, bs);
-        if (!miss && full && (i + 1) * bs < q->n_tokens) b = kv_pool_lookup(s->pool, h, tok);
-        if (b >= 0) {
-            kv_pool_ref_block(s->pool, b);
-            q->n_kv += bs;
-            s->prefix_hit_tokens += bs;
-        } else {
-            miss = 1;
-            b = kv_pool_alloc_block(s->pool);
-            if (b < 0) return zp_fail(ZP_ERR_CAPACITY, "scheduler: block pool exhausted during admission (internal accounting error)");
-        }
-        if (full && s->enable_prefix_cache) {
-            kv_pool_register(s->pool, b, h, tok);
-            q->last_hash = h;
-            q->n_hashed = i + 1;
-        }
+        hashes[i] = h = kv_hash_block(h, tok, bs);
+        miss = miss || (i + 1) * bs >= q->n_tokens || kv_pool_lookup(s->pool, h, tok) < 0;
+        k += !miss;
+    }
+    for (; k > 0 && ring_on(s); k--) {
+        int cached = 1;
+        for (int j = ring_first_needed(s, k * bs); j < k && cached; j++)
+            cached = kv_pool_lookup(s->pool, ring_hash(hashes[j]), q->tokens + (size_t)j * bs) >= 0;
+        if (cached) break;
+    }
+    return k;
+}
+
+/* The ring of a request admitted with k cached blocks: the cached blocks its first query sees
+ * (those before freed), then fresh ones for the rest of its tokens. */
+static zp_status ring_allocate(zp_scheduler *s, zp_seq *q, const uint64_t *hashes, int k) {
+    const int bs = s->block_size, first = ring_first_needed(s, k * bs);
+    ZP_TRY(table_reserve(&q->ring, &q->ring_cap, sched_blocks_for(s, q->n_tokens)));
+    for (int j = 0; j < k; j++) {
+        const int b = j < first ? -1 : kv_pool_lookup(s->pool, ring_hash(hashes[j]), q->tokens + (size_t)j * bs);
+        if (b >= 0) kv_pool_ref_block(s->pool, b);
+        q->ring[j] = b;
+    }
+    q->ring_first = first;
+    q->n_ring = k;
+    return ring_grow(s, q, q->n_tokens);
+}
+
+/* Allocates the block tables of a request being admitted, reusing cached full blocks of its
+ * prefix (prefix_hits): the hits are taken first (a fresh block must not take a cached free
+ * one), then fresh blocks; every full block is registered, a ring's too. */
+static zp_status seq_allocate(zp_scheduler *s, zp_seq *q) {
+    const int bs = s->block_size, nb = sched_blocks_for(s, q->n_tokens), n_full = s->enable_prefix_cache ? q->n_tokens / bs : 0;
+    ZP_TRY(seq_reserve_blocks(q, nb));
+    uint64_t *hashes = n_full ? malloc(sizeof *hashes * (size_t)n_full) : NULL;
+    if (n_full && !hashes) return zp_fail(ZP_ERR_OOM, "scheduler: no memory for %d block hashes", n_full);
+    const int k = n_full ? prefix_hits(s, q, hashes, n_full) : 0;
+    for (int i = 0; i < k; i++) {
+        const int b = kv_pool_lookup(s->pool, hashes[i], q->tokens + (size_t)i * bs);
+        kv_pool_ref_block(s->pool, b);
         q->blocks[q->n_blocks++] = b;
     }
-    q->n_done = q->n_kv;
-    return ring_grow(s, q, q->n_tokens); /* no prefix hits with a ring: every token is computed */
+    zp_status st = ring_on(s) ? ring_allocate(s, q, hashes, k) : ZP_OK;
+    while (st == ZP_OK && q->n_blocks < nb) {
+        const int b = kv_pool_alloc_block(s->pool);
+        if (b < 0) st = zp_fail(ZP_ERR_CAPACITY, "scheduler: block pool exhausted during admission (internal accounting error)");
+        else q->blocks[q->n_blocks++] = b;
+    }
+    for (int i = 0; st == ZP_OK && i < n_full; i++) {
+        const int *tok = q->tokens + (size_t)i * bs;
+        kv_pool_register(s->pool, q->blocks[i], hashes[i], tok);
+        if (ring_on(s) && i >= q->ring_first) kv_pool_register(s->pool, q->ring[i], ring_hash(hashes[i]), tok);
+    }
+    if (n_full) {
+        q->last_hash = hashes[n_full - 1];
+        q->n_hashed = n_full;
+    }
+    free(hashes);
+    q->n_kv = q->n_done = k * bs;
+    s->prefix_hit_tokens += (int64_t)k * bs;
+    return st;
 }
 
 /* The scheduler's modes, each settled once by sched_enable_compression or
@@ -199,10 +250,11 @@ void sched_mark_computed(zp_scheduler *s, zp_seq *q) {
     q->n_done = q->n_tokens;
     if (ring_on(s)) ring_slide(s, q);
     if (!s->enable_prefix_cache || q->compressed) return;
-    while ((q->n_hashed + 1) * bs <= q->n_kv) { /* register blocks filled during decode */
+    while ((q->n_hashed + 1) * bs <= q->n_kv) { /* register blocks filled during decode (a ring's too) */
         const int *tok = q->tokens + (size_t)q->n_hashed * bs;
         q->last_hash = kv_hash_block(q->last_hash, tok, bs);
         kv_pool_register(s->pool, q->blocks[q->n_hashed], q->last_hash, tok);
+        if (ring_on(s) && q->n_hashed >= q->ring_first) kv_pool_register(s->pool, q->ring[q->n_hashed], ring_hash(q->last_hash), tok);
         q->n_hashed++;
     }
 }

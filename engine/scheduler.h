@@ -122,7 +122,8 @@ int sched_break_stall(zp_scheduler *s);
 /* Most blocks a request of this length may hold at once under the current cap (its ring's too). */
 int sched_blocks_needed(const zp_scheduler *s, int n_prompt, int max_tokens);
 /* Gives the model's sliding layers their own blocks (a window of W > 0 logical tokens); call
- * before any request is added; refused with the prefix cache (not built for the ring). */
+ * before any request is added. A prefix hit then also needs the ring's cached blocks of its
+ * first computed query's window. */
 zp_status sched_enable_ring(zp_scheduler *s, int window);
 int sched_kind_parse(const char *name, zp_sched_kind *out);
 const char *sched_kind_name(zp_sched_kind k);

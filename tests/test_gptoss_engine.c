@@ -2,8 +2,8 @@
  * window 16 beside full layers, attention sinks, 8 biased experts, top 2) through the whole CPU
  * engine. Full KV: every token generated; the same greedy tokens whether the requests run
  * together (ragged prefills and decodes in one batch, each with its own window) or one at a time;
- * the sliding layers' ring (blocks of their own, at most the window's, half a block's bytes) and
- * the prefix cache off with it. Every evicting policy: on the same weights
+ * the sliding layers' ring (blocks of their own, at most the window's, half a block's bytes); the
+ * prefix cache serving a shared prompt, the ring's blocks of the first query's window included. Every evicting policy: on the same weights
  * with every layer sliding, compressions leave exactly the greedy tokens of full KV (a sliding
  * layer keeps its window whatever the policy: nothing it reads is evicted); on the preset, each
  * compresses at its cap with the invariants checked and repeats exactly; what is not built (a live
@@ -120,18 +120,28 @@ int main(void) {
     CHECK(run_same_outputs(&together, &alone));
     rs = gptoss_spec();
     rs.shared_prompt = 1;
-    rs.prompt_len = 40;
+    rs.prompt_len = 40; /* two and a half blocks: the cache serves two of them, the ring's of the window too */
     rs.ec.enable_prefix_cache = 0;
     run_requests(&rs, &shared);
-    rs.ec.enable_prefix_cache = 1; /* asked for, not built for the sliding layers' ring: off */
+    rs.ec.enable_prefix_cache = 1;
     ring_probe probe = {0};
     rs.on_step = probe_ring;
     rs.ctx = &probe;
     run_requests(&rs, &shared_cached);
-    printf("  shared prompt, prefix cache asked: %s, %lld cached tokens, %s\n", shared_cached.st.prefix_cache ? "on" : "off",
-           (long long)shared_cached.st.prefix_hit_tokens, run_same_outputs(&shared, &shared_cached) ? "the same tokens" : "OTHER TOKENS");
-    CHECK(!shared_cached.st.prefix_cache && shared_cached.st.prefix_hit_tokens == 0);
+    printf("  shared prompt, prefix cache: %lld cached tokens, %s\n", (long long)shared_cached.st.prefix_hit_tokens,
+           run_same_outputs(&shared, &shared_cached) ? "the same tokens" : "OTHER TOKENS");
+    CHECK(shared_cached.st.prefix_hit_tokens == (int64_t)(rs.n_req - 1) * 32);
     CHECK(run_same_outputs(&shared, &shared_cached));
+    /* one at a time: each request's blocks were freed (the ring's long before it finished) and
+     * are revived from the free list */
+    rs.ec.max_num_seqs = 1;
+    run_result serial;
+    run_requests(&rs, &serial);
+    printf("  the same, one at a time: %lld cached tokens, %s\n", (long long)serial.st.prefix_hit_tokens,
+           run_same_outputs(&shared, &serial) ? "the same tokens" : "OTHER TOKENS");
+    CHECK(serial.st.prefix_hit_tokens == (int64_t)(rs.n_req - 1) * 32 && run_same_outputs(&shared, &serial));
+    run_result_free(&serial);
+    rs.ec.max_num_seqs = gptoss_spec().ec.max_num_seqs;
     /* the ring: 88 tokens per request (87 between steps), a window of 16 in blocks of 16: the sliding layers' K/V in
      * at most 2 blocks of their own, each block half the bytes of a whole-model block (2 of the 4
      * layers: K and V, 16 tokens, 2 KV heads of 64 floats) */

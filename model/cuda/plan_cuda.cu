@@ -544,6 +544,7 @@ __global__ static void plan_trig_kernel(zp_plan_jobs J, zp_attn_dims d, const KT
         for (int t = threadIdx.x; t < m; t += blockDim.x) gmax[t] = fmaxf(gmax[t], (float)((row[t] - mean) / sd));
     }
     const size_t off = (size_t)jb.w;
+    __syncthreads(); /* token t's gmax[t - protect] was written by another thread */
     for (int t = threadIdx.x; t < n; t += blockDim.x) {
         const float a = t < protect ? INFINITY : gmax[t - protect];
         J.S[off + t] = a;

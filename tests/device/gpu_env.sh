@@ -18,7 +18,10 @@ fi
 export LD_LIBRARY_PATH="$DEPS/usr/lib/$A:$DEPS/usr/lib/$A/openblas-openmp:${FALLBACK:-}${LD_LIBRARY_PATH:-}"
 
 gpu_build() {
+  # the unpacked packages' headers as system headers, as /usr/include's are here (seccomp.h's
+  # initializers would fail -Werror otherwise)
   cmake -S "$1" -B "$2" -DZIPAGE_CUDA=ON -DZIPAGE_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$DEPS/usr" \
+    -DCMAKE_C_FLAGS="-isystem $DEPS/usr/include" \
     -DZP_OPENBLAS_LIB="$DEPS/usr/lib/$A/openblas-openmp/libopenblas.so" -DZP_CBLAS_INCLUDE="$DEPS/usr/include/$A/openblas-openmp" \
     >/dev/null || return 1
   cmake --build "$2" -j "$(nproc)" 2>&1 | grep -E "error|warning|Built target zipage$"

@@ -1,7 +1,8 @@
 /* test_gptoss_engine.c (label cpu) - a gpt-oss model (the tiny-gpt-oss preset: sliding layers of
  * window 16 beside full layers, attention sinks, 8 biased experts, top 2) through the whole CPU
  * engine. Full KV: every token generated; the same greedy tokens whether the requests run
- * together (ragged prefills and decodes in one batch, each with its own window) or one at a time;
+ * together (ragged prefills and decodes in one batch, each with its own window), one at a time or
+ * in a pool of 14 blocks (preempted, recomputed; Zipage there too, its invariants each step);
  * the sliding layers' ring (blocks of their own, at most the window's, half a block's bytes); the
  * prefix cache serving a shared prompt, the ring's blocks of the first query's window included. Every evicting policy: on the same weights
  * with every layer sliding, compressions leave exactly the greedy tokens of full KV (a sliding
@@ -118,6 +119,25 @@ int main(void) {
     run_requests(&rs, &alone);
     printf("  full KV, one by one: %s\n", run_same_outputs(&together, &alone) ? "the same tokens" : "OTHER TOKENS");
     CHECK(run_same_outputs(&together, &alone));
+    /* a pool of 14 blocks: requests wait, and running ones are preempted (recomputed) for the
+     * blocks of both tables; the tokens stay those of an unconstrained pool */
+    rs = gptoss_spec();
+    rs.ec.num_blocks = 14;
+    run_result tight;
+    run_requests(&rs, &tight);
+    printf("  full KV, 14 blocks: %lld preemptions, %s\n", (long long)tight.st.preemptions,
+           run_same_outputs(&together, &tight) ? "the same tokens" : "OTHER TOKENS");
+    CHECK(tight.st.preemptions > 0 && run_same_outputs(&together, &tight));
+    run_result_free(&tight);
+    /* and Zipage under the cap in that pool: every token, the invariants each step */
+    rs.ec.policy = "zipage";
+    rs.ec.nmax = 2;
+    rs.ec.window = 4;
+    run_requests(&rs, &tight);
+    printf("  zipage, 14 blocks: %lld compressions, %lld preemptions, %lld suspensions, %d tokens\n", (long long)tight.st.compressions,
+           (long long)tight.st.preemptions, (long long)tight.st.suspensions, tokens_of(&tight));
+    CHECK(tight.st.compressions > 0 && tokens_of(&tight) == rs.n_req * rs.sp.max_tokens);
+    run_result_free(&tight);
     rs = gptoss_spec();
     rs.shared_prompt = 1;
     rs.prompt_len = 40; /* two and a half blocks: the cache serves two of them, the ring's of the window too */

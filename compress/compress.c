@@ -76,14 +76,20 @@ static int first_layer_of_view(const zp_compressor *c, int n_layers, int v) {
     return -1;
 }
 
-/* Counters of one finished request compression of n_kv tokens (was_compressed: its layers' views
- * left their dead blocks out). */
+/* Counters of one finished request compression of n_kv tokens over the layers it compresses
+ * (every full-attention layer; a sliding one keeps its window in its own blocks) (was_compressed:
+ * their views left their dead blocks out). */
 static void count_compression(zp_compressor *c, const zp_model_config *mc, int n_kv, int was_compressed) {
-    const int64_t L = mc->n_layers, kept = c->layers ? c->layers->budget_sum : L * c->geo.budget;
-    const int64_t live = L * n_kv - (was_compressed && c->layers ? (int64_t)c->layers->dead_sum * c->geo.block_size : 0);
+    int64_t L = 0, kept = 0, live = 0;
+    for (int l = 0; l < mc->n_layers; l++) {
+        if (zp_config_layer_window(mc, l) > 0) continue;
+        L++;
+        kept += layer_budget(c, l);
+        live += n_kv - (was_compressed ? (int64_t)layer_dead(c, l) * c->geo.block_size : 0);
+    }
     c->stats.compressions++;
     c->stats.tokens_evicted += (live - kept) * mc->n_kv_heads;
-    c->stats.retained_sum += (double)kept / (double)L;
+    if (L > 0) c->stats.retained_sum += (double)kept / (double)L;
 }
 
 /* Layers per `compress` call: all of them when the longest request's score rows fit the work

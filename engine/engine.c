@@ -302,10 +302,22 @@ int zp_engine_num_running(const zp_engine *e) { return e->sched.running.n; }
 int zp_engine_num_waiting(const zp_engine *e) { return e->sched.waiting.n; }
 int zp_engine_blocks_used(const zp_engine *e) { return e->pool.num_blocks - e->pool.n_free; }
 /* The tokens of a request's n_kv that its layers' attention reads, their mean over the layers
- * (a request's layers leave their dead blocks out once a compression installed its target). */
+ * (a request's layers leave their dead blocks out once a compression installed its target; a
+ * sliding layer reads at most its window of the logical tokens). */
 static double seq_attended(const zp_engine *e, const zp_seq *q, int n_kv) {
-    if (!q->views || e->layers.n_layers == 0) return n_kv;
-    return n_kv - (double)e->layers.dead_sum * e->cfg.block_size / e->layers.n_layers;
+    const zp_model_config *mc = &e->model->cfg;
+    if (!e->ring_view) {
+        if (!q->views || e->layers.n_layers == 0) return n_kv;
+        return n_kv - (double)e->layers.dead_sum * e->cfg.block_size / e->layers.n_layers;
+    }
+    const int logical = q->n_done + (n_kv - q->n_kv);
+    double sum = 0;
+    for (int l = 0; l < mc->n_layers; l++) {
+        const int w = zp_config_layer_window(mc, l);
+        const int dead = q->views && e->layers.n_layers ? e->layers.dead[e->layers.view[l]] : 0;
+        sum += w > 0 ? (logical < w ? logical : w) : n_kv - dead * e->cfg.block_size;
+    }
+    return sum / mc->n_layers;
 }
 
 double zp_engine_kv_share(const zp_engine *e) {

@@ -72,7 +72,10 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     if (!p->ops->evicts) return policy_init_ops(p->ops, c->policy_params, &e->comp.policy);
     const int m = engine_query_slots(e, num_blocks);
     ZP_TRY(compressor_init(&e->comp, p->ops, c->policy_params, &p->geo, p->history_live));
-    ZP_TRY(zp_layer_plan_resolve(c->layer_budget, c->pyramid_beta, &p->geo, e->model->cfg.n_layers, &e->layers));
+    const zp_model_config *mc = &e->model->cfg;
+    uint8_t sliding[mc->n_layers > 0 ? mc->n_layers : 1]; /* never compressed: out of the layers' schedule */
+    for (int l = 0; l < mc->n_layers; l++) sliding[l] = zp_config_layer_window(mc, l) > 0;
+    ZP_TRY(zp_layer_plan_resolve_some(c->layer_budget, c->pyramid_beta, &p->geo, mc->n_layers, sliding, &e->layers));
     e->comp.layers = &e->layers;
     e->comp.device = !c->host_only;
     ZP_TRY(compressor_load_trig(&e->comp, &e->model_cfg));

@@ -69,10 +69,17 @@ static zp_status plan_views(zp_layer_plan *p, int nmax, int bs) {
 }
 
 zp_status zp_layer_plan_resolve(const char *kind, int beta, const zp_kv_geometry *geo, int n_layers, zp_layer_plan *out) {
+    return zp_layer_plan_resolve_some(kind, beta, geo, n_layers, NULL, out);
+}
+
+zp_status zp_layer_plan_resolve_some(const char *kind, int beta, const zp_kv_geometry *geo, int n_layers, const uint8_t *skip,
+                                     zp_layer_plan *out) {
     memset(out, 0, sizeof *out);
     ZP_TRY(zp_layer_budget_check(kind, beta, geo, &out->kind));
-    if (out->kind == ZP_LAYERS_PYRAMID && n_layers < 2)
-        return zp_fail(ZP_ERR_INVALID, "layer_budget pyramid needs at least 2 layers (the model has %d)", n_layers);
+    int n = 0; /* the layers the schedule runs over */
+    for (int l = 0; l < n_layers; l++) n += !(skip && skip[l]);
+    if (out->kind == ZP_LAYERS_PYRAMID && n < 2)
+        return zp_fail(ZP_ERR_INVALID, "layer_budget pyramid needs at least 2 layers it compresses (the model has %d)", n);
     out->n_layers = n_layers;
     out->budget = malloc(sizeof(int) * (size_t)n_layers);
     out->view = calloc((size_t)n_layers, sizeof(int));
@@ -87,9 +94,17 @@ zp_status zp_layer_plan_resolve(const char *kind, int beta, const zp_kv_geometry
             zp_layer_plan_free(out);
             return zp_fail(ZP_ERR_INVALID, "layer_budget pyramid: a cap of %d tokens holds no schedule with window %d", geo->budget, geo->window);
         }
-        zp_pyramid_caps(P, geo->window, n_layers, beta, INT_MAX / 2, out->budget); /* compressions run past the cap: no clamp */
-        for (int l = 0; l < n_layers; l++) out->budget[l] += geo->window;
-        zp_layer_round_blocks(out->budget, n_layers, geo->block_size, geo->nmax, out->budget);
+        int *caps = malloc(sizeof(int) * (size_t)n);
+        if (!caps) {
+            zp_layer_plan_free(out);
+            return zp_fail(ZP_ERR_OOM, "layer budgets: no memory for %d layers", n);
+        }
+        zp_pyramid_caps(P, geo->window, n, beta, INT_MAX / 2, caps); /* compressions run past the cap: no clamp */
+        for (int i = 0; i < n; i++) caps[i] += geo->window;
+        zp_layer_round_blocks(caps, n, geo->block_size, geo->nmax, caps);
+        for (int l = 0, i = 0; l < n_layers; l++) /* the schedule's layers in order; a skipped one keeps the cap */
+            if (!(skip && skip[l])) out->budget[l] = caps[i++];
+        free(caps);
         out->pyramid_total = P;
     }
     zp_status s = plan_views(out, geo->evicts ? geo->nmax : 0, geo->block_size);

@@ -39,6 +39,10 @@ typedef struct {
  * with full KV, with fewer than 2 layers, or with N_max below 2 (one block per layer cannot
  * differ). */
 zp_status zp_layer_plan_resolve(const char *kind, int beta, const zp_kv_geometry *geo, int n_layers, zp_layer_plan *out);
+/* The same with the layers skip[l] != 0 left out of the schedule (gpt-oss's sliding layers, never
+ * compressed): the pyramid runs over the others in order, a skipped layer keeps the cap (view 0). */
+zp_status zp_layer_plan_resolve_some(const char *kind, int beta, const zp_kv_geometry *geo, int n_layers, const uint8_t *skip,
+                                     zp_layer_plan *out);
 void zp_layer_plan_free(zp_layer_plan *p);
 /* Checks what can be checked before a model is loaded: kind, and for pyramid beta, an evicting
  * policy and N_max >= 2 (the errors of zp_layer_plan_resolve). */

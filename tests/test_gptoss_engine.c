@@ -203,6 +203,30 @@ int main(void) {
     ec = policy_spec(zp_test_model(PRESET), streaming, trig).ec;
     ec.policy_params = "{\"position_shift\": true}";
     check_refused(ec, ZP_ERR_UNSUPPORTED, "position_shift with sliding-window layers is not built");
+    /* PyramidKV's schedule over the full layers only (1 and 3): theirs is a two-layer pyramid, the
+     * sliding layers keep the cap (never compressed); with no full layer it is refused */
+    run_spec pyr = policy_spec(zp_test_model(PRESET), zipage, trig);
+    pyr.ec.nmax = 4;
+    pyr.ec.layer_budget = "pyramid";
+    zp_engine *pe = NULL;
+    CHECK_OK(zp_engine_init(&pyr.ec, &pe));
+    if (pe) {
+        zp_layer_plan two;
+        CHECK_OK(zp_layer_plan_resolve("pyramid", 20, &pe->plan.geo, 2, &two));
+        printf("  pyramid: layer budgets %d %d %d %d (a two-layer pyramid: %d %d)\n", pe->layers.budget[0], pe->layers.budget[1],
+               pe->layers.budget[2], pe->layers.budget[3], two.budget[0], two.budget[1]);
+        CHECK(pe->layers.budget[0] == pe->plan.geo.budget && pe->layers.budget[2] == pe->plan.geo.budget);
+        CHECK(pe->layers.budget[1] == two.budget[0] && pe->layers.budget[3] == two.budget[1] && two.budget[0] > two.budget[1]);
+        zp_layer_plan_free(&two);
+        zp_engine_free(pe);
+    }
+    run_result pa, pb;
+    run_requests(&pyr, &pa);
+    run_requests(&pyr, &pb);
+    CHECK(pa.st.compressions > 0 && tokens_of(&pa) == pyr.n_req * pyr.sp.max_tokens && run_same_outputs(&pa, &pb));
+    run_result_free(&pa), run_result_free(&pb);
+    pyr.ec.model_dir = sliding;
+    check_refused(pyr.ec, ZP_ERR_INVALID, "layer_budget pyramid needs at least 2 layers it compresses (the model has 0)");
     /* a budget under the sliding window (8 tokens, window 16): the sliding layers keep their
      * window whatever the budget, so with every layer sliding the tokens are full KV's */
     run_spec small = policy_spec(sliding, zipage, trig);

@@ -87,9 +87,6 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     ZP_TRY(check_sliding(e));
     if (e->comp.trig_stats && e->tp > 1)
         return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s: not with tensor parallelism yet (tp %d)", p->ops->name, e->tp);
-    if (e->comp.trig_stats && e->comp.device && e->be->compress)
-        return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s: its CUDA stage has not run on a GPU yet (test_cuda_scoring): run it with --device cpu",
-                       p->ops->name);
     if (p->shift_positions && e->layers.n_views > 1)
         return zp_fail(ZP_ERR_INVALID, "policy %s: position_shift needs layer_budget uniform (per-layer budgets give each layer its own cache indices)",
                        p->ops->name);

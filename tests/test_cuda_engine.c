@@ -360,25 +360,21 @@ static void memory_sizing(void) {
     CHECK_FAILS(zp_engine_init(&c, &e), ZP_ERR_CAPACITY, "not enough device memory");
 }
 
-/* TriAttention's CUDA stage has not run on a GPU yet: the CUDA engine refuses it at setup, after
- * loading its statistics, until test_cuda_scoring's TriAttention cases pass on one (then this
- * check becomes a greedy parity run per mode); with compression scored on the host (host_only) it runs. */
-static void triattention_refused(void) {
-    zp_engine_config ec = zp_engine_config_default();
-    ec.model_dir = zp_test_model("tiny-qwen3");
-    ec.device = "cuda";
-    ec.precision = "fp32";
-    ec.policy = "triattention";
-    char params[700];
-    snprintf(params, sizeof params, "{\"stats\": \"%s\"}",
-             zp_test_trig_stats("cuda-tiny-qwen3", 2, 4, 32)); /* tiny-qwen3's shape */
-    ec.policy_params = params;
-    ec.block_size = 16;
-    ec.num_blocks = 64;
-    zp_engine *e = NULL;
-    const zp_status s = zp_engine_init(&ec, &e);
-    printf("  triattention on CUDA: %s\n", s == ZP_OK ? "accepted" : zp_last_error());
-    CHECK(s == ZP_ERR_UNSUPPORTED && e == NULL && strstr(zp_last_error(), "has not run on a GPU yet"));
+/* TriAttention on the CUDA engine (its CUDA stage, plan_trig_kernel): in each mode the greedy
+ * tokens of the CPU engine in fp32 storage, per_head also asynchronous and with an fp8 cache;
+ * in bf16 storage reported. The statistics: a seeded file of tiny-qwen3's shape. */
+static void triattention_parity(void) {
+    static const char *const modes[] = {"per_head", "union", "per_layer_perhead"};
+    const char *stats = zp_test_trig_stats("cuda-tiny-qwen3", 2, 4, 32); /* tiny-qwen3's shape */
+    char params[800];
+    for (int m = 0; m < 3; m++) {
+        snprintf(params, sizeof params, "{\"stats\": \"%s\", \"mode\": \"%s\"}", stats, modes[m]);
+        greedy_parity_params("tiny-qwen3", "triattention", params, 0, 1, 0, NULL);
+    }
+    snprintf(params, sizeof params, "{\"stats\": \"%s\"}", stats);
+    greedy_parity_params("tiny-qwen3", "triattention", params, 1, 1, 0, NULL);
+    greedy_parity_params("tiny-qwen3", "triattention", params, 0, 0, 0, NULL);
+    fp8_parity("tiny-qwen3", "triattention", params, 0, 1);
 }
 
 int main(void) {
@@ -397,7 +393,7 @@ int main(void) {
     const zp_policy_ops *const *reg = policy_registry();
     for (int i = 0; i < 3; i++)
         for (int p = 0; reg[p]; p++) {
-            if (reg[p]->needs_stats) continue; /* TriAttention: the engine refuses it on CUDA for now */
+            if (reg[p]->needs_stats) continue; /* TriAttention needs its statistics: triattention_parity */
             greedy_parity(presets[i], reg[p]->name, 0, 1, 0);
             if (reg[p]->evicts && i == 0) greedy_parity(presets[i], reg[p]->name, 1, 1, 0);
             if (!reg[p]->evicts || !strcmp(reg[p]->name, "zipage")) greedy_parity(presets[i], reg[p]->name, 0, 0, 0);
@@ -443,6 +439,6 @@ int main(void) {
         sampling_parity("full", sp[i][0], sp[i][1], (int)sp[i][2]);
         sampling_parity("zipage", sp[i][0], sp[i][1], (int)sp[i][2]);
     }
-    triattention_refused();
+    triattention_parity();
     return zp_test_finish("test_cuda_engine");
 }

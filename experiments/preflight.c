@@ -1,6 +1,7 @@
 /* preflight.c - every run of an experiment checked before the first one starts (runner.h,
  * runner_preflight): its model folder, dataset, code sandbox, device name, engine settings
- * (policy, block size, N_max, window, layer budget) and the results folder. A sweep that would
+ * (policy, block size, N_max, window, layer budget), a policy's statistics file (readable, and of
+ * the model where config.json says its shape) and the results folder. A sweep that would
  * fail at its tenth run fails before its first. It opens no engine and loads no weights: a
  * device that does not exist and a model that does not split over tp ranks are found when the
  * run opens them. */
@@ -9,9 +10,13 @@
 #include <string.h>
 #include <unistd.h> /* access */
 
+#include <cjson/cJSON.h>
+
 #include "files.h"
 #include "mkmodel.h"    /* zp_preset_dir */
+#include "policy.h"     /* policy_find: which policies need statistics */
 #include "runner.h"
+#include "trig_stats.h" /* TriAttention's statistics, checked against the model's config */
 
 /* The datasets already opened (a sweep has few distinct ones). */
 typedef struct {
@@ -35,6 +40,28 @@ static zp_status check_dataset(const exp_run *r, const runner_opts *o) {
     return ZP_OK;
 }
 
+/* A policy's statistics file (TriAttention's "stats"): readable and, for a Hugging Face folder,
+ * of this model (its layers, query heads and head dim: config.json alone, no weights). */
+static zp_status check_stats(const exp_run *r) {
+    const zp_policy_ops *ops = policy_find(r->policy);
+    if (!ops || !ops->needs_stats || !strncmp(r->model, "preset:", 7) || !r->policy_params[0]) return ZP_OK;
+    cJSON *p = cJSON_Parse(r->policy_params);
+    const cJSON *st = p ? cJSON_GetObjectItemCaseSensitive(p, "stats") : NULL;
+    zp_status s = ZP_OK;
+    if (cJSON_IsString(st)) {
+        char cfg[4400];
+        snprintf(cfg, sizeof cfg, "%s/config.json", r->model);
+        zp_model_config mc;
+        zp_trig_stats ts;
+        if (access(st->valuestring, R_OK) != 0)
+            s = zp_fail(ZP_ERR_IO, "policy %s: its statistics file %s cannot be read (zipage calibrate writes one)", r->policy, st->valuestring);
+        else if (access(cfg, R_OK) == 0 && (s = zp_config_load(r->model, &mc)) == ZP_OK && (s = zp_trig_stats_load(st->valuestring, &mc, &ts)) == ZP_OK)
+            zp_trig_stats_free(&ts);
+    }
+    cJSON_Delete(p);
+    return s;
+}
+
 static zp_status check_run(const exp_run *r, const runner_opts *o, seen_set *datasets) {
     char dir[4400];
     zp_status s = strncmp(r->model, "preset:", 7) ? zp_model_dir_check(r->model, 1) : zp_preset_dir(r->model + 7, dir, sizeof dir);
@@ -46,6 +73,7 @@ static zp_status check_run(const exp_run *r, const runner_opts *o, seen_set *dat
     runner_model_config(r, r->model, &ec);
     exp_engine_config(r, &ec);
     if ((s = zp_engine_config_check(&ec)) != ZP_OK) zp_error_prefix("engine settings");
+    else if ((s = check_stats(r)) != ZP_OK) zp_error_prefix("\"policy_params\"");
     return s;
 }
 

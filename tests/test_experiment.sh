@@ -120,6 +120,17 @@ check '[ $rc -ne 0 ] && grep -q "run 2 of 2 (policy zipage, nmax 8, dataset gsm8
 printf '{"model":"%s","dataset":"gsm8k"}' "$T/no_model" > "$T/pre3.json"
 "$Z" run "$T/pre3.json" --results "$T" > "$T/log34" 2>&1; rc=$?
 check '[ $rc -ne 0 ] && grep -q "\"model\": model folder $T/no_model does not exist" "$T/log34"' "preflight: a missing model folder is named"
+# a policy's statistics file (TriAttention's): missing, or of another model (tiny-llama's 4 layers for a 2-layer model), named before run 1
+"$Z" mkmodel --preset tiny-qwen3-vocab --out "$T/tqv" > /dev/null 2>&1 && "$Z" mkmodel --preset tiny-llama --out "$T/tl" > /dev/null 2>&1 && \
+  "$Z" calibrate --model "$T/tl" --prompt-ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 --out "$T/tl_stats.safetensors" > /dev/null 2>&1
+check '[ -s "$T/tl_stats.safetensors" ]' "calibrate: tiny-llama's statistics for the preflight checks"
+for k in 1 2; do
+  st="$T/no_stats.safetensors"; [ $k = 2 ] && st="$T/tl_stats.safetensors"
+  printf '{"model":"%s","dataset":"gsm8k","limit":1,"max_tokens":4,"block_size":16,"policy":["full","triattention"],"nmax":2,"policy_params":{"triattention":{"stats":"%s"}}}' "$T/tqv" "$st" > "$T/pre_st$k.json"
+  "$Z" run "$T/pre_st$k.json" --results "$T" > "$T/log_st$k" 2>&1; echo $? > "$T/rc_st$k"
+done
+check '[ "$(cat "$T/rc_st1")" -ne 0 ] && grep -q "run 2 of 2 (policy triattention, nmax 2, dataset gsm8k), before any run started: \"policy_params\": policy triattention: its statistics file $T/no_stats.safetensors cannot be read" "$T/log_st1" && [ ! -e "$T/pre_st1/runs.csv" ]' "preflight: a missing statistics file is named"
+check '[ "$(cat "$T/rc_st2")" -ne 0 ] && grep -q "before any run started: \"policy_params\": $T/tl_stats.safetensors: tensor layer.2.q_mean_real is beyond the model.s 2 layers" "$T/log_st2" && [ ! -e "$T/pre_st2/runs.csv" ]' "preflight: another model's statistics file is named"
 mkdir -p "$T/empty_model"; printf '{"model":"%s","dataset":"gsm8k"}' "$T/empty_model" > "$T/pre4.json"
 "$Z" run "$T/pre4.json" --results "$T" > "$T/log35" 2>&1; rc=$?
 check '[ $rc -ne 0 ] && grep -q "model folder $T/empty_model is empty" "$T/log35"' "preflight: an empty model folder is named"

@@ -161,6 +161,20 @@ static void check_responses(const char *r, size_t n, int authorized_input) {
 /* A connected pair of loopback TCP sockets (libmicrohttpd's options for TCP apply; a Unix socket
  * pair would make it wait on the corking it cannot set). */
 static int listener = -1;
+/* connect through a signal (libFuzzer's -timeout alarm interrupts it now and then, EINTR): the
+ * connection goes on; wait for it and read its outcome. */
+static int connect_through_signals(int fd, const struct sockaddr_in *a) {
+    if (connect(fd, (const struct sockaddr *)a, sizeof *a) == 0) return 0;
+    if (errno != EINTR) return -1;
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    int r;
+    while ((r = poll(&p, 1, 5000)) < 0 && errno == EINTR) {}
+    int err = 0;
+    socklen_t n = sizeof err;
+    if (r <= 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &n) != 0) return -1;
+    errno = err;
+    return err ? -1 : 0;
+}
 static void tcp_pair(int sv[2]) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
@@ -170,9 +184,10 @@ static void tcp_pair(int sv[2]) {
     }
     if (getsockname(listener, (struct sockaddr *)&a, &len) != 0) abort();
     sv[0] = socket(AF_INET, SOCK_STREAM, 0);
-    if (sv[0] < 0 || connect(sv[0], (struct sockaddr *)&a, sizeof a) != 0) abort();
-    sv[1] = accept(listener, NULL, NULL);
-    if (sv[1] < 0) abort();
+    if (sv[0] < 0) { perror("fuzz_http: socket"); abort(); }
+    if (connect_through_signals(sv[0], &a) != 0) { perror("fuzz_http: connect"); abort(); }
+    while ((sv[1] = accept(listener, NULL, NULL)) < 0 && errno == EINTR) {}
+    if (sv[1] < 0) { perror("fuzz_http: accept"); abort(); }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {

@@ -18,7 +18,8 @@
 #include "runner.h"
 #include "trig_stats.h" /* TriAttention's statistics, checked against the model's config */
 
-/* The datasets already opened (a sweep has few distinct ones). */
+/* The datasets (and statistics files) already checked (a sweep has few distinct ones); a name
+ * too long to keep is checked again each time. */
 typedef struct {
     char names[16][1300];
     int n;
@@ -27,7 +28,7 @@ typedef struct {
 static int seen(seen_set *s, const char *name) {
     for (int i = 0; i < s->n; i++)
         if (!strcmp(s->names[i], name)) return 1;
-    if (s->n < 16) snprintf(s->names[s->n++], sizeof s->names[0], "%s", name);
+    if (s->n < 16 && strlen(name) < sizeof s->names[0]) memcpy(s->names[s->n++], name, strlen(name) + 1);
     return 0;
 }
 
@@ -62,7 +63,7 @@ static zp_status check_stats(const exp_run *r) {
     return s;
 }
 
-static zp_status check_run(const exp_run *r, const runner_opts *o, seen_set *datasets) {
+static zp_status check_run(const exp_run *r, const runner_opts *o, seen_set *datasets, seen_set *stats) {
     char dir[4400];
     zp_status s = strncmp(r->model, "preset:", 7) ? zp_model_dir_check(r->model, 1) : zp_preset_dir(r->model + 7, dir, sizeof dir);
     if (s != ZP_OK) { zp_error_prefix("\"model\""); return s; }
@@ -73,16 +74,21 @@ static zp_status check_run(const exp_run *r, const runner_opts *o, seen_set *dat
     runner_model_config(r, r->model, &ec);
     exp_engine_config(r, &ec);
     if ((s = zp_engine_config_check(&ec)) != ZP_OK) zp_error_prefix("engine settings");
-    else if ((s = check_stats(r)) != ZP_OK) zp_error_prefix("\"policy_params\"");
+    else {
+        char skey[sizeof r->model + sizeof r->policy_params + 64]; /* whole: a truncated key could skip a check */
+        snprintf(skey, sizeof skey, "%s|%s|%s", r->policy, r->model, r->policy_params);
+        if (!seen(stats, skey) && (s = check_stats(r)) != ZP_OK) /* once per model and statistics file: a sweep repeats them */
+            zp_error_prefix("\"policy_params\"");
+    }
     return s;
 }
 
 zp_status runner_preflight(const experiment *x, const runner_opts *o, const char *exp_dir) {
     if (access(exp_dir, W_OK) != 0) return zp_fail(ZP_ERR_IO, "%s: the results folder is not writable", exp_dir);
-    seen_set datasets = {.n = 0};
+    seen_set datasets = {.n = 0}, stats = {.n = 0};
     for (int i = 0; i < x->n_runs; i++) {
         const exp_run *r = &x->runs[i];
-        zp_status s = check_run(r, o, &datasets);
+        zp_status s = check_run(r, o, &datasets, &stats);
         if (s != ZP_OK) {
             zp_error_prefix("%s: run %d of %d (policy %s, nmax %d, dataset %s), before any run started", x->path, i + 1, x->n_runs, r->policy,
                             r->nmax, r->dataset);

@@ -175,20 +175,26 @@ static void compressor_views(void) {
     be->destroy(be);
 }
 
+/* n_req requests of `policy` on tiny-qwen3 with pyramid budgets, N_max 4, 120 tokens each. */
+static run_spec pyramid_spec(const char *policy, int n_req) {
+    run_spec rs = run_spec_default("tiny-qwen3");
+    rs.ec.policy = policy;
+    rs.ec.nmax = 4;
+    rs.ec.window = 4;
+    rs.ec.layer_budget = "pyramid";
+    rs.sp.max_tokens = 120;
+    rs.n_req = n_req;
+    rs.prompt_len = !strcmp(policy, "snapkv") ? 90 : 9; /* SnapKV compresses prompts longer than the cap only */
+    return rs;
+}
+
 /* Whole requests on the CPU engine with pyramid budgets (the engine's invariants checked every
  * step): they compress, keep fewer tokens than the cap on average, and asynchronous compression
  * gives the synchronous tokens. */
 static void engine_runs(void) {
     static const char *const policies[] = {"zipage", "h2o", "streaming", "snapkv-d", "snapkv"};
     for (size_t i = 0; i < sizeof policies / sizeof *policies; i++) {
-        run_spec rs = run_spec_default("tiny-qwen3");
-        rs.ec.policy = policies[i];
-        rs.ec.nmax = 4;
-        rs.ec.window = 4;
-        rs.ec.layer_budget = "pyramid";
-        rs.sp.max_tokens = 120;
-        rs.n_req = 3;
-        rs.prompt_len = !strcmp(policies[i], "snapkv") ? 90 : 9; /* SnapKV compresses prompts longer than the cap only */
+        run_spec rs = pyramid_spec(policies[i], 3);
         rs.check_invariants = 1;
         run_result a, b;
         run_requests(&rs, &a);
@@ -251,14 +257,7 @@ static void poison_dead_rows(zp_engine *e, void *vctx) {
 static void dead_rows_unread(void) {
     static const char *const policies[] = {"snapkv", "zipage"};
     for (size_t i = 0; i < sizeof policies / sizeof *policies; i++) {
-        run_spec rs = run_spec_default("tiny-qwen3");
-        rs.ec.policy = policies[i];
-        rs.ec.nmax = 4;
-        rs.ec.window = 4;
-        rs.ec.layer_budget = "pyramid";
-        rs.sp.max_tokens = 120;
-        rs.n_req = 2;
-        rs.prompt_len = !strcmp(policies[i], "snapkv") ? 90 : 9;
+        run_spec rs = pyramid_spec(policies[i], 2);
         run_result a, b;
         run_requests(&rs, &a);
         poison_ctx p = {{0}, 0};

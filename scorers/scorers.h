@@ -132,6 +132,18 @@ void scorer_keep_topk_recent(const float *score, int n, int budget, int recent, 
  * last), then the kept tokens of [m, n) in position order: the cache order R-KV's code leaves. */
 zp_status scorer_rank_order(const float *score, const uint8_t *keep, int m, int n, int *order);
 
+/* AdaKV's head-wise budgets for one layer of H KV heads (head_budget.c), the rule of the authors'
+ * AdaptiveSnapKVCluster.update_kv_gqa (FFY0/AdaKV, adaptive_snapkv/monkeypatch/snapkv_utils.py):
+ * scores [H][stride], head h's n[h] candidate scores (its window/recent tokens excluded); the
+ * H x B highest of all heads together (ties: the lower head, then the earlier token) counted per
+ * head as c[h]; counts[h] = round_half_even(c[h] (1 - alpha) + floor(B alpha)) in float32,
+ * clamped to [0, n[h]]; then the engine's own step: while the sum exceeds H x B (the layer's
+ * cells), the largest count (the later head on ties) loses one. alpha in [0, 1] (the authors'
+ * floor_alpha, default 0.2). Their `normalize` and `skip` options are not built. */
+zp_status scorer_head_budgets(const float *scores, const int *n, int stride, int H, int B, double alpha, int *counts);
+/* The floor every head keeps, int(B alpha) as the authors compute it. */
+int scorer_head_floor(int B, double alpha);
+
 /* A policy's score as a fixed pipeline of the scorers above (plan.c runs it on the host,
  * model/cuda/plan_cuda.cu on the device; policies/ fill it from their parameters):
  *   A = attention ? window attention (attn) : key_score ? the key score : 0;      if max_norm: A /= max A (over t < n - w

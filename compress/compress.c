@@ -125,7 +125,10 @@ static void layer_requests(const zp_compressor *c, const zp_compress_item *items
                                     .n_hist = use_hist ? n_hist : 0,
                                     .qid = q->qid,
                                     .next_pos = q->next_pos,
-                                    .protect = q->n_prompt < budget ? q->n_prompt : budget};
+                                    .protect = q->n_prompt < budget ? q->n_prompt : budget,
+                                    .run_base = q->run_base,
+                                    .runs = q->runs,
+                                    .new_runs = q->new_runs};
     }
 }
 
@@ -139,6 +142,8 @@ static zp_status compress_layers(zp_compressor *c, zp_model *m, zp_kv_storage *k
     ZP_TRY(policy_plan(&c->policy, budget, c->geo.window, &plan));
     plan.trig_stats = c->trig_stats; /* TriAttention's: the engine's (NULL for every other policy) */
     plan.trig_freqs = c->trig_freqs;
+    plan.head_adakv = c->head_adakv;
+    plan.head_floor = c->head_floor;
     zp_status st = ZP_OK;
     for (int r0 = 0, r1; r0 < n && st == ZP_OK; r0 = r1) {
         size_t rows = 0;

@@ -43,6 +43,11 @@ typedef struct {
     int compressed;    /* compressed before: its layers' views leave their dead blocks out */
     int64_t next_pos;  /* the position of its next token */
     int n_prompt;      /* its prompt's tokens */
+    /* head-wise budgets (the compressor's head_adakv): the runs its blocks hold now (run_base 0:
+     * uniform; runs [L][Hkv]) and where the new ones go (new_runs [L][Hkv]) */
+    int run_base;
+    const int *runs;
+    int *new_runs;
 } zp_compress_item;
 
 typedef struct {
@@ -54,6 +59,8 @@ typedef struct {
     float *trig_stats,
         *trig_freqs; /* TriAttention's statistics [L][Hq][3][D/2], RoPE frequencies [D/2] (compressor_load_trig) */
     int trig_across; /* TriAttention in a mode across layers: every layer in one call (compressor_load_trig) */
+    int head_adakv;     /* AdaKV's head-wise budgets (the engine's head_budget adakv), floor share head_floor */
+    double head_floor;
     zp_compress_stats stats;
 } zp_compressor;
 

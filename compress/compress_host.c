@@ -18,6 +18,8 @@ typedef struct {
     int *order;
     double *trig_C, *trig_S; /* [D/2] TriAttention's phases at the request's next position */
     float *trig_agg;         /* [Hkv][n] TriAttention's scores across layers (a mode other than per_layer_perhead) */
+    float *head_scores;      /* [Hkv][n] head-wise budgets: each head's final scores, kept for the layer's allocation */
+    int *cand, *counts;      /* [Hkv] head-wise budgets: each head's candidates, and how many of them it keeps */
 } host_bufs;
 
 static void bufs_free(host_bufs *b) {
@@ -25,6 +27,9 @@ static void bufs_free(host_bufs *b) {
     free(b->trig_C);
     free(b->trig_S);
     free(b->trig_agg);
+    free(b->head_scores);
+    free(b->cand);
+    free(b->counts);
 }
 
 /* Buffers for one layer of a request of up to n tokens. */
@@ -42,8 +47,11 @@ static zp_status bufs_alloc(host_bufs *b, const zp_attn_dims *d, int n) {
     b->trig_C = malloc(sizeof(double) * (D / 2 + 1));
     b->trig_S = malloc(sizeof(double) * (D / 2 + 1));
     b->trig_agg = malloc(sizeof(float) * Hkv * N);
+    b->head_scores = malloc(sizeof(float) * Hkv * N);
+    b->cand = malloc(sizeof(int) * Hkv);
+    b->counts = malloc(sizeof(int) * Hkv);
     if (b->keys && b->queries && b->qhead && b->hist && b->new_hist && b->scratch && b->keep && b->order && b->trig_C &&
-        b->trig_S && b->trig_agg)
+        b->trig_S && b->trig_agg && b->head_scores && b->cand && b->counts)
         return ZP_OK;
     bufs_free(b);
     return zp_fail(ZP_ERR_OOM, "compression: no host memory for %d tokens", n);
@@ -55,11 +63,84 @@ static int layer_window(const zp_attn_dims *d, int l) {
     return a ? a->window : 0;
 }
 
+/* KV head g's view of n tokens (its keys at b->keys + g stride D), its window queries copied
+ * out of b->queries into b->qhead. */
+static zp_score_view head_view(const zp_attn_dims *d, const zp_score_plan *plan, int layer, int g, int n, int stride,
+                               const zp_compress_req *r, host_bufs *b) {
+    const int D = d->head_dim, G = d->n_heads / d->n_kv_heads, w = d->window, F = D / 2;
+    const int trig = plan->key_score == ZP_KEYS_TRIG && plan->trig_stats && plan->trig_freqs;
+    for (int j = 0; j < w; j++) /* [w][Hq][D] -> this KV head's group [w][G][D] */
+        memcpy(b->qhead + (size_t)j * G * D, b->queries + ((size_t)j * d->n_heads + (size_t)g * G) * D, sizeof(float) * (size_t)G * D);
+    return (zp_score_view){
+        .n = n,
+        .head_dim = D,
+        .group = G,
+        .window = w,
+        .scale = d->scale,
+        .keys = b->keys + (size_t)g * stride * D,
+        .queries = b->qhead,
+        .layer = layer,
+        .head = d->kv_head0 + g,
+        /* this KV head's G query heads of the layer's [Hq][3][F] statistics (one rank: the engine refuses
+           TriAttention under tensor parallelism) */
+        .trig_stats = trig ? plan->trig_stats + ((size_t)layer * d->n_heads + (size_t)g * G) * 3 * F : NULL,
+        .trig_C = trig ? b->trig_C : NULL,
+        .trig_S = trig ? b->trig_S : NULL,
+        .trig_agg = trig && plan->trig_mode != ZP_TRIG_PER_LAYER_PERHEAD ? b->trig_agg + (size_t)g * stride : NULL,
+        .protect = r->protect};
+}
+
+/* Request r's runs in layer l ({0, NULL}: uniform). */
+static zp_head_runs req_runs(const zp_attn_dims *d, const zp_compress_req *r, int l) {
+    const int *run = r->runs ? r->runs + (size_t)l * d->n_kv_heads : NULL;
+    return r->run_base > 0 && run && run[0] >= 0 ? (zp_head_runs){r->run_base, run} : (zp_head_runs){0, NULL};
+}
+
+/* One layer of one request with AdaKV's head-wise budgets: each KV head's keys (through its
+ * runs) scored on the host, the layer's budget allocated across the heads (scorer_head_budgets
+ * over the candidates, the recent tokens apart), each head's top count and recent tokens kept,
+ * and the heads compacted as runs (their lengths to r->new_runs). */
+static zp_status host_layer_adakv(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer,
+                                  const zp_compress_req *r, int stride, void *k_cache, void *v_cache, const void *q_cache,
+                                  void *score_cache, host_bufs *b) {
+    if (layer_window(d, layer) > 0) return ZP_OK;
+    const int n = r->n, Hkv = d->n_kv_heads;
+    const zp_head_runs hr = req_runs(d, r, layer);
+    ZP_TRY(be->key_gather_runs(be, d, k_cache, layer, r->src, n, &hr, stride, b->keys));
+    ZP_TRY(be->query_read(be, d, q_cache, layer, r->qid, b->queries));
+    if (score_cache) ZP_TRY(be->score_read_runs(be, d, score_cache, layer, r->src, n, &hr, stride, b->hist));
+    if (plan->key_score == ZP_KEYS_TRIG && plan->trig_stats && plan->trig_freqs)
+        scorer_trig_phase(plan->trig_freqs, d->head_dim / 2, r->next_pos, b->trig_C, b->trig_S);
+    for (int g = 0; g < Hkv; g++) {
+        const int m = n + zp_head_delta(&hr, g), n_hist = score_cache && r->n_hist > 0 ? r->n_hist + zp_head_delta(&hr, g) : 0;
+        const zp_score_view v = head_view(d, plan, layer, g, m, stride, r, b);
+        const float *C;
+        ZP_TRY(scorer_plan_score(plan, &v, score_cache ? b->hist + (size_t)g * stride : NULL, n_hist, d->block_size, b->scratch,
+                                 score_cache ? b->new_hist + (size_t)g * stride : NULL, &C));
+        memcpy(b->head_scores + (size_t)g * stride, C, sizeof(float) * (size_t)m);
+        b->counts[g] = m; /* the head's tokens */
+    }
+    ZP_TRY(scorer_head_keep(plan, b->head_scores, b->counts, stride, Hkv, budget, b->cand, r->new_runs + (size_t)layer * Hkv, b->keep,
+                            plan->order_score ? b->order : NULL));
+    return be->kv_compact_runs(be, d, k_cache, v_cache, score_cache, layer, r->src, n, &hr, stride, r->dst, b->keep,
+                               score_cache ? b->new_hist : NULL, plan->order_score ? b->order : NULL);
+}
+
+/* The stride of request r's heads: the most tokens a head of any layer holds. */
+static int req_stride(const zp_attn_dims *d, const zp_compress_req *r) {
+    int most = r->n;
+    for (int l = 0; l < d->n_layers; l++) {
+        const zp_head_runs hr = req_runs(d, r, l);
+        for (int g = 0; hr.run && g < d->n_kv_heads; g++) most = r->n + zp_head_delta(&hr, g) > most ? r->n + zp_head_delta(&hr, g) : most;
+    }
+    return most;
+}
+
 /* One layer of one request: every KV head scored on the host, then compacted. */
 static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer,
                             const zp_compress_req *r, void *k_cache, void *v_cache, const void *q_cache, void *score_cache, host_bufs *b) {
     if (layer_window(d, layer) > 0) return ZP_OK; /* its blocks are its ring's (the scheduler's), not the request's table */
-    const int n = r->n, D = d->head_dim, G = d->n_heads / d->n_kv_heads, w = d->window, Hkv = d->n_kv_heads;
+    const int n = r->n, D = d->head_dim, Hkv = d->n_kv_heads;
     ZP_TRY(be->key_gather(be, d, k_cache, layer, r->src, n, b->keys));
     ZP_TRY(be->query_read(be, d, q_cache, layer, r->qid, b->queries));
     if (score_cache) ZP_TRY(be->score_read(be, d, score_cache, layer, r->src, n, b->hist));
@@ -67,25 +148,7 @@ static zp_status host_layer(zp_backend *be, const zp_attn_dims *d, const zp_scor
     if (trig && plan->trig_mode == ZP_TRIG_PER_LAYER_PERHEAD)
         scorer_trig_phase(plan->trig_freqs, F, r->next_pos, b->trig_C, b->trig_S);
     for (int g = 0; g < Hkv; g++) {
-        for (int j = 0; j < w; j++) /* [w][Hq][D] -> this KV head's group [w][G][D] */
-            memcpy(b->qhead + (size_t)j * G * D, b->queries + ((size_t)j * d->n_heads + (size_t)g * G) * D, sizeof(float) * (size_t)G * D);
-        const zp_score_view v = {
-            .n = n,
-            .head_dim = D,
-            .group = G,
-            .window = w,
-            .scale = d->scale,
-            .keys = b->keys + (size_t)g * n * D,
-            .queries = b->qhead,
-            .layer = layer,
-            .head = d->kv_head0 + g,
-            /* this KV head's G query heads of the layer's [Hq][3][F] statistics (one rank: the engine refuses
-               TriAttention under tensor parallelism) */
-            .trig_stats = trig ? plan->trig_stats + ((size_t)layer * d->n_heads + (size_t)g * G) * 3 * F : NULL,
-            .trig_C = trig ? b->trig_C : NULL,
-            .trig_S = trig ? b->trig_S : NULL,
-            .trig_agg = trig && plan->trig_mode != ZP_TRIG_PER_LAYER_PERHEAD ? b->trig_agg + (size_t)g * n : NULL,
-            .protect = r->protect};
+        const zp_score_view v = head_view(d, plan, layer, g, n, n, r, b);
         ZP_TRY(scorer_plan_run(plan, &v, score_cache ? b->hist + (size_t)g * n : NULL, score_cache ? r->n_hist : 0, d->block_size, budget,
                                b->scratch, b->keep + (size_t)g * n, score_cache ? b->new_hist + (size_t)g * n : NULL,
                                plan->order_score ? b->order + (size_t)g * n : NULL));
@@ -118,12 +181,18 @@ static zp_status trig_across(zp_backend *be, const zp_attn_dims *d, const zp_sco
 zp_status zp_compress_host(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
                            const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache) {
     int max_n = 0;
+    const int across = plan->key_score == ZP_KEYS_TRIG && plan->trig_mode != ZP_TRIG_PER_LAYER_PERHEAD;
     for (int i = 0; i < n_req; i++) {
         if (reqs[i].n <= budget) return zp_fail(ZP_ERR_INVALID, "compression: request %d has %d tokens for a budget of %d", i, reqs[i].n, budget);
-        max_n = reqs[i].n > max_n ? reqs[i].n : max_n;
+        const int stride = plan->head_adakv ? req_stride(d, &reqs[i]) : reqs[i].n;
+        max_n = stride > max_n ? stride : max_n;
     }
     if (n_req <= 0) return ZP_OK;
-    const int across = plan->key_score == ZP_KEYS_TRIG && plan->trig_mode != ZP_TRIG_PER_LAYER_PERHEAD;
+    if (plan->head_adakv && (across || !be->key_gather_runs || !be->score_read_runs || !be->kv_compact_runs))
+        return zp_fail(ZP_ERR_UNSUPPORTED, "compression: head-wise budgets need %s",
+                       across ? "a score per layer (TriAttention's per_layer_perhead)" : "a backend with head runs");
+    for (int i = 0; plan->head_adakv && i < n_req; i++)
+        if (!reqs[i].new_runs) return zp_fail(ZP_ERR_INVALID, "compression: request %d has no place for its head runs", i);
     if (across && (layer0 != 0 || layer1 != d->n_layers))
         return zp_fail(
             ZP_ERR_INVALID,
@@ -137,7 +206,9 @@ zp_status zp_compress_host(zp_backend *be, const zp_attn_dims *d, const zp_score
             st = trig_across(be, d, plan, &reqs[i], k_cache,
                              &b); /* one set across layers, before any layer is compacted */
         for (int l = layer0; l < layer1 && st == ZP_OK; l++)
-            st = host_layer(be, d, plan, budget, l, &reqs[i], k_cache, v_cache, q_cache, score_cache, &b);
+            st = plan->head_adakv ? host_layer_adakv(be, d, plan, budget, l, &reqs[i], req_stride(d, &reqs[i]), k_cache, v_cache, q_cache,
+                                                     score_cache, &b)
+                                  : host_layer(be, d, plan, budget, l, &reqs[i], k_cache, v_cache, q_cache, score_cache, &b);
     }
     bufs_free(&b);
     return st;

@@ -85,6 +85,11 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
             "policy %s: a mode across layers needs layer_budget uniform (one kept set for layers of different budgets)",
             p->ops->name);
     ZP_TRY(check_sliding(e));
+    e->comp.head_adakv = p->head_adakv;
+    e->comp.head_floor = p->head_floor;
+    if (p->head_adakv && (!e->be->head_runs || e->tp > 1 || (e->comp.device && e->be->compress)))
+        return zp_fail(ZP_ERR_UNSUPPORTED, "head_budget adakv: the %s backend%s does not hold head runs yet (the CPU backend does)",
+                       e->be->name, e->tp > 1 ? " with tensor parallelism" : "");
     if (e->comp.trig_stats && e->tp > 1)
         return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s: not with tensor parallelism yet (tp %d)", p->ops->name, e->tp);
     if (p->shift_positions && e->layers.n_views > 1)
@@ -229,6 +234,8 @@ static void seq_destroy(zp_seq *q) {
     free(q->ring);
     free(q->target);
     free(q->release);
+    free(q->runs);
+    free(q->new_runs);
     free(q);
 }
 
@@ -257,6 +264,7 @@ void zp_engine_free(zp_engine *e) {
     free(e->step.token_ids); free(e->step.positions); free(e->step.slots); free(e->step.out_rows);
     free(e->step.q_start); free(e->step.q_len); free(e->step.kv_len); free(e->step.block_tables);
     free(e->step.logits); free(e->step.scratch); free(e->step.srows); free(e->step.sids);
+    free(e->step.head_base); free(e->step.head_run);
     sched_free(&e->sched);
     kv_pool_free(&e->pool);
     if (e->model) { zp_model_kv_free(e->model, &e->kv); zp_model_free(e->model); }
@@ -367,6 +375,15 @@ zp_status zp_engine_add_request(zp_engine *e, const int *prompt, int n_prompt, c
         int cap = q->cap;
         free(q);
         return zp_fail(ZP_ERR_OOM, "request %lld: no memory for %d tokens", (long long)request_id, cap);
+    }
+    if (e->plan.head_adakv) { /* its head runs, [L][Hkv] twice */
+        const size_t n_runs = (size_t)mc->n_layers * (size_t)e->model->cfg.n_kv_heads;
+        q->runs = malloc(sizeof(int) * n_runs);
+        q->new_runs = malloc(sizeof(int) * n_runs);
+        if (!q->runs || !q->new_runs) {
+            seq_destroy(q);
+            return zp_fail(ZP_ERR_OOM, "request %lld: no memory for its head runs", (long long)request_id);
+        }
     }
     memcpy(q->tokens, prompt, sizeof(int) * (size_t)n_prompt);
     q->n_tokens = q->n_prompt = n_prompt;
@@ -480,6 +497,19 @@ static void build_ring_view(zp_engine *e, zp_seq *const *seqs, int n_seqs, int m
     }
 }
 
+/* Head-wise budgets: each request's base and its runs of every layer (the scheduler's, copied:
+ * a compression installs new ones between steps). */
+static zp_status build_head_runs(zp_engine *e, zp_seq *const *seqs, int n_seqs) {
+    const size_t per = (size_t)e->model->cfg.n_layers * (size_t)e->model->cfg.n_kv_heads;
+    ZP_TRY(grow_int(&e->step.head_base, &e->step.hb_cap, n_seqs));
+    ZP_TRY(grow_int(&e->step.head_run, &e->step.hr_cap, (int)(per * (size_t)n_seqs)));
+    for (int i = 0; i < n_seqs; i++) {
+        e->step.head_base[i] = seqs[i]->run_base;
+        if (seqs[i]->run_base > 0) memcpy(e->step.head_run + per * i, seqs[i]->runs, sizeof(int) * per);
+    }
+    return ZP_OK;
+}
+
 /* A decode step's block tables are padded (-1) to a multiple of this many blocks: the table
  * width is part of a decode graph's shape (model.c graph_key), and a growing context would
  * otherwise make a new shape every block (the share of decode steps replayed is bench's
@@ -520,6 +550,7 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
     }
     build_layer_views(e, seqs, n_seqs, max_blocks);
     if (e->ring_view) build_ring_view(e, seqs, n_seqs, max_blocks);
+    if (e->plan.head_adakv) ZP_TRY(build_head_runs(e, seqs, n_seqs));
     *b = (zp_batch){.n_tokens = row,
                     .n_seqs = n_seqs,
                     .token_ids = e->step.token_ids,
@@ -538,7 +569,9 @@ static zp_status build_batch(zp_engine *e, zp_seq *const *seqs, int n_seqs, int 
                     .qstore_slots = e->step.qstore_slots,
                     .n_views = e->n_views,
                     .layer_view = e->layer_view,
-                    .view_group = e->view_group};
+                    .view_group = e->view_group,
+                    .head_base = e->plan.head_adakv ? e->step.head_base : NULL,
+                    .head_run = e->plan.head_adakv ? e->step.head_run : NULL};
     return ZP_OK;
 }
 

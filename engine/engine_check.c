@@ -28,6 +28,26 @@ static zp_status check_ring(const zp_engine *e, const zp_seq *q, int *refs) {
     return ZP_OK;
 }
 
+/* Head runs (head-wise budgets): each compacted layer's runs fill at most its heads' cells of
+ * the budget's blocks; a layer left uniform is -1 for every head. */
+static zp_status check_runs(const zp_engine *e, const zp_seq *q) {
+    if (q->run_base <= 0) return ZP_OK;
+    const int L = e->model->cfg.n_layers, H = e->model->cfg.n_kv_heads, id = (int)q->request_id;
+    if (!q->runs || q->run_base != e->plan.geo.budget)
+        return zp_fail(ZP_ERR_INVALID, "request %d: head runs over %d tokens (budget %d)", id, q->run_base, e->plan.geo.budget);
+    for (int l = 0; l < L; l++) {
+        const int *r = q->runs + (size_t)l * H;
+        long sum = 0;
+        for (int h = 0; h < H; h++) {
+            if ((r[0] < 0) != (r[h] < 0)) return zp_fail(ZP_ERR_INVALID, "request %d, layer %d: head %d's run %d beside %d", id, l, h, r[h], r[0]);
+            sum += r[h] > 0 ? r[h] : 0;
+        }
+        if (sum > (long)H * q->run_base)
+            return zp_fail(ZP_ERR_INVALID, "request %d, layer %d: runs of %ld cells in %d", id, l, sum, H * q->run_base);
+    }
+    return ZP_OK;
+}
+
 static zp_status check_seq(const zp_engine *e, const zp_seq *q, int *refs) {
     const zp_scheduler *s = &e->sched;
     const int bs = s->block_size, id = (int)q->request_id;
@@ -54,6 +74,7 @@ static zp_status check_seq(const zp_engine *e, const zp_seq *q, int *refs) {
         return zp_fail(ZP_ERR_INVALID, "request %d: compressed but holds %d blocks, %d tokens", id, q->n_blocks, q->n_kv);
     if (q->compressed && q->qid < 0) return zp_fail(ZP_ERR_INVALID, "request %d: compressed without a query slot", id);
     if (s->kind == ZP_SCHED_STRICT && q->qid < 0) return zp_fail(ZP_ERR_INVALID, "request %d: strict scheduler, no slot", id);
+    ZP_TRY(check_runs(e, q));
     return check_ring(e, q, refs);
 }
 

@@ -29,6 +29,7 @@ typedef struct {
     int *q_start, *q_len, *out_rows, seq_cap;       /* [seqs] */
     int *kv_len, kvl_cap, *block_tables, bt_cap;    /* [views][seqs], [views][seqs][max_blocks] */
     int *qstore_rows, *qstore_slots, qstore_cap;    /* rows whose queries go to the query cache */
+    int *head_base, hb_cap, *head_run, hr_cap;      /* head-wise budgets: [seqs], [seqs][L][Hkv] */
     float *logits;                                  /* [logits_rows][vocab] host logits */
     int logits_rows;
     zp_sample_row *srows;                           /* device sampling: one row per scheduled request ... */
@@ -47,6 +48,8 @@ typedef struct {
     int shift_positions;               /* StreamingLLM's position shift */
     int kv_fp8, kv_calibrate;          /* K/V in E4M3; its scales calibrated on the first prefill */
     zp_layer_budget_kind layer_budget; /* uniform or pyramid */
+    int head_adakv;                    /* AdaKV's head-wise budgets (head_budget adakv), floor share head_floor */
+    double head_floor;
     int prefix_cache;                  /* the prefix cache serves (off for a live history and compressed prompts) */
 } engine_plan;
 zp_status engine_plan_resolve(const zp_engine_config *cfg, engine_plan *p);

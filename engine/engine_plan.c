@@ -24,6 +24,34 @@ static zp_status policy_facts(const zp_engine_config *cfg, engine_plan *p) {
     return ZP_OK;
 }
 
+/* head_budget: uniform, or adakv for a policy whose plan scores each KV head (attention, keys or
+ * a history) with one budget for every layer (not StreamingLLM's scoreless plan, not TriAttention
+ * across layers, not PyramidKV's per-layer budgets, not StreamingLLM's position shift). */
+static zp_status head_budget_check(const zp_engine_config *cfg, engine_plan *p) {
+    const char *k = cfg->head_budget ? cfg->head_budget : "uniform";
+    if (!strcmp(k, "uniform")) return ZP_OK;
+    if (strcmp(k, "adakv")) return zp_fail(ZP_ERR_INVALID, "head_budget \"%s\" is not known (uniform, adakv)", k);
+    if (!p->ops->evicts) return zp_fail(ZP_ERR_INVALID, "head_budget adakv needs an evicting policy (policy is %s)", p->ops->name);
+    if (p->layer_budget != ZP_LAYERS_UNIFORM)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "head_budget adakv: not with layer_budget %s yet (per-layer budgets inside the cap)", cfg->layer_budget);
+    zp_policy pol;
+    zp_score_plan plan;
+    ZP_TRY(policy_init_ops(p->ops, cfg->policy_params, &pol));
+    zp_status st = policy_plan(&pol, p->geo.budget, p->geo.window, &plan);
+    policy_destroy(&pol);
+    if (st != ZP_OK) return st;
+    if (!plan.attention && plan.key_score == ZP_KEYS_NONE && plan.global == ZP_GLOBAL_NONE)
+        return zp_fail(ZP_ERR_INVALID, "head_budget adakv: policy %s gives its tokens no score per KV head to share a layer's budget by",
+                       p->ops->name);
+    if (plan.key_score == ZP_KEYS_TRIG && plan.trig_mode != ZP_TRIG_PER_LAYER_PERHEAD)
+        return zp_fail(ZP_ERR_INVALID, "head_budget adakv: policy %s scores across layers (mode per_layer_perhead scores each layer's heads)",
+                       p->ops->name);
+    if (plan.shift_positions) return zp_fail(ZP_ERR_INVALID, "head_budget adakv: not with position_shift (policy %s)", p->ops->name);
+    p->head_adakv = 1;
+    p->head_floor = cfg->head_floor;
+    return ZP_OK;
+}
+
 /* The scheduler: the policy's (hybrid for a capping policy, full otherwise) unless cfg names one
  * that fits it. */
 static zp_status scheduler_kind(const zp_engine_config *cfg, engine_plan *p) {
@@ -49,6 +77,7 @@ zp_status engine_plan_resolve(const zp_engine_config *cfg, engine_plan *p) {
     ZP_TRY(zp_layer_budget_check(cfg->layer_budget, cfg->pyramid_beta, &p->geo, &p->layer_budget));
     ZP_TRY(scheduler_kind(cfg, p));
     ZP_TRY(policy_facts(cfg, p));
+    ZP_TRY(head_budget_check(cfg, p));
     /* each request's live history, or compressed prompt, is its own: no prefix hits */
     p->prefix_cache = cfg->enable_prefix_cache && !p->history_live && !p->ops->prompt_only;
     return ZP_OK;

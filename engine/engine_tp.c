@@ -325,7 +325,7 @@ static zp_status rank_compress(zp_engine *e, int r, engine_rank *k, void *arg) {
 }
 
 /* What the compressor reads of a request selected for compression (its planned target). */
-static zp_status compress_item(const zp_seq *q, zp_compress_item *it) {
+static zp_status compress_item(const zp_engine *e, const zp_seq *q, zp_compress_item *it) {
     if (q->compressing == ZP_COMPRESS_NONE)
         return zp_fail(ZP_ERR_INVALID, "compression of request %lld: it was not selected for compression",
                        (long long)q->request_id);
@@ -337,7 +337,12 @@ static zp_status compress_item(const zp_seq *q, zp_compress_item *it) {
                              .qid = q->qid,
                              .compressed = q->compressed,
                              .next_pos = q->n_done,
-                             .n_prompt = q->n_prompt};
+                             .n_prompt = q->n_prompt,
+                             .run_base = q->run_base,
+                             .runs = q->runs,
+                             .new_runs = q->new_runs};
+    if (q->new_runs) /* a layer the compaction leaves (a sliding one) stays uniform */
+        for (size_t i = 0, n = (size_t)e->model->cfg.n_layers * (size_t)e->model->cfg.n_kv_heads; i < n; i++) q->new_runs[i] = -1;
     return ZP_OK;
 }
 
@@ -345,7 +350,7 @@ zp_status engine_tp_compress(zp_engine *e, zp_seq *const *seqs, int n) {
     zp_compress_item *items = malloc(sizeof *items * (size_t)(n > 0 ? n : 1));
     if (!items) return zp_fail(ZP_ERR_OOM, "compression: no memory for %d requests", n);
     zp_status st = ZP_OK;
-    for (int i = 0; i < n && st == ZP_OK; i++) st = compress_item(seqs[i], items + i);
+    for (int i = 0; i < n && st == ZP_OK; i++) st = compress_item(e, seqs[i], items + i);
     compress_arg a = {items, n};
     if (st == ZP_OK) st = engine_ranks_run(e, rank_compress, &a);
     free(items);

@@ -122,6 +122,7 @@ static void seq_release_blocks(zp_scheduler *s, zp_seq *q) {
     q->n_hashed = 0;
     q->last_hash = ZP_HASH_NONE;
     q->views = 0;
+    q->run_base = 0;
 }
 
 static void slot_give(zp_scheduler *s, zp_seq *q) {
@@ -454,6 +455,12 @@ static void install_target(zp_scheduler *s, zp_seq *q) {
     q->n_blocks = nt;
     q->n_kv = (nt - 1) * s->block_size;
     q->views = 1;
+    if (q->new_runs) { /* the compaction's head runs become the table's */
+        int *t = q->runs;
+        q->runs = q->new_runs;
+        q->new_runs = t;
+        q->run_base = q->n_kv;
+    }
     q->compressing = ZP_COMPRESS_NONE;
     q->n_compressions++;
 }

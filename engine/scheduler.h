@@ -62,6 +62,12 @@ typedef struct {
      * logical block, entries before ring_first freed once out of every window (-1) */
     int *ring;
     int n_ring, ring_cap, ring_first;
+    /* Head-wise budgets (the engine's head_budget adakv; NULL otherwise): how many of its first
+     * run_base tokens each (layer, KV head) holds as a run of cells (zp_head_runs), [L][Hkv],
+     * and where an in-flight compression writes the next ones; run_base 0 until a compression
+     * installs its target, again 0 once its blocks are released */
+    int *runs, *new_runs;
+    int run_base;
 } zp_seq;
 
 typedef struct {

@@ -51,6 +51,11 @@ enum { ZP_SETTING_AXIS = 1 }; /* flags: an experiment may give a list of values 
     X(layer_budget, ZP_SET_STR, layer_budget, 0, "uniform", 0, 0, ZP_SETTING_AXIS,                                              \
       "per-layer budgets: uniform (default) or pyramid (PyramidKV's schedule inside the N_max cap)")                               \
     X(pyramid_beta, ZP_SET_INT, pyramid_beta, 20, NULL, 1, 1000, 0, "PyramidKV's beta: the top layer keeps about 1/beta of the mean (default 20)") \
+    X(head_budget, ZP_SET_STR, head_budget, 0, "uniform", 0, 0, ZP_SETTING_AXIS,                                                \
+      "per-head budgets: uniform (default) or adakv (AdaKV's allocation of each layer's budget across its KV heads, "            \
+      "memory-equal inside the N_max cap; CPU backend)")                                                                           \
+    X(head_floor, ZP_SET_FLOAT, head_floor, 0.2, NULL, 0, 1, ZP_SETTING_AXIS,                                                    \
+      "adakv: the share of the budget every head keeps (AdaKV's floor_alpha, default 0.2)")                                       \
     X(max_concurrency, ZP_SET_INT, max_concurrency, 0, NULL, 0, 1e6, ZP_SETTING_AXIS,                                         \
       "query slots (0, the default: pool blocks / (nmax + 1))")                                                                     \
     X(kv_pool_tokens, ZP_SET_I64, kv_pool_tokens, 0, NULL, 0, 1e12, ZP_SETTING_AXIS,                                              \

@@ -55,7 +55,54 @@ typedef struct {
      * and kv_len are group view_group[v]'s, and its writes go to row view_group[v] of
      * slot_mapping. NULL: one group. */
     const int *view_group;    /* [n_views] or NULL */
+    /* Head-wise budgets (AdaKV, docs/budgets.md): sequence s's first head_base[s] tokens (0:
+     * none, the uniform layout) are, in each layer l and KV head h with a run r =
+     * head_run[(s L + l) Hkv + h] >= 0, r keys in consecutive cells (zp_head_key_row); its later
+     * tokens are where the uniform layout puts them. r < 0: that layer is uniform. NULL: none. */
+    const int *head_base;     /* [S] or NULL */
+    const int *head_run;      /* [S][L][Hkv] or NULL */
 } zp_batch;
+
+/* One request's head runs in one layer (head-wise budgets): head h's first run[h] keys fill the
+ * cells [start(h), start(h) + run[h]) of its first base / block_size blocks, start(h) the sum of
+ * the runs before it, a cell c being row c mod (bs Hkv) of block table[c / (bs Hkv)] (a row is
+ * one head's K or V of one slot, slot x Hkv + head in the uniform layout); the keys after them are
+ * the uniform layout's tokens base, base + 1, ... NULL or base 0: the uniform layout. */
+typedef struct {
+    int base;
+    const int *run; /* [Hkv] */
+} zp_head_runs;
+
+/* Layer l's runs of sequence s in the batch ({0, NULL} where uniform). */
+static inline zp_head_runs zp_batch_head_runs(const zp_batch *b, int n_layers, int Hkv, int s, int l) {
+    zp_head_runs r = {0, NULL};
+    if (!b->head_run || !b->head_base || b->head_base[s] <= 0) return r;
+    const int *run = b->head_run + ((size_t)s * n_layers + l) * Hkv;
+    if (run[0] < 0) return r;
+    r.base = b->head_base[s];
+    r.run = run;
+    return r;
+}
+/* Keys head h has beyond the uniform layout's: run[h] - base (0 when uniform). */
+static inline int zp_head_delta(const zp_head_runs *r, int h) { return r && r->run ? r->run[h] - r->base : 0; }
+/* The first cell of head h's run. */
+static inline size_t zp_head_start(const zp_head_runs *r, int h) {
+    size_t c = 0;
+    for (int g = 0; g < h; g++) c += (size_t)r->run[g];
+    return c;
+}
+/* The row (in units of one head's D elements of the layer) of head h's key j; start =
+ * zp_head_start(r, h) (ignored when uniform). */
+static inline size_t zp_head_key_row(const zp_head_runs *r, size_t start, const int *table, int bs, int Hkv, int h, int j) {
+    if (r && r->run) {
+        if (j < r->run[h]) {
+            const size_t c = start + (size_t)j, per = (size_t)bs * (size_t)Hkv;
+            return (size_t)table[c / per] * per + c % per;
+        }
+        j += r->base - r->run[h];
+    }
+    return ((size_t)table[j / bs] * (size_t)bs + (size_t)(j % bs)) * (size_t)Hkv + (size_t)h;
+}
 
 /* A prefill step of one sequence (rows are its tokens [kv_len - n_tokens, kv_len), one view, the
  * last row's logits): the batch and the one-sequence arrays it points into. */
@@ -149,6 +196,12 @@ typedef struct {
     int qid;        /* query-cache slot holding the request's window queries */
     int64_t next_pos; /* the request's next RoPE position (TriAttention's R) */
     int protect;      /* leading tokens kept and never scored by TriAttention: the prompt, up to the budget */
+    /* Head-wise budgets (plan.head_adakv): the runs src is read through (run_base 0 or runs NULL:
+     * the uniform layout; runs [L][Hkv], a layer's first entry < 0: that layer uniform) and where
+     * the compaction's runs go (new_runs [L][Hkv]: head h's kept tokens in each compacted layer) */
+    int run_base;
+    const int *runs;
+    int *new_runs;
 } zp_compress_req;
 
 /* One logits row of device sampling (backend op `sample`): zp_sample_token's parameters
@@ -191,6 +244,7 @@ struct zp_backend {
     void *ctx;
     int cache_elem_bytes; /* bytes of one K/V or query cache element */
     int kv_groups;        /* 1: its ops honour KV groups (zp_attn_dims.layer_row, zp_batch.view_group) */
+    int head_runs;        /* 1: its attention and history honour zp_batch.head_run, and it has the *_runs ops */
     void (*destroy)(zp_backend *be);
     /* makes be's device the calling thread's current one (CUDA: cudaSetDevice); NULL where a
      * backend has none (CPU). A thread that runs ops of a backend it did not create (a
@@ -288,6 +342,19 @@ struct zp_backend {
      * shift), with the rope_init frequencies. */
     zp_status (*kv_compact)(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
                             const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order, int shift);
+    /* The three ops above for a request with head runs (head-wise budgets; NULL where a backend has
+     * none): head h holds n_h = n + zp_head_delta(runs, h) tokens, read through runs (NULL:
+     * uniform) at stride `stride` (out [Hkv][stride][D], [Hkv][stride]; keep, scores and order
+     * [Hkv][stride]); compaction writes head h's kept tokens (kept[h] of them) as the run of
+     * kept[h] cells at the sum of the kept before it in dst, position order or `order`'s, all
+     * heads staged first (src and dst may share blocks). No position shift. */
+    zp_status (*key_gather_runs)(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n,
+                                 const zp_head_runs *runs, int stride, float *out);
+    zp_status (*score_read_runs)(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n,
+                                 const zp_head_runs *runs, int stride, float *out);
+    zp_status (*kv_compact_runs)(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
+                                 const int *src, int n, const zp_head_runs *runs, int stride, const int *dst, const uint8_t *keep,
+                                 const float *scores, const int *order);
 
     /* ---- compression ---- */
     /* For layers [layer0, layer1) of n_req requests and every KV head: runs `plan` (scores

@@ -68,3 +68,17 @@ zp_status scorer_head_budgets(const float *scores, const int *n, int stride, int
     }
     return ZP_OK;
 }
+
+zp_status scorer_head_keep(const zp_score_plan *p, const float *C, const int *m, int stride, int H, int budget, int *cand, int *kept,
+                           uint8_t *keep, int *order) {
+    const int rec = scorer_plan_recent(p, budget, budget);
+    for (int h = 0; h < H; h++) cand[h] = m[h] > rec ? m[h] - rec : 0;
+    ZP_TRY(scorer_head_budgets(C, cand, stride, H, budget - rec, p->head_floor, kept));
+    for (int h = 0; h < H; h++) {
+        uint8_t *k = keep + (size_t)h * stride;
+        ZP_TRY(scorer_plan_keep(p, C + (size_t)h * stride, m[h], kept[h] + rec, rec, k, order ? order + (size_t)h * stride : NULL));
+        kept[h] = 0;
+        for (int t = 0; t < m[h]; t++) kept[h] += k[t] != 0;
+    }
+    return ZP_OK;
+}

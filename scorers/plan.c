@@ -25,8 +25,8 @@ static void plan_pool(const zp_score_plan *p, const float *S, int n, int w, int 
     for (int t = m; t < n; t++) P[t] = 0.f;
 }
 
-zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const float *history, int n_hist, int block_size,
-                          int budget, float *scratch, uint8_t *keep, float *new_history, int *order) {
+zp_status scorer_plan_score(const zp_score_plan *p, const zp_score_view *v, const float *history, int n_hist, int block_size,
+                            float *scratch, float *new_history, const float **score) {
     const int n = v->n;
     float *A = scratch, *S = A + n, *P = A + 2 * n, *r = A + 3 * n, *tmp = A + 4 * n, *knorm = A + 6 * n;
     if (p->attention) ZP_TRY(scorer_window_attention(v, &p->attn, A, tmp));
@@ -62,8 +62,26 @@ zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const 
         scorer_mix(P, tmp, n, p->lambda, C);
     }
     for (int t = 0; t < p->sink && t < n; t++) C[t] = INFINITY;
-    scorer_keep_topk_recent(C, n, budget, p->recent, keep);
+    *score = C;
+    return ZP_OK;
+}
+
+int scorer_plan_recent(const zp_score_plan *p, int n, int budget) {
+    const int r = p->recent < budget ? p->recent : budget;
+    return r < 0 ? 0 : r < n ? r : n;
+}
+
+zp_status scorer_plan_keep(const zp_score_plan *p, const float *C, int n, int budget, int recent, uint8_t *keep, int *order) {
+    scorer_keep_topk_recent(C, n, budget, recent, keep);
     if (!order) return ZP_OK;
-    const int recent = p->recent < budget ? (p->recent < n ? p->recent : n) : budget;
+    if (recent > budget) recent = budget;
+    if (recent > n) recent = n;
     return scorer_rank_order(C, keep, p->order_score ? n - (recent > 0 ? recent : 0) : 0, n, order);
+}
+
+zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const float *history, int n_hist, int block_size,
+                          int budget, float *scratch, uint8_t *keep, float *new_history, int *order) {
+    const float *C;
+    ZP_TRY(scorer_plan_score(p, v, history, n_hist, block_size, scratch, new_history, &C));
+    return scorer_plan_keep(p, C, v->n, budget, p->recent, keep, order);
 }

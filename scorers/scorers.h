@@ -189,6 +189,11 @@ typedef struct {
     zp_trig_mode trig_mode;  /* per_layer_perhead (scorer_trig_group), or one set across layers (scorer_trig_across) */
     const float *trig_stats; /* [n_layers][Hq][q_re | q_im | q_abs][D/2] */
     const float *trig_freqs; /* [D/2] the model's RoPE frequencies */
+    /* Head-wise budgets (the engine's head_budget setting, set by the compressor): 1: AdaKV's
+     * allocation across a layer's KV heads (scorer_head_budgets with floor share head_floor)
+     * between the score stages and the selection; 0: every head keeps the budget */
+    int head_adakv;
+    double head_floor;
 } zp_score_plan;
 
 /* Runs a plan on one (request, layer, KV head): keep[n] (exactly budget ones when n >
@@ -198,5 +203,21 @@ typedef struct {
  * scratch: [6n + n D] floats. */
 zp_status scorer_plan_run(const zp_score_plan *p, const zp_score_view *v, const float *history, int n_hist, int block_size,
                           int budget, float *scratch, uint8_t *keep, float *new_history, int *order);
+/* scorer_plan_run in its two halves, for a selection between them (head-wise budgets): the
+ * score stages, *score = C[n] (inside scratch, until the next call); then the keep-recent top-k
+ * of `budget` tokens with `recent` of them the last ones (and the order). scorer_plan_recent:
+ * the recent tokens a budget keeps (min of the plan's, the budget and n). */
+zp_status scorer_plan_score(const zp_score_plan *p, const zp_score_view *v, const float *history, int n_hist, int block_size,
+                            float *scratch, float *new_history, const float **score);
+int scorer_plan_recent(const zp_score_plan *p, int n, int budget);
+zp_status scorer_plan_keep(const zp_score_plan *p, const float *C, int n, int budget, int recent, uint8_t *keep, int *order);
+/* One layer's selection with head-wise budgets (head_budget.c): C [H][stride] each head's final
+ * scores (scorer_plan_score) over its m[h] tokens; the plan's recent tokens of the budget kept by
+ * every head, the rest of the layer's H x budget shared by scorer_head_budgets (floor share
+ * p->head_floor) over each head's candidates (its tokens before the recent ones), each head's
+ * top count kept (scorer_plan_keep). Out: keep and order [H][stride] (order may be NULL), kept[h]
+ * the tokens head h keeps; cand [H] scratch. */
+zp_status scorer_head_keep(const zp_score_plan *p, const float *C, const int *m, int stride, int H, int budget, int *cand, int *kept,
+                           uint8_t *keep, int *order);
 
 #endif

@@ -285,15 +285,16 @@ static void attend_row(const zp_attn_dims *d, const zp_batch *b, int layer, int 
                        const char *vc, float *out, float *scores, float *tmp) {
     const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size, kh = h / (d->n_heads / Hkv);
     const float ks = cpu_k_scale(d, layer, kh), vs = cpu_v_scale(d, layer, kh);
-    const int n_vis = b->seq_kv_len[s] - b->seq_q_len[s] + r + 1;
+    const zp_head_runs hr = zp_batch_head_runs(b, d->n_layers, Hkv, s, layer);
+    const size_t start = hr.run ? zp_head_start(&hr, kh) : 0;
+    const int n_vis = b->seq_kv_len[s] - b->seq_q_len[s] + r + 1 + zp_head_delta(&hr, kh);
     const zp_attn_layer *al = zp_attn_layer_of(d, layer);
     const int j0 = al && al->window > 0 && n_vis > al->window ? n_vis - al->window : 0;
     const int *bt = b->block_tables + (size_t)s * b->max_blocks;
     const float sink = al && al->sinks ? ((const float *)al->sinks)[h] : -INFINITY;
     float mx = sink;
     for (int j = j0; j < n_vis; j++) {
-        size_t slot = (size_t)bt[j / bs] * bs + (size_t)(j % bs);
-        const float *k = cpu_kv_row(d, kc, (slot * Hkv + kh) * D, ks, tmp);
+        const float *k = cpu_kv_row(d, kc, zp_head_key_row(&hr, start, bt, bs, Hkv, kh, j) * D, ks, tmp);
         float dot = 0.f;
         for (int i = 0; i < D; i++) dot += q[i] * k[i];
         scores[j] = dot * d->scale;
@@ -304,8 +305,7 @@ static void attend_row(const zp_attn_dims *d, const zp_batch *b, int layer, int 
     float inv = 1.0f / sum;
     memset(out, 0, sizeof(float) * (size_t)D);
     for (int j = j0; j < n_vis; j++) {
-        size_t slot = (size_t)bt[j / bs] * bs + (size_t)(j % bs);
-        const float *v = cpu_kv_row(d, vc, (slot * Hkv + kh) * D, vs, tmp);
+        const float *v = cpu_kv_row(d, vc, zp_head_key_row(&hr, start, bt, bs, Hkv, kh, j) * D, vs, tmp);
         float p = scores[j] * inv;
         for (int i = 0; i < D; i++) out[i] += p * v[i];
     }
@@ -317,7 +317,13 @@ static zp_status cpu_attention(zp_backend *be, const zp_attn_dims *d, void *out,
     const int D = d->head_dim, Hq = d->n_heads;
     const char *kl = cpu_kv_layer(d, k_cache, layer), *vl = cpu_kv_layer(d, v_cache, layer);
     int max_kv = 1;
-    for (int s = 0; s < b->n_seqs; s++) max_kv = b->seq_kv_len[s] > max_kv ? b->seq_kv_len[s] : max_kv;
+    for (int s = 0; s < b->n_seqs; s++) {
+        const zp_head_runs hr = zp_batch_head_runs(b, d->n_layers, d->n_kv_heads, s, layer);
+        for (int g = 0; g < d->n_kv_heads; g++) {
+            const int n = b->seq_kv_len[s] + zp_head_delta(&hr, g);
+            max_kv = n > max_kv ? n : max_kv;
+        }
+    }
     int *row_seq = malloc(sizeof(int) * (size_t)(b->n_tokens ? b->n_tokens : 1));
     ZP_CHECK_ALLOC(row_seq);
     for (int s = 0; s < b->n_seqs; s++)
@@ -442,6 +448,10 @@ zp_status zp_backend_cpu_create(int n_threads, zp_backend **out) {
     be->key_gather = cpu_key_gather;
     be->score_read = cpu_score_read;
     be->kv_compact = cpu_kv_compact;
+    be->key_gather_runs = cpu_key_gather_runs;
+    be->score_read_runs = cpu_score_read_runs;
+    be->kv_compact_runs = cpu_kv_compact_runs;
+    be->head_runs = 1;
     be->compress = NULL; /* the compressor runs the host plan through the ops above (zp_compress_host) */
     be->compress_wait = cpu_compress_wait;
     be->copy_bandwidth = cpu_copy_bandwidth;

@@ -28,24 +28,44 @@ zp_status cpu_query_read(zp_backend *be, const zp_attn_dims *d, const void *qcac
     return ZP_OK;
 }
 
-zp_status cpu_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n, float *out) {
+zp_status cpu_key_gather_runs(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n,
+                              const zp_head_runs *runs, int stride, float *out) {
+    (void)be;
     const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size;
     const char *kl = cpu_kv_layer(d, k_cache, layer);
-    for (int t = 0; t < n; t++)
-        for (int g = 0; g < Hkv; g++) { /* dequantized in place when the cache is fp8 */
-            float *o = out + ((size_t)g * n + t) * D;
-            const float *k = cpu_kv_row(d, kl, (SLOT(table, t, bs) * Hkv + g) * D, cpu_k_scale(d, layer, g), o);
+    for (int g = 0; g < Hkv; g++) { /* dequantized in place when the cache is fp8 */
+        const int m = n + zp_head_delta(runs, g);
+        const size_t start = runs && runs->run ? zp_head_start(runs, g) : 0;
+        if (m > stride) return zp_fail(ZP_ERR_INVALID, "key_gather: head %d holds %d tokens, above the stride %d", g, m, stride);
+        for (int t = 0; t < m; t++) {
+            float *o = out + ((size_t)g * stride + t) * D;
+            const float *k = cpu_kv_row(d, kl, zp_head_key_row(runs, start, table, bs, Hkv, g, t) * D, cpu_k_scale(d, layer, g), o);
             if (k != o) memcpy(o, k, sizeof(float) * (size_t)D);
         }
+    }
+    return ZP_OK;
+}
+
+zp_status cpu_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n, float *out) {
+    return cpu_key_gather_runs(be, d, k_cache, layer, table, n, NULL, n, out);
+}
+
+zp_status cpu_score_read_runs(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n,
+                              const zp_head_runs *runs, int stride, float *out) {
+    (void)be;
+    const int Hkv = d->n_kv_heads, bs = d->block_size;
+    const float *sc = (const float *)score_cache + (size_t)zp_kv_row(d, layer) * d->num_blocks * bs * Hkv;
+    for (int g = 0; g < Hkv; g++) {
+        const int m = n + zp_head_delta(runs, g);
+        const size_t start = runs && runs->run ? zp_head_start(runs, g) : 0;
+        if (m > stride) return zp_fail(ZP_ERR_INVALID, "score_read: head %d holds %d tokens, above the stride %d", g, m, stride);
+        for (int t = 0; t < m; t++) out[(size_t)g * stride + t] = sc[zp_head_key_row(runs, start, table, bs, Hkv, g, t)];
+    }
     return ZP_OK;
 }
 
 zp_status cpu_score_read(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n, float *out) {
-    const int Hkv = d->n_kv_heads, bs = d->block_size;
-    const float *sc = (const float *)score_cache + (size_t)zp_kv_row(d, layer) * d->num_blocks * bs * Hkv;
-    for (int t = 0; t < n; t++)
-        for (int g = 0; g < Hkv; g++) out[(size_t)g * n + t] = sc[SLOT(table, t, bs) * Hkv + g];
-    return ZP_OK;
+    return cpu_score_read_runs(be, d, score_cache, layer, table, n, NULL, n, out);
 }
 
 /* Rewrites positions [0, k) of head g's target so that position i holds the kept token
@@ -115,4 +135,60 @@ zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, v
         if (order) ZP_TRY(permute_head(d, kc, vc, sc && scores ? sc : NULL, dst, g, n, keep + (size_t)g * n, order + (size_t)g * n));
     }
     return ZP_OK;
+}
+
+/* Head runs: every head's kept K/V rows (and scores) staged in host memory first, then written
+ * as consecutive runs of cells of dst (kept[h] cells at the sum of the kept before head h). The
+ * rows move as they are (an fp8 row keeps its bytes and its head's scale). */
+zp_status cpu_kv_compact_runs(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
+                              const int *src, int n, const zp_head_runs *runs, int stride, const int *dst, const uint8_t *keep,
+                              const float *scores, const int *order) {
+    (void)be;
+    const int D = d->head_dim, Hkv = d->n_kv_heads, bs = d->block_size;
+    const size_t row = cpu_kv_elem(d) * (size_t)D, per = (size_t)bs * (size_t)Hkv;
+    char *kc = cpu_kv_layer(d, k_cache, layer), *vc = cpu_kv_layer(d, v_cache, layer);
+    float *sc = score_cache ? (float *)score_cache + (size_t)zp_kv_row(d, layer) * d->num_blocks * bs * Hkv : NULL;
+    size_t total = 0;
+    for (int g = 0; g < Hkv; g++) {
+        const int m = n + zp_head_delta(runs, g);
+        if (m > stride) return zp_fail(ZP_ERR_INVALID, "kv_compact: head %d holds %d tokens, above the stride %d", g, m, stride);
+        for (int t = 0; t < m; t++) total += keep[(size_t)g * stride + t] != 0;
+    }
+    char *tk = malloc(2 * (total ? total : 1) * row + sizeof(float) * (total ? total : 1));
+    int *pos = malloc(sizeof(int) * (size_t)(stride > 0 ? stride : 1));
+    if (!tk || !pos) { free(tk); free(pos); return zp_fail(ZP_ERR_OOM, "kv_compact: no memory to stage %zu rows", total); }
+    char *tv = tk + total * row;
+    float *ts = (float *)(tv + total * row);
+    zp_status st = ZP_OK;
+    size_t i = 0;
+    for (int g = 0; g < Hkv && st == ZP_OK; g++) { /* staged in the order compaction writes them */
+        const int m = n + zp_head_delta(runs, g);
+        const size_t start = runs && runs->run ? zp_head_start(runs, g) : 0;
+        const uint8_t *kg = keep + (size_t)g * stride;
+        int k = 0;
+        for (int t = 0; t < m; t++) pos[t] = kg[t] ? k++ : -1;
+        for (int j = 0, next = 0; j < k; j++, i++) {
+            int t;
+            if (order) {
+                t = order[(size_t)g * stride + j];
+                if (t < 0 || t >= m || pos[t] < 0) { st = zp_fail(ZP_ERR_INVALID, "kv_compact: order entry %d of head %d (token %d) is not kept", j, g, t); break; }
+            } else { /* position order: the next kept token */
+                for (t = next; pos[t] < 0; t++) {}
+                next = t + 1;
+            }
+            const size_t at = zp_head_key_row(runs, start, src, bs, Hkv, g, t);
+            memcpy(tk + i * row, kc + at * row, row);
+            memcpy(tv + i * row, vc + at * row, row);
+            ts[i] = scores ? scores[(size_t)g * stride + t] : 0.f;
+        }
+    }
+    for (size_t c = 0; c < total && st == ZP_OK; c++) {
+        const size_t at = (size_t)dst[c / per] * per + c % per;
+        memcpy(kc + at * row, tk + c * row, row);
+        memcpy(vc + at * row, tv + c * row, row);
+        if (sc && scores) sc[at] = ts[c];
+    }
+    free(tk);
+    free(pos);
+    return st;
 }

@@ -54,6 +54,13 @@ zp_status cpu_query_read(zp_backend *be, const zp_attn_dims *d, const void *qcac
 zp_status cpu_key_gather(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n, float *out);
 zp_status cpu_attn_history(zp_backend *be, const zp_attn_dims *d, const void *q, const void *k_cache, void *score_cache, void *stats,
                            int layer);
+zp_status cpu_key_gather_runs(zp_backend *be, const zp_attn_dims *d, const void *k_cache, int layer, const int *table, int n,
+                              const zp_head_runs *runs, int stride, float *out);
+zp_status cpu_score_read_runs(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n,
+                              const zp_head_runs *runs, int stride, float *out);
+zp_status cpu_kv_compact_runs(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
+                              const int *src, int n, const zp_head_runs *runs, int stride, const int *dst, const uint8_t *keep,
+                              const float *scores, const int *order);
 zp_status cpu_score_read(zp_backend *be, const zp_attn_dims *d, const void *score_cache, int layer, const int *table, int n, float *out);
 zp_status cpu_kv_compact(zp_backend *be, const zp_attn_dims *d, void *k_cache, void *v_cache, void *score_cache, int layer,
                          const int *src, int n, const int *dst, const uint8_t *keep, const float *scores, const int *order, int shift);

@@ -11,8 +11,6 @@
 
 #include "cpu_ops.h"
 
-#define SLOT(table, t, bs) ((size_t)(table)[(t) / (bs)] * (size_t)(bs) + (size_t)((t) % (bs)))
-
 static float dot(const float *a, const float *b, int D) {
     float s = 0.f;
     for (int i = 0; i < D; i++) s += a[i] * b[i];
@@ -23,12 +21,15 @@ static float dot(const float *a, const float *b, int D) {
 static void row_stats(const zp_attn_dims *d, const zp_batch *b, int layer, int s, const float *q, const char *kc, float *stats) {
     const int D = d->head_dim, Hq = d->n_heads, Hkv = d->n_kv_heads, G = Hq / Hkv, bs = d->block_size;
     const int *bt = b->block_tables + (size_t)s * b->max_blocks, q0 = b->seq_q_start[s], base = b->seq_kv_len[s] - b->seq_q_len[s];
+    const zp_head_runs hr = zp_batch_head_runs(b, d->n_layers, Hkv, s, layer);
     for (int i = 0; i < b->seq_q_len[s]; i++)
         for (int h = 0; h < Hq; h++) {
             const float *qh = q + ((size_t)(q0 + i) * Hq + h) * D;
+            const size_t start = hr.run ? zp_head_start(&hr, h / G) : 0;
             float mx = -INFINITY, sum = 0.f, tmp[CPU_MAX_HEAD_DIM];
-            for (int j = 0; j <= base + i; j++) {
-                const float z = dot(qh, cpu_kv_row(d, kc, (SLOT(bt, j, bs) * Hkv + h / G) * D, cpu_k_scale(d, layer, h / G), tmp), D) * d->scale;
+            for (int j = 0; j <= base + zp_head_delta(&hr, h / G) + i; j++) {
+                const size_t at = zp_head_key_row(&hr, start, bt, bs, Hkv, h / G, j);
+                const float z = dot(qh, cpu_kv_row(d, kc, at * D, cpu_k_scale(d, layer, h / G), tmp), D) * d->scale;
                 if (z > mx) { sum *= expf(mx - z); mx = z; }
                 sum += expf(z - mx);
             }
@@ -41,17 +42,21 @@ static void row_stats(const zp_attn_dims *d, const zp_batch *b, int layer, int s
 static void key_sums(const zp_attn_dims *d, const zp_batch *b, int layer, int s, int g, const float *q, const char *kc, const float *stats,
                      float *sc) {
     const int D = d->head_dim, Hq = d->n_heads, Hkv = d->n_kv_heads, G = Hq / Hkv, bs = d->block_size;
-    const int *bt = b->block_tables + (size_t)s * b->max_blocks, q0 = b->seq_q_start[s], base = b->seq_kv_len[s] - b->seq_q_len[s];
-    for (int j = 0; j < b->seq_kv_len[s]; j++) {
+    const zp_head_runs hr = zp_batch_head_runs(b, d->n_layers, Hkv, s, layer);
+    const size_t start = hr.run ? zp_head_start(&hr, g) : 0;
+    const int *bt = b->block_tables + (size_t)s * b->max_blocks, q0 = b->seq_q_start[s];
+    const int base = b->seq_kv_len[s] - b->seq_q_len[s] + zp_head_delta(&hr, g), n = b->seq_kv_len[s] + zp_head_delta(&hr, g);
+    for (int j = 0; j < n; j++) {
         float tmp[CPU_MAX_HEAD_DIM];
-        const float *k = cpu_kv_row(d, kc, (SLOT(bt, j, bs) * Hkv + g) * D, cpu_k_scale(d, layer, g), tmp);
+        const size_t at = zp_head_key_row(&hr, start, bt, bs, Hkv, g, j);
+        const float *k = cpu_kv_row(d, kc, at * D, cpu_k_scale(d, layer, g), tmp);
         float acc = 0.f;
         for (int i = j > base ? j - base : 0; i < b->seq_q_len[s]; i++)
             for (int h = g * G; h < (g + 1) * G; h++) {
                 const float *st = stats + ((size_t)(q0 + i) * Hq + h) * 2;
                 acc += expf(dot(q + ((size_t)(q0 + i) * Hq + h) * D, k, D) * d->scale - st[0]) * st[1];
             }
-        float *out = sc + SLOT(bt, j, bs) * Hkv + g;
+        float *out = sc + at;
         *out = (j >= base ? 0.f : *out) + acc / (float)G;
     }
 }

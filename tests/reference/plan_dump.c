@@ -5,7 +5,10 @@
  * float32 keys [H_kv][n][D], queries [H_kv][w][G][D], and history [H_kv][n] when has_history.
  * Output: one line a head, the kept token indices in ascending order; with --history a second
  * line a head, the new history of those tokens (for a replay that carries it, cadence.py).
- * Usage: plan_dump CASE.bin POLICY PARAMS_JSON WINDOW [--history] */
+ * With --adakv FLOOR instead, the heads' scores (scorer_plan_score of the policy's plan) go through
+ * the engine's layer-wide selection with AdaKV's head budgets (scorer_head_keep) and each head's
+ * kept indices are printed likewise.
+ * Usage: plan_dump CASE.bin POLICY PARAMS_JSON WINDOW [--history | --adakv FLOOR] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +18,43 @@
 
 static int read_all(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
 
+/* --adakv: every head scored by the policy's plan, then one selection for the layer. */
+static int adakv_dump(const zp_policy *p, const float *keys, const float *q, const float *hist, int H, int n, int D, int G, int w,
+                      int window, int n_hist, int bs, int budget, double floor_share, float *scratch) {
+    zp_score_plan plan;
+    if (policy_plan(p, budget, window, &plan) != ZP_OK) { fprintf(stderr, "plan_dump: %s\n", zp_last_error()); return 1; }
+    plan.head_adakv = 1;
+    plan.head_floor = floor_share;
+    float *C = malloc(sizeof(float) * (size_t)H * n);
+    int *m = malloc(sizeof(int) * (size_t)H), *cand = malloc(sizeof(int) * (size_t)H), *kept = malloc(sizeof(int) * (size_t)H);
+    uint8_t *keep = malloc((size_t)H * n);
+    int st = !C || !m || !cand || !kept || !keep;
+    for (int k = 0; k < H && !st; k++) {
+        const zp_score_view v = {.n = n, .head_dim = D, .group = G, .window = window, .scale = 1.0f / sqrtf((float)D),
+                                 .keys = keys + (size_t)k * n * D, .queries = q + ((size_t)k * w + (size_t)(w - window)) * G * D,
+                                 .layer = 0, .head = k};
+        const float *c;
+        st = scorer_plan_score(&plan, &v, hist ? hist + (size_t)k * n : NULL, hist ? n_hist : 0, bs, scratch, NULL, &c) != ZP_OK;
+        if (!st) memcpy(C + (size_t)k * n, c, sizeof(float) * (size_t)n);
+        m[k] = n;
+    }
+    if (!st) st = scorer_head_keep(&plan, C, m, n, H, budget, cand, kept, keep, NULL) != ZP_OK;
+    if (st) fprintf(stderr, "plan_dump: %s\n", zp_last_error());
+    for (int k = 0; k < H && !st; k++) {
+        for (int t = 0, first = 1; t < n; t++)
+            if (keep[(size_t)k * n + t]) printf(first ? "%d" : " %d", t), first = 0;
+        printf("\n");
+    }
+    free(C), free(m), free(cand), free(kept), free(keep);
+    return st;
+}
+
 int main(int argc, char **argv) {
-    const int print_hist = argc == 6 && !strcmp(argv[5], "--history");
-    if (argc != 5 && !print_hist) { fprintf(stderr, "usage: plan_dump CASE.bin POLICY PARAMS_JSON WINDOW [--history]\n"); return 2; }
+    const int print_hist = argc == 6 && !strcmp(argv[5], "--history"), adakv = argc == 7 && !strcmp(argv[5], "--adakv");
+    if (argc != 5 && !print_hist && !adakv) {
+        fprintf(stderr, "usage: plan_dump CASE.bin POLICY PARAMS_JSON WINDOW [--history | --adakv FLOOR]\n");
+        return 2;
+    }
     FILE *f = fopen(argv[1], "rb");
     int32_t h[9];
     if (!f || !read_all(f, h, sizeof h)) { fprintf(stderr, "plan_dump: cannot read %s\n", argv[1]); return 1; }
@@ -39,6 +76,12 @@ int main(int argc, char **argv) {
     fclose(f);
     zp_policy p;
     if (policy_create(argv[2], argv[3], &p) != ZP_OK) { fprintf(stderr, "plan_dump: %s\n", zp_last_error()); return 1; }
+    if (adakv) {
+        const int st = adakv_dump(&p, keys, q, hist, H, n, D, G, w, window, n_hist, bs, budget, atof(argv[6]), scratch);
+        policy_destroy(&p);
+        free(keys), free(q), free(hist), free(scratch), free(newh), free(keep);
+        return st;
+    }
     for (int k = 0; k < H; k++) {
         /* the last `window` of the w stored queries */
         zp_select_input in = {{.n = n,

@@ -63,3 +63,27 @@ def keep(scores, counts):
         s = np.where(np.isnan(s), np.float32(-np.inf), s)
         out.append(np.sort(np.argsort(-s, kind="stable")[:k]))
     return out
+
+
+def keep_snapkv(keys, queries, budget, floor_alpha=0.2, window=32, kernel=7, harness=True):
+    """AdaKV over SnapKV's scores, as AdaptiveSnapKVCluster with gqa_support and gqa_func "mean":
+    keys [H_kv, n, D], queries [H_kv, w, G, D] (the last `window` used); budget = the authors'
+    base_capacity (window included). Follows snapkv_utils.py 335-370 (calcul_attn_sore: the window
+    queries' logits / sqrt(D), causal inside the window, softmax over all keys in fp32, the mean
+    over the window rows of the non-window columns, the mean over the group, max_pool1d kernel 7
+    padding 3), 445-460 (head_counts) and 478-490 (each head's top counts, then its window).
+    Returns each head's kept indices, ascending; harness=True applies the harness's trim step."""
+    from _common import NEG_INF, as_f32, causal_window_mask, logits, max_pool1d, softmax
+    W = window
+    keys, queries = as_f32(keys), as_f32(queries)
+    H, n, _ = keys.shape
+    B = budget - W
+    if B > n - W:                                               # 439-442: no compression
+        return [np.arange(n) for _ in range(H)]
+    z = logits(queries[:, -W:], keys)                           # [H, G, W, n]
+    z = np.where(causal_window_mask(W, n)[None, None], NEG_INF, z)
+    a = softmax(z, axis=-1)[:, :, :, :n - W].mean(axis=2).mean(axis=1)   # [H, n - W]
+    pooled = max_pool1d(a, kernel).astype(np.float32)
+    scores = [pooled[h] for h in range(H)]
+    counts = harness_counts(scores, B, floor_alpha) if harness else head_counts(scores, B, floor_alpha)
+    return [np.concatenate([k, np.arange(n - W, n)]) for k in keep(scores, counts)]

@@ -201,7 +201,8 @@ static void set_field(csv_doc *d, int row, int col, const char *v) {
 
 /* Rewrites runs.csv's pass@1, CI and grader columns from the tallies; an older file gets the
  * columns added since at its end (grader; admission_reserve 0, the only admission before it;
- * kv_dtype auto, the only cache type before it);
+ * kv_dtype auto, the only cache type before it; head_budget uniform and head_floor 0.2, the
+ * only budgets and floor before them);
  * every field quoted, as the runner writes it. */
 static zp_status rewrite_runs_csv(const char *path, tally *t, int n, graders *gs) {
     csv_doc d;
@@ -216,11 +217,13 @@ static zp_status rewrite_runs_csv(const char *path, tally *t, int n, graders *gs
         set_field(&d, 0, c_a, "admission_reserve");
         for (int r = 1; r < d.n; r++) set_field(&d, r, c_a, "0");
     }
-    if (s == ZP_OK && column(&d, "kv_dtype") < 0) {
-        const int c_k = d.nf[0];
-        set_field(&d, 0, c_k, "kv_dtype");
-        for (int r = 1; r < d.n; r++) set_field(&d, r, c_k, "auto");
-    }
+    static const char *const added[][2] = {{"kv_dtype", "auto"}, {"head_budget", "uniform"}, {"head_floor", "0.2"}};
+    for (size_t a = 0; s == ZP_OK && a < sizeof added / sizeof *added; a++)
+        if (column(&d, added[a][0]) < 0) {
+            const int c_k = d.nf[0];
+            set_field(&d, 0, c_k, added[a][0]);
+            for (int r = 1; r < d.n; r++) set_field(&d, r, c_k, added[a][1]);
+        }
     for (int r = 1; s == ZP_OK && r < d.n; r++) {
         const tally *tt = NULL;
         for (int k = 0; k < n && !tt; k++)

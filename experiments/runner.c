@@ -68,7 +68,9 @@
     X("device", "%s", r->device)                                                                                            \
     X("grader", "%s", sample_grader_label(&c->ds, r->grader)) /* code: the tests run, in the sandbox */                               \
     X("admission_reserve", "%g", r->admission_reserve) /* columns added later come last: zipage grade appends them */ \
-    X("kv_dtype", "%s", r->kv_dtype[0] ? r->kv_dtype : "auto")
+    X("kv_dtype", "%s", r->kv_dtype[0] ? r->kv_dtype : "auto")                                                             \
+    X("head_budget", "%s", r->head_budget[0] ? r->head_budget : "uniform")                                                  \
+    X("head_floor", "%g", r->head_floor)
 
 #define RUN_COLUMN_NAME(name, fmt, value) name,
 static const char *CSV_HEADER[] = {RUN_COLUMNS(RUN_COLUMN_NAME) NULL};

@@ -46,14 +46,43 @@ static zp_status build_refs(const exp_run *r, const char *model_dir) {
 }
 
 static const char *const fid_head = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
-                                    "first_disagreement,retained_share,layer_budget,kv_dtype,policy_params\n";
-/* The header before kv_dtype (column 15) was added. */
+                                    "first_disagreement,retained_share,layer_budget,kv_dtype,head_budget,head_floor,policy_params\n";
+/* The headers before kv_dtype (column 15), then before head_budget and head_floor (16, 17) were added. */
 static const char *const fid_head_v1 = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
                                        "first_disagreement,retained_share,layer_budget,policy_params\n";
+static const char *const fid_head_v2 = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
+                                       "first_disagreement,retained_share,layer_budget,kv_dtype,policy_params\n";
 
-/* An older fidelity.csv (fid_head_v1) gets kv_dtype auto after its 14th field in every row
- * (the fields before policy_params hold no commas); any other first line than the two headers
- * is refused. Under the folder's lock. */
+/* txt with head_add after the first `after` fields of its header and row_add after those of
+ * every row (the fields before policy_params hold no commas); *out malloc'ed. */
+static zp_status add_columns(const char *path, const char *txt, int after, const char *head_add, const char *row_add, char **out, size_t *n) {
+    size_t len = strlen(txt), lines = 1;
+    for (size_t i = 0; i < len; i++) lines += txt[i] == '\n';
+    const size_t more = strlen(head_add) > strlen(row_add) ? strlen(head_add) : strlen(row_add);
+    char *o = malloc(len + more * lines + 1);
+    if (!o) return zp_fail(ZP_ERR_OOM, "%s: no memory to add its %s column", path, head_add);
+    size_t k = 0;
+    for (const char *line = txt; *line;) {
+        const char *end = strchr(line, '\n'), *p = line;
+        end = end ? end + 1 : line + strlen(line);
+        for (int commas = 0; p < end && commas < after; p++) commas += *p == ',';
+        if (p >= end) { free(o); return zp_fail(ZP_ERR_FORMAT, "%s: a row with fewer than %d fields: %.60s", path, after + 1, line); }
+        const char *add = line == txt ? head_add : row_add;
+        memcpy(o + k, line, (size_t)(p - line)), k += (size_t)(p - line);
+        memcpy(o + k, add, strlen(add)), k += strlen(add);
+        memcpy(o + k, p, (size_t)(end - p)), k += (size_t)(end - p);
+        line = end;
+    }
+    o[k] = 0;
+    *out = o;
+    *n = k;
+    return ZP_OK;
+}
+
+/* An older fidelity.csv (fid_head_v1, fid_head_v2) gets the columns added since in every row:
+ * kv_dtype auto after its 14th field, head_budget uniform and head_floor 0.2 after its 15th (the
+ * only cache type, budgets and floor before them); any other first line than the three headers is
+ * refused. Under the folder's lock. */
 static zp_status upgrade_csv(const char *path) {
     if (access(path, F_OK) != 0) return ZP_OK;
     int lock;
@@ -61,28 +90,19 @@ static zp_status upgrade_csv(const char *path) {
     char *txt = NULL, *out = NULL;
     size_t len = 0, n = 0;
     zp_status s = zp_read_file(path, &txt, &len);
-    if (s == ZP_OK && len && strncmp(txt, fid_head, strlen(fid_head)) && strncmp(txt, fid_head_v1, strlen(fid_head_v1)))
+    const int v1 = s == ZP_OK && len && !strncmp(txt, fid_head_v1, strlen(fid_head_v1));
+    const int v2 = s == ZP_OK && len && !strncmp(txt, fid_head_v2, strlen(fid_head_v2));
+    if (s == ZP_OK && len && strncmp(txt, fid_head, strlen(fid_head)) && !v1 && !v2)
         s = zp_fail(ZP_ERR_FORMAT, "%s: its first line is not a fidelity.csv header (another file, or a newer version's?)", path);
-    if (s == ZP_OK && len && !strncmp(txt, fid_head_v1, strlen(fid_head_v1))) {
-        size_t lines = 1;
-        for (size_t i = 0; i < len; i++) lines += txt[i] == '\n';
-        out = malloc(len + 9 * lines); /* "kv_dtype," or "auto," a line */
-        if (!out) s = zp_fail(ZP_ERR_OOM, "%s: no memory to add its kv_dtype column", path);
-        for (const char *line = txt; s == ZP_OK && *line;) {
-            const char *end = strchr(line, '\n'), *p = line;
-            end = end ? end + 1 : line + strlen(line);
-            const int head = line == txt;
-            for (int commas = 0; p < end && commas < 14; p++) commas += *p == ',';
-            if (p >= end) { s = zp_fail(ZP_ERR_FORMAT, "%s: a row with fewer than 15 fields: %.60s", path, line); break; }
-            const char *add = head ? "kv_dtype," : "auto,";
-            memcpy(out + n, line, (size_t)(p - line)), n += (size_t)(p - line);
-            memcpy(out + n, add, strlen(add)), n += strlen(add);
-            memcpy(out + n, p, (size_t)(end - p)), n += (size_t)(end - p);
-            line = end;
-        }
-        if (s == ZP_OK) s = rio_replace(path, out, n);
-        if (s == ZP_OK) fprintf(stderr, "%s: upgraded to the kv_dtype column (its earlier rows: auto)\n", path);
+    if (s == ZP_OK && v1) {
+        s = add_columns(path, txt, 14, "kv_dtype,", "auto,", &out, &n);
+        if (s == ZP_OK) { free(txt); txt = out; out = NULL; }
     }
+    if (s == ZP_OK && (v1 || v2)) s = add_columns(path, txt, 15, "head_budget,head_floor,", "uniform,0.2,", &out, &n);
+    if (s == ZP_OK && (v1 || v2)) s = rio_replace(path, out, n);
+    if (s == ZP_OK && (v1 || v2))
+        fprintf(stderr, "%s: upgraded to the %scolumns (its earlier rows: %s)\n", path, v1 ? "kv_dtype, head_budget and head_floor " : "head_budget and head_floor ",
+                v1 ? "auto, uniform, 0.2" : "uniform, 0.2");
     free(txt);
     free(out);
     rio_unlock(lock);
@@ -107,9 +127,9 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     size_t k = 0;
     FILE *m = open_memstream(&row, &k);
     if (!m) return zp_fail(ZP_ERR_OOM, "%s: no memory for the row of run %s", path, r->run_id);
-    fprintf(m, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f,%s,%s,", r->run_id, r->policy, r->nmax, r->window, r->block_size, r->dataset,
-            cache.set.n, r->gen, mean.mean_kl, mean.worst_window_kl, mean.agreement, mean.first_disagreement, mean.retained_share,
-            r->layer_budget[0] ? r->layer_budget : "uniform", kv_dtype);
+    fprintf(m, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f,%s,%s,%s,%g,", r->run_id, r->policy, r->nmax, r->window, r->block_size,
+            r->dataset, cache.set.n, r->gen, mean.mean_kl, mean.worst_window_kl, mean.agreement, mean.first_disagreement, mean.retained_share,
+            r->layer_budget[0] ? r->layer_budget : "uniform", kv_dtype, r->head_budget[0] ? r->head_budget : "uniform", r->head_floor);
     const char *params = r->policy_params[0] ? r->policy_params : "{}";
     csv_fwrite(m, params, strlen(params)); /* quoted, last: a JSON object has commas */
     fputc('\n', m);
@@ -119,7 +139,8 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     zp_status st = force ? rio_replace_lines(path, fid_head, prefix, row, k) : rio_append_lines(path, fid_head, row, k);
     free(row);
     ZP_TRY(st);
-    fprintf(stderr, "run %s: %s N=%d (%s budgets, kv_dtype %s): mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id,
-            r->policy, r->nmax, r->layer_budget[0] ? r->layer_budget : "uniform", kv_dtype, mean.mean_kl, mean.agreement, mean.retained_share);
+    fprintf(stderr, "run %s: %s N=%d (%s layer budgets, %s head budgets, kv_dtype %s): mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n", r->run_id,
+            r->policy, r->nmax, r->layer_budget[0] ? r->layer_budget : "uniform", r->head_budget[0] ? r->head_budget : "uniform", kv_dtype,
+            mean.mean_kl, mean.agreement, mean.retained_share);
     return ZP_OK;
 }

@@ -102,7 +102,7 @@ SHARD=0/2 "$Z" run "$E" --results "$T/s0" > "$T/log8" 2>&1
 SHARD=1/2 "$Z" run "$E" --results "$T/s1" > "$T/log9" 2>&1
 "$Z" merge "$T/merged.csv" "$T/s0/tiny_sweep/runs.csv" "$T/s1/tiny_sweep/runs.csv" "$T/s0/tiny_sweep/runs.csv" > "$T/log10" 2>&1
 check '[ "$(wc -l < "$T/merged.csv")" -eq 4 ] && grep -q "3 rows added" "$T/log10"' "merge: 3 distinct runs, duplicates dropped"
-H='"run_id","time","git_commit","model","dataset","n_problems","n_samples","policy","policy_params","nmax","window","layer_budget","max_concurrency","block_size","kv_pool_tokens","scheduler","async","prefix_cache","temperature","top_p","max_tokens","seed","pass_at_1","ci_low","ci_high","mean_output_tokens","truncated_share","generated_tokens","wall_seconds","tps","requests_per_s","peak_running","mean_running","peak_kv_bytes","compressions","compression_seconds","device","grader","admission_reserve","kv_dtype"'
+H='"run_id","time","git_commit","model","dataset","n_problems","n_samples","policy","policy_params","nmax","window","layer_budget","max_concurrency","block_size","kv_pool_tokens","scheduler","async","prefix_cache","temperature","top_p","max_tokens","seed","pass_at_1","ci_low","ci_high","mean_output_tokens","truncated_share","generated_tokens","wall_seconds","tps","requests_per_s","peak_running","mean_running","peak_kv_bytes","compressions","compression_seconds","device","grader","admission_reserve","kv_dtype","head_budget","head_floor"'
 check '[ "$(head -1 "$T/merged.csv")" = "$H" ]' "runs.csv header (schema)"
 printf '{"model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","nmaxx":[1]}' > "$T/bad.json"
 "$Z" run "$T/bad.json" --results "$T" > "$T/log4" 2>&1; rc=$?
@@ -145,14 +145,14 @@ check '[ $rc -eq 0 ] && [ "$(wc -l < "$T/fid/fidelity.csv")" -eq 2 ]' "--force o
 printf '{"kind":"fidelity","model":"preset:tiny-qwen3-vocab","dataset":"gsm8k","limit":1,"gen":8,"kl_window":4,"block_size":16,"window":4,"policy":["full","zipage"],"nmax":1,"kv_dtype":["auto","fp8"]}' > "$T/fid8.json"
 "$Z" run "$T/fid8.json" --results "$T" > "$T/log41" 2>&1; rc=$?
 F8="$T/fid8/fidelity.csv"
-check '[ $rc -eq 0 ] && [ "$(head -1 "$F8")" = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,first_disagreement,retained_share,layer_budget,kv_dtype,policy_params" ] && [ "$(tail -n +2 "$F8" | cut -d, -f2,15 | sort | tr "\n" " ")" = "full,auto full,fp8 zipage,auto zipage,fp8 " ]' "fidelity.csv: a row per policy and cache type, kv_dtype its column 15"
+check '[ $rc -eq 0 ] && [ "$(head -1 "$F8")" = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,first_disagreement,retained_share,layer_budget,kv_dtype,head_budget,head_floor,policy_params" ] && [ "$(tail -n +2 "$F8" | cut -d, -f2,15 | sort | tr "\n" " ")" = "full,auto full,fp8 zipage,auto zipage,fp8 " ]' "fidelity.csv: a row per policy and cache type, kv_dtype its column 15"
 check 'awk -F, '"'"'$2 == "full" && $15 == "auto" && !($9 == 0 && $11 == 1) { bad = 1 } $2 == "full" && $15 == "fp8" && !($9 > 0) { bad = 1 } END { exit bad }'"'"' "$F8"' "fidelity: full KV in auto is the reference (KL 0, agreement 1), in fp8 it moves (KL > 0)"
 # a fidelity.csv of the layout before kv_dtype is upgraded in place: its rows get auto
 mkdir -p "$T/fidold"
 printf 'run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,first_disagreement,retained_share,layer_budget,policy_params\nabcdabcdabcdabcd,snapkv,2,8,16,gsm8k,1,8,0.5,0.6,0.9,3.0,0.5000,uniform,"{""a"": 1}"\n' > "$T/fidold/fidelity.csv"
 cp "$T/fid.json" "$T/fidold.json"
 "$Z" run "$T/fidold.json" --results "$T" > "$T/log42" 2>&1; rc=$?
-check '[ $rc -eq 0 ] && head -1 "$T/fidold/fidelity.csv" | grep -q ",layer_budget,kv_dtype,policy_params$" && grep -q "^abcdabcdabcdabcd,snapkv,2,8,16,gsm8k,1,8,0.5,0.6,0.9,3.0,0.5000,uniform,auto,\"{\"\"a\"\": 1}\"$" "$T/fidold/fidelity.csv" && [ "$(wc -l < "$T/fidold/fidelity.csv")" -eq 3 ] && grep -q "upgraded to the kv_dtype column" "$T/log42"' "an older fidelity.csv gets kv_dtype auto in its rows, then the new row"
+check '[ $rc -eq 0 ] && head -1 "$T/fidold/fidelity.csv" | grep -q ",layer_budget,kv_dtype,head_budget,head_floor,policy_params$" && grep -q "^abcdabcdabcdabcd,snapkv,2,8,16,gsm8k,1,8,0.5,0.6,0.9,3.0,0.5000,uniform,auto,uniform,0.2,\"{\"\"a\"\": 1}\"$" "$T/fidold/fidelity.csv" && [ "$(wc -l < "$T/fidold/fidelity.csv")" -eq 3 ] && grep -q "upgraded to the kv_dtype, head_budget and head_floor columns" "$T/log42"' "an older fidelity.csv gets kv_dtype auto in its rows, then the new row"
 printf 'something,else\n1,2\n' > "$T/fidold/fidelity.csv"
 "$Z" run "$T/fidold.json" --results "$T" --force > "$T/log43" 2>&1; rc=$?
 check '[ $rc -ne 0 ] && grep -q "fidelity.csv: its first line is not a fidelity.csv header" "$T/log43" && [ "$(cat "$T/fidold/fidelity.csv")" = "$(printf "something,else\n1,2")" ]' "a file that is not a fidelity.csv is refused and left as it was"

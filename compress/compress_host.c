@@ -205,9 +205,9 @@ zp_status zp_compress_host(zp_backend *be, const zp_attn_dims *d, const zp_score
         if (across)
             st = trig_across(be, d, plan, &reqs[i], k_cache,
                              &b); /* one set across layers, before any layer is compacted */
+        const int stride = plan->head_adakv ? req_stride(d, &reqs[i]) : 0;
         for (int l = layer0; l < layer1 && st == ZP_OK; l++)
-            st = plan->head_adakv ? host_layer_adakv(be, d, plan, budget, l, &reqs[i], req_stride(d, &reqs[i]), k_cache, v_cache, q_cache,
-                                                     score_cache, &b)
+            st = plan->head_adakv ? host_layer_adakv(be, d, plan, budget, l, &reqs[i], stride, k_cache, v_cache, q_cache, score_cache, &b)
                                   : host_layer(be, d, plan, budget, l, &reqs[i], k_cache, v_cache, q_cache, score_cache, &b);
     }
     bufs_free(&b);

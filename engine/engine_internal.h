@@ -46,6 +46,8 @@ typedef struct {
     int stores_history;                /* the policy keeps a stored (global) history score: a score cache */
     int history_live;                  /* it keeps exact H2O's live history */
     int shift_positions;               /* StreamingLLM's position shift */
+    int head_scores;                   /* its plan scores each KV head (attention, keys or a history) */
+    int across_layers;                 /* its plan keeps one set across layers (TriAttention's modes) */
     int kv_fp8, kv_calibrate;          /* K/V in E4M3; its scales calibrated on the first prefill */
     zp_layer_budget_kind layer_budget; /* uniform or pyramid */
     int head_adakv;                    /* AdaKV's head-wise budgets (head_budget adakv), floor share head_floor */

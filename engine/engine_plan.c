@@ -10,7 +10,8 @@
 #include "kv_scales.h"
 
 /* The policy's facts that depend on its parameters: a stored (global) history, a live history
- * (exact H2O), the position shift of StreamingLLM. */
+ * (exact H2O), the position shift of StreamingLLM, a score per KV head (attention, keys or a
+ * history) and one set across layers (TriAttention's modes other than per_layer_perhead). */
 static zp_status policy_facts(const zp_engine_config *cfg, engine_plan *p) {
     zp_policy pol;
     ZP_TRY(policy_init_ops(p->ops, cfg->policy_params, &pol));
@@ -18,15 +19,17 @@ static zp_status policy_facts(const zp_engine_config *cfg, engine_plan *p) {
     if (p->ops->evicts && policy_plan(&pol, p->geo.budget, p->geo.window, &plan) == ZP_OK) {
         p->history_live = plan.history_live;
         p->shift_positions = plan.shift_positions;
+        p->head_scores = plan.attention || plan.key_score != ZP_KEYS_NONE || plan.global != ZP_GLOBAL_NONE;
+        p->across_layers = plan.key_score == ZP_KEYS_TRIG && plan.trig_mode != ZP_TRIG_PER_LAYER_PERHEAD;
     }
     p->stores_history = p->geo.evicts && policy_stores_history(&pol, p->geo.budget, p->geo.window);
     policy_destroy(&pol);
     return ZP_OK;
 }
 
-/* head_budget: uniform, or adakv for a policy whose plan scores each KV head (attention, keys or
- * a history) with one budget for every layer (not StreamingLLM's scoreless plan, not TriAttention
- * across layers, not PyramidKV's per-layer budgets, not StreamingLLM's position shift). */
+/* head_budget: uniform, or adakv for a policy whose plan scores each KV head with one budget for
+ * every layer (policy_facts: not StreamingLLM's scoreless plan, not TriAttention across layers,
+ * not StreamingLLM's position shift; not PyramidKV's per-layer budgets). */
 static zp_status head_budget_check(const zp_engine_config *cfg, engine_plan *p) {
     const char *k = cfg->head_budget ? cfg->head_budget : "uniform";
     if (!strcmp(k, "uniform")) return ZP_OK;
@@ -34,19 +37,13 @@ static zp_status head_budget_check(const zp_engine_config *cfg, engine_plan *p) 
     if (!p->ops->evicts) return zp_fail(ZP_ERR_INVALID, "head_budget adakv needs an evicting policy (policy is %s)", p->ops->name);
     if (p->layer_budget != ZP_LAYERS_UNIFORM)
         return zp_fail(ZP_ERR_UNSUPPORTED, "head_budget adakv: not with layer_budget %s yet (per-layer budgets inside the cap)", cfg->layer_budget);
-    zp_policy pol;
-    zp_score_plan plan;
-    ZP_TRY(policy_init_ops(p->ops, cfg->policy_params, &pol));
-    zp_status st = policy_plan(&pol, p->geo.budget, p->geo.window, &plan);
-    policy_destroy(&pol);
-    if (st != ZP_OK) return st;
-    if (!plan.attention && plan.key_score == ZP_KEYS_NONE && plan.global == ZP_GLOBAL_NONE)
+    if (!p->head_scores)
         return zp_fail(ZP_ERR_INVALID, "head_budget adakv: policy %s gives its tokens no score per KV head to share a layer's budget by",
                        p->ops->name);
-    if (plan.key_score == ZP_KEYS_TRIG && plan.trig_mode != ZP_TRIG_PER_LAYER_PERHEAD)
+    if (p->across_layers)
         return zp_fail(ZP_ERR_INVALID, "head_budget adakv: policy %s scores across layers (mode per_layer_perhead scores each layer's heads)",
                        p->ops->name);
-    if (plan.shift_positions) return zp_fail(ZP_ERR_INVALID, "head_budget adakv: not with position_shift (policy %s)", p->ops->name);
+    if (p->shift_positions) return zp_fail(ZP_ERR_INVALID, "head_budget adakv: not with position_shift (policy %s)", p->ops->name);
     p->head_adakv = 1;
     p->head_floor = cfg->head_floor;
     return ZP_OK;

@@ -78,13 +78,13 @@ static int first_layer_of_view(const zp_compressor *c, int n_layers, int v) {
 
 /* Counters of one finished request compression of n_kv tokens over the layers it compresses
  * (every full-attention layer; a sliding one keeps its window in its own blocks) (was_compressed:
- * their views left their dead blocks out). */
-static void count_compression(zp_compressor *c, const zp_model_config *mc, int n_kv, int was_compressed) {
+ * their views left their dead blocks out), each keeping `budget` tokens (0: its layer budget). */
+static void count_compression(zp_compressor *c, const zp_model_config *mc, int n_kv, int was_compressed, int budget) {
     int64_t L = 0, kept = 0, live = 0;
     for (int l = 0; l < mc->n_layers; l++) {
         if (zp_config_layer_window(mc, l) > 0) continue;
         L++;
-        kept += layer_budget(c, l);
+        kept += budget > 0 ? budget : layer_budget(c, l);
         live += n_kv - (was_compressed ? (int64_t)layer_dead(c, l) * c->geo.block_size : 0);
     }
     c->stats.compressions++;
@@ -102,12 +102,13 @@ static int device_layer_group(const zp_model_config *mc, const zp_compress_item 
     return fit < 1 ? 1 : fit > (size_t)mc->n_layers ? mc->n_layers : (int)fit;
 }
 
-/* The requests of layer l: a compressed request reads its blocks without the layer's dead ones
- * (its view, written into tabs [n][max_blocks]); every one writes the first budget / bs target
- * blocks. */
-static void layer_requests(const zp_compressor *c, const zp_compress_item *items, int n, int l, int use_hist, int *tabs,
+/* The requests of layer l keeping `keep` tokens (0: the layer's budget): a compressed request
+ * reads its blocks without the layer's dead ones (its view, written into tabs [n][max_blocks]);
+ * every one writes the first budget / bs target blocks. Its stored history covers the tokens its
+ * last compression kept. */
+static void layer_requests(const zp_compressor *c, const zp_compress_item *items, int n, int l, int keep, int use_hist, int *tabs,
                            int max_blocks, zp_compress_req *reqs) {
-    const int bs = c->geo.block_size, budget = layer_budget(c, l), dead = layer_dead(c, l);
+    const int bs = c->geo.block_size, budget = keep > 0 ? keep : layer_budget(c, l), dead = layer_dead(c, l);
     for (int i = 0; i < n; i++) {
         const zp_compress_item *q = items + i;
         const int *src = q->blocks;
@@ -118,7 +119,8 @@ static void layer_requests(const zp_compressor *c, const zp_compress_item *items
             src = t;
             live -= dead * bs;
         }
-        const int n_hist = c->history_live ? live : q->compressed ? budget : 0;
+        const int kept = q->kept_blocks > 0 ? q->kept_blocks * bs : layer_budget(c, l);
+        const int n_hist = c->history_live ? live : q->compressed ? kept : 0;
         reqs[i] = (zp_compress_req){.src = src,
                                     .dst = q->target,
                                     .n = live,
@@ -132,18 +134,24 @@ static void layer_requests(const zp_compressor *c, const zp_compress_item *items
     }
 }
 
-/* Layers [l0, l1) of one budget, all requests: the backend's `compress` (zp_compress_host when
+/* The plan at `budget` with the engine's parts (TriAttention's statistics, head-wise budgets). */
+static zp_status compressor_plan(const zp_compressor *c, int budget, zp_score_plan *plan) {
+    ZP_TRY(policy_plan(&c->policy, budget, c->geo.window, plan));
+    plan->trig_stats = c->trig_stats; /* TriAttention's: the engine's (NULL for every other policy) */
+    plan->trig_freqs = c->trig_freqs;
+    plan->head_adakv = c->head_adakv;
+    plan->head_floor = c->head_floor;
+    return ZP_OK;
+}
+
+/* Layers [l0, l1) of one budget (keep tokens, 0: the layers'), all requests: the backend's `compress` (zp_compress_host when
  * `device` is 0 or the backend has none, as the CPU's) in chunks within ZP_COMPRESS_DEVICE_ROWS score rows. */
 static zp_status compress_layers(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_req *reqs, int n, int l0, int l1,
-                                 int use_hist) {
+                                 int keep, int use_hist) {
     zp_backend *be = m->be;
-    const int budget = layer_budget(c, l0);
+    const int budget = keep > 0 ? keep : layer_budget(c, l0);
     zp_score_plan plan;
-    ZP_TRY(policy_plan(&c->policy, budget, c->geo.window, &plan));
-    plan.trig_stats = c->trig_stats; /* TriAttention's: the engine's (NULL for every other policy) */
-    plan.trig_freqs = c->trig_freqs;
-    plan.head_adakv = c->head_adakv;
-    plan.head_floor = c->head_floor;
+    ZP_TRY(compressor_plan(c, budget, &plan));
     zp_status st = ZP_OK;
     for (int r0 = 0, r1; r0 < n && st == ZP_OK; r0 = r1) {
         size_t rows = 0;
@@ -159,13 +167,12 @@ static zp_status compress_layers(zp_compressor *c, zp_model *m, zp_kv_storage *k
 }
 
 /* The backend's `compress` runs the policy's plan and compacts, all requests of a layer group
- * in one call; the wall time to completion is counted as scoring. The request tables (one per
- * layer view) and their block tables stay alive until the last call has completed. */
-zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_item *items, int n) {
+ * in one call, every one keeping `keep` tokens (0: each layer's budget); the wall time to
+ * completion is counted as scoring. The request tables (one per layer view) and their block
+ * tables stay alive until the last call has completed. */
+static zp_status compress_group(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_item *items, int n, int keep) {
     const zp_model_config *mc = &m->cfg;
     const int use_hist = c->policy.ops->needs_history && kv->score != NULL, n_views = c->layers ? c->layers->n_views : 1;
-    zp_status st = ZP_OK;
-    for (int i = 0; i < n && st == ZP_OK; i++) st = check_request(c, items + i);
     int max_blocks = 1;
     for (int i = 0; i < n; i++) max_blocks = items[i].n_blocks > max_blocks ? items[i].n_blocks : max_blocks;
     zp_compress_req *reqs = malloc(sizeof *reqs * (size_t)(n > 0 ? n : 1) * (size_t)n_views);
@@ -178,15 +185,16 @@ zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const
     for (int v = 0; v < n_views; v++) { /* a view's layers share its budget and dead blocks: its tables are built once */
         const int l = first_layer_of_view(c, mc->n_layers, v);
         if (l >= 0)
-            layer_requests(c, items, n, l, use_hist, tabs ? tabs + (size_t)v * n * max_blocks : NULL, max_blocks,
+            layer_requests(c, items, n, l, keep, use_hist, tabs ? tabs + (size_t)v * n * max_blocks : NULL, max_blocks,
                            reqs + (size_t)v * n);
     }
     const double t0 = zp_now();
     /* TriAttention across layers: every layer in one call (it scores them all before it selects) */
     const int group = c->trig_across ? mc->n_layers : device_layer_group(mc, items, n);
+    zp_status st = ZP_OK;
     for (int l0 = 0, l1; l0 < mc->n_layers && st == ZP_OK; l0 = l1) {
         for (l1 = l0 + 1; l1 < mc->n_layers && l1 - l0 < group && view_of(c, l1) == view_of(c, l0); l1++) {}
-        st = compress_layers(c, m, kv, reqs + (size_t)view_of(c, l0) * n, n, l0, l1, use_hist);
+        st = compress_layers(c, m, kv, reqs + (size_t)view_of(c, l0) * n, n, l0, l1, keep, use_hist);
     }
     zp_status ws = m->be->compress_wait(m->be); /* always: nothing may stay in flight on an error */
     if (st == ZP_OK) st = ws;
@@ -194,6 +202,52 @@ zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const
     free(tabs);
     if (st != ZP_OK) return st;
     c->stats.score_seconds += zp_now() - t0;
-    for (int i = 0; i < n; i++) count_compression(c, mc, items[i].n_kv, items[i].compressed);
+    for (int i = 0; i < n; i++) count_compression(c, mc, items[i].n_kv, items[i].compressed, keep);
     return ZP_OK;
+}
+
+/* The adaptive budget's blocks for item q: the measuring pass at the cap's budget, its count of
+ * candidates and the budget's recent tokens in whole blocks, from floor to N_max. */
+static zp_status adaptive_blocks(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_item *q, int *blocks) {
+    const int bs = c->geo.block_size, budget = c->geo.budget;
+    zp_score_plan plan;
+    ZP_TRY(compressor_plan(c, budget, &plan));
+    const int use_hist = c->policy.ops->needs_history && kv->score != NULL;
+    zp_compress_req r;
+    layer_requests(c, q, 1, 0, 0, use_hist, NULL, 0, &r);
+    int count;
+    ZP_TRY(zp_compress_measure(m->be, &kv->dims, &plan, budget, &r, kv->k, kv->q, use_hist ? kv->score : NULL, c->tau, &count));
+    int k = (scorer_plan_recent(&plan, r.n, budget) + count + bs - 1) / bs;
+    *blocks = k < c->floor ? c->floor : k > c->geo.nmax ? c->geo.nmax : k;
+    return ZP_OK;
+}
+
+/* Adaptive: each request measured, then compacted with the requests of its count of blocks. */
+static zp_status compress_adaptive(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_item *items, int n) {
+    if (c->layers && c->layers->n_views > 1) return zp_fail(ZP_ERR_UNSUPPORTED, "adaptive budget: one budget for every layer");
+    int *kb = malloc(sizeof *kb * (size_t)(n > 0 ? n : 1));
+    zp_compress_item *group = malloc(sizeof *group * (size_t)(n > 0 ? n : 1));
+    zp_status st = kb && group ? ZP_OK : zp_fail(ZP_ERR_OOM, "adaptive budget: no memory for %d requests", n);
+    const double t0 = zp_now();
+    for (int i = 0; i < n && st == ZP_OK; i++) {
+        st = items[i].new_kept_blocks ? adaptive_blocks(c, m, kv, items + i, kb + i)
+                                      : zp_fail(ZP_ERR_INVALID, "adaptive budget: request %lld has no place for its blocks",
+                                                (long long)items[i].request_id);
+    }
+    c->stats.score_seconds += zp_now() - t0; /* the measuring pass is scoring too */
+    for (int b = c->geo.nmax; b >= 1 && st == ZP_OK; b--) {
+        int g = 0;
+        for (int i = 0; i < n; i++)
+            if (kb[i] == b) group[g++] = items[i];
+        if (g) st = compress_group(c, m, kv, group, g, b * c->geo.block_size);
+    }
+    for (int i = 0; i < n && st == ZP_OK; i++) *items[i].new_kept_blocks = kb[i];
+    free(kb);
+    free(group);
+    return st;
+}
+
+zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_item *items, int n) {
+    for (int i = 0; i < n; i++) ZP_TRY(check_request(c, items + i));
+    return c->adaptive ? compress_adaptive(c, m, kv, items, n) : compress_group(c, m, kv, items, n, 0);
 }

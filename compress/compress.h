@@ -48,6 +48,10 @@ typedef struct {
     int run_base;
     const int *runs;
     int *new_runs;
+    /* adaptive budget (the compressor's adaptive): the blocks its last compression kept (0: the
+     * budget's), and where the blocks this one keeps go */
+    int kept_blocks;
+    int *new_kept_blocks;
 } zp_compress_item;
 
 typedef struct {
@@ -61,6 +65,10 @@ typedef struct {
     int trig_across; /* TriAttention in a mode across layers: every layer in one call (compressor_load_trig) */
     int head_adakv;     /* AdaKV's head-wise budgets (the engine's head_budget adakv), floor share head_floor */
     double head_floor;
+    int adaptive;       /* the engine's budget adaptive: each request keeps the fewest blocks, from floor to
+                           N_max, whose candidates hold tau of its attention mass (zp_compress_measure) */
+    double tau;
+    int floor;
     zp_compress_stats stats;
 } zp_compressor;
 
@@ -77,6 +85,14 @@ zp_status compressor_load_trig(zp_compressor *c, const zp_model_config *mc);
  * reads the request's blocks from its view's skip on (once the request was compressed) and
  * writes its budget into the last budget / bs blocks of the target. */
 zp_status compressor_run(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_item *items, int n);
+/* The adaptive budget's measuring pass over request r (every full-attention layer, before any
+ * compaction, through the backend's key_gather, query_read and score_read): the plan's score
+ * stages at `budget` give each KV head's attention mass S (its new history, before pooling) and
+ * final score C over its candidates, the tokens before the budget's recent ones; *count = the
+ * fewest candidates at which the heads' mean top-k mass share reaches tau (scorers.h
+ * scorer_mass_count). Plans that score across layers or share a budget across heads are refused. */
+zp_status zp_compress_measure(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, const zp_compress_req *r,
+                              const void *k_cache, const void *q_cache, const void *score_cache, double tau, int *count);
 /* The `compress` op (backend.h) on the host for any backend, through its key_gather,
  * query_read, score_read and kv_compact: the CPU backend's `compress`, and the reference the
  * CUDA device path is tested against. Synchronous. */

@@ -178,6 +178,46 @@ static zp_status trig_across(zp_backend *be, const zp_attn_dims *d, const zp_sco
     return ZP_OK;
 }
 
+/* The mass curves of one layer of request r into curve [m + 1] (m candidates per head): each KV
+ * head's attention mass S (the plan's new history, before pooling) and final score C. */
+static zp_status measure_layer(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int layer, const zp_compress_req *r,
+                               int m, const void *k_cache, const void *q_cache, const void *score_cache, host_bufs *b, double *curve) {
+    const int n = r->n;
+    ZP_TRY(be->key_gather(be, d, k_cache, layer, r->src, n, b->keys));
+    ZP_TRY(be->query_read(be, d, q_cache, layer, r->qid, b->queries));
+    if (score_cache) ZP_TRY(be->score_read(be, d, score_cache, layer, r->src, n, b->hist));
+    for (int g = 0; g < d->n_kv_heads; g++) {
+        const zp_score_view v = head_view(d, plan, layer, g, n, n, r, b);
+        const float *C;
+        ZP_TRY(scorer_plan_score(plan, &v, score_cache ? b->hist + (size_t)g * n : NULL, score_cache ? r->n_hist : 0, d->block_size,
+                                 b->scratch, b->new_hist, &C));
+        ZP_TRY(scorer_mass_curve_add(b->new_hist, C, m, b->order, b->keep, curve));
+    }
+    return ZP_OK;
+}
+
+zp_status zp_compress_measure(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, const zp_compress_req *r,
+                              const void *k_cache, const void *q_cache, const void *score_cache, double tau, int *count) {
+    if (r->n <= budget) return zp_fail(ZP_ERR_INVALID, "adaptive budget: a request of %d tokens for a budget of %d", r->n, budget);
+    if (plan->key_score == ZP_KEYS_TRIG || plan->head_adakv)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "adaptive budget: the measuring pass scores one layer and head at a time");
+    const int m = r->n - scorer_plan_recent(plan, r->n, budget);
+    host_bufs b;
+    ZP_TRY(bufs_alloc(&b, d, r->n));
+    double *curve = calloc((size_t)m + 1, sizeof *curve);
+    zp_status st = curve ? ZP_OK : zp_fail(ZP_ERR_OOM, "adaptive budget: no memory for a curve of %d candidates", m);
+    int heads = 0;
+    for (int l = 0; l < d->n_layers && st == ZP_OK; l++) {
+        if (layer_window(d, l) > 0) continue;
+        st = measure_layer(be, d, plan, l, r, m, k_cache, q_cache, score_cache, &b, curve);
+        heads += d->n_kv_heads;
+    }
+    if (st == ZP_OK) *count = scorer_mass_count(curve, m, heads, tau);
+    free(curve);
+    bufs_free(&b);
+    return st;
+}
+
 zp_status zp_compress_host(zp_backend *be, const zp_attn_dims *d, const zp_score_plan *plan, int budget, int layer0, int layer1,
                            const zp_compress_req *reqs, int n_req, void *k_cache, void *v_cache, const void *q_cache, void *score_cache) {
     int max_n = 0;

@@ -63,6 +63,31 @@ static zp_status check_sliding(const zp_engine *e) {
     return ZP_OK;
 }
 
+/* The adaptive budget (the plan's budget adaptive) where it runs: the CPU backend, one rank, no
+ * sliding layers (their ring is outside the count), and query slots whose requests can all grow
+ * back to the cap at once (a compressed request is never preempted: with more, they could wait
+ * on each other's blocks). */
+static zp_status init_adaptive(zp_engine *e, int n_qslots, int num_blocks) {
+    const engine_plan *p = &e->plan;
+    if (!p->budget_adaptive) return ZP_OK;
+    const zp_model_config *mc = &e->model->cfg;
+    if (e->tp > 1 || (e->comp.device && e->be->compress))
+        return zp_fail(ZP_ERR_UNSUPPORTED, "budget adaptive: the %s backend%s has no measuring pass yet (the CPU backend has)", e->be->name,
+                       e->tp > 1 ? " with tensor parallelism" : "");
+    for (int l = 0; l < mc->n_layers; l++)
+        if (zp_config_layer_window(mc, l) > 0)
+            return zp_fail(ZP_ERR_UNSUPPORTED, "budget adaptive: not with %s's sliding-window layers yet", mc->arch_name);
+    if ((int64_t)n_qslots * p->geo.cap_blocks > num_blocks)
+        return zp_fail(ZP_ERR_INVALID,
+                       "budget adaptive: %d query slots of requests that regrow to %d blocks need %lld blocks, the pool has %d "
+                       "(max_concurrency at most %d)",
+                       n_qslots, p->geo.cap_blocks, (long long)n_qslots * p->geo.cap_blocks, num_blocks, num_blocks / p->geo.cap_blocks);
+    e->comp.adaptive = 1;
+    e->comp.tau = p->budget_tau;
+    e->comp.floor = p->budget_floor;
+    return ZP_OK;
+}
+
 /* An evicting policy caps requests at nmax + 1 blocks and gives them query slots; a prompt-only
  * policy (SnapKV) runs the full scheduler, with query slots for the prefills of long prompts,
  * each compressed to nmax x block_size tokens right after it. */
@@ -90,6 +115,7 @@ static zp_status init_compression(zp_engine *e, int num_blocks) {
     if (p->head_adakv && (!e->be->head_runs || e->tp > 1 || (e->comp.device && e->be->compress)))
         return zp_fail(ZP_ERR_UNSUPPORTED, "head_budget adakv: the %s backend%s does not hold head runs yet (the CPU backend does)",
                        e->be->name, e->tp > 1 ? " with tensor parallelism" : "");
+    ZP_TRY(init_adaptive(e, m, num_blocks));
     if (e->comp.trig_stats && e->tp > 1)
         return zp_fail(ZP_ERR_UNSUPPORTED, "policy %s: not with tensor parallelism yet (tp %d)", p->ops->name, e->tp);
     if (p->shift_positions && e->layers.n_views > 1)

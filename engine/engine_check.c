@@ -70,8 +70,14 @@ static zp_status check_seq(const zp_engine *e, const zp_seq *q, int *refs) {
         return zp_fail(ZP_ERR_INVALID, "request %d: %d physical tokens in %d blocks of %d", id, q->n_kv, q->n_blocks, bs);
     if (!q->compressed && !q->n_compressions && q->n_kv != q->n_done)
         return zp_fail(ZP_ERR_INVALID, "request %d: uncompressed but physical %d != logical %d", id, q->n_kv, q->n_done);
-    if (q->compressed && !q->compressing && (q->n_blocks != s->cap_blocks || q->n_kv < s->nmax * bs))
-        return zp_fail(ZP_ERR_INVALID, "request %d: compressed but holds %d blocks, %d tokens", id, q->n_blocks, q->n_kv);
+    /* a compressed request holds its cap (N_max blocks and the growth block), or with the adaptive
+     * budget grows back to it from the blocks its last compression kept */
+    const int kept = q->keep_blocks > 0 ? q->keep_blocks : s->nmax;
+    if (q->keep_blocks && (!e->plan.budget_adaptive || q->keep_blocks < e->plan.budget_floor || q->keep_blocks > s->nmax))
+        return zp_fail(ZP_ERR_INVALID, "request %d: kept %d blocks (floor %d, nmax %d)", id, q->keep_blocks, e->plan.budget_floor, s->nmax);
+    if (q->compressed && !q->compressing &&
+        (q->n_blocks > s->cap_blocks || q->n_kv < kept * bs || (!e->plan.budget_adaptive && q->n_blocks != s->cap_blocks)))
+        return zp_fail(ZP_ERR_INVALID, "request %d: compressed but holds %d blocks, %d tokens (kept %d)", id, q->n_blocks, q->n_kv, kept);
     if (q->compressed && q->qid < 0) return zp_fail(ZP_ERR_INVALID, "request %d: compressed without a query slot", id);
     if (s->kind == ZP_SCHED_STRICT && q->qid < 0) return zp_fail(ZP_ERR_INVALID, "request %d: strict scheduler, no slot", id);
     ZP_TRY(check_runs(e, q));

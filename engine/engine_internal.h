@@ -52,6 +52,11 @@ typedef struct {
     zp_layer_budget_kind layer_budget; /* uniform or pyramid */
     int head_adakv;                    /* AdaKV's head-wise budgets (head_budget adakv), floor share head_floor */
     double head_floor;
+    int budget_adaptive;               /* budget adaptive: each compression keeps the blocks budget_tau of the
+                                          attention mass needs, budget_floor to N_max of them */
+    double budget_tau;
+    int budget_floor;
+    int attention_score;               /* its plan scores tokens by attention (its window's or a live history): a mass */
     int prefix_cache;                  /* the prefix cache serves (off for a live history and compressed prompts) */
 } engine_plan;
 zp_status engine_plan_resolve(const zp_engine_config *cfg, engine_plan *p);

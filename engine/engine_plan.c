@@ -19,6 +19,7 @@ static zp_status policy_facts(const zp_engine_config *cfg, engine_plan *p) {
     if (p->ops->evicts && policy_plan(&pol, p->geo.budget, p->geo.window, &plan) == ZP_OK) {
         p->history_live = plan.history_live;
         p->shift_positions = plan.shift_positions;
+        p->attention_score = plan.attention || plan.history_live; /* exact H2O: every query's attention, summed live */
         p->head_scores = plan.attention || plan.key_score != ZP_KEYS_NONE || plan.global != ZP_GLOBAL_NONE;
         p->across_layers = plan.key_score == ZP_KEYS_TRIG && plan.trig_mode != ZP_TRIG_PER_LAYER_PERHEAD;
     }
@@ -49,6 +50,34 @@ static zp_status head_budget_check(const zp_engine_config *cfg, engine_plan *p) 
     return ZP_OK;
 }
 
+/* budget: fixed (N_max blocks), or adaptive for a capping policy whose plan scores tokens by
+ * attention (its window's, or exact H2O's live history), the mass the count is taken over (not
+ * StreamingLLM, the key scores or
+ * TriAttention; nor StreamingLLM's position shift, then), with one budget for every layer and
+ * head (not pyramid, not adakv). What needs the model or the backend (sliding
+ * layers, CUDA, tensor parallelism, the query slots) is engine.c's. */
+static zp_status budget_check(const zp_engine_config *cfg, engine_plan *p) {
+    const char *k = cfg->budget ? cfg->budget : "fixed";
+    if (!strcmp(k, "fixed")) return ZP_OK;
+    if (strcmp(k, "adaptive")) return zp_fail(ZP_ERR_INVALID, "budget \"%s\" is not known (fixed, adaptive)", k);
+    const char *pol = p->ops->name;
+    if (!p->ops->evicts || p->ops->prompt_only)
+        return zp_fail(ZP_ERR_INVALID, "budget adaptive needs a policy that caps every request at N_max blocks (policy is %s)", pol);
+    if (!p->attention_score)
+        return zp_fail(ZP_ERR_INVALID, "budget adaptive: policy %s scores no attention mass to take the count over", pol);
+    if (p->layer_budget != ZP_LAYERS_UNIFORM)
+        return zp_fail(ZP_ERR_UNSUPPORTED, "budget adaptive: not with layer_budget %s (one count for every layer)", cfg->layer_budget);
+    if (p->head_adakv) return zp_fail(ZP_ERR_UNSUPPORTED, "budget adaptive: not with head_budget adakv (one count for every head)");
+    if (cfg->budget_tau <= 0.f || cfg->budget_tau > 1.f)
+        return zp_fail(ZP_ERR_INVALID, "budget_tau %g must be in (0, 1]", cfg->budget_tau);
+    if (cfg->budget_floor < 1 || cfg->budget_floor > p->geo.nmax)
+        return zp_fail(ZP_ERR_INVALID, "budget_floor %d must be in [1, nmax %d]", cfg->budget_floor, p->geo.nmax);
+    p->budget_adaptive = 1;
+    p->budget_tau = cfg->budget_tau;
+    p->budget_floor = cfg->budget_floor;
+    return ZP_OK;
+}
+
 /* The scheduler: the policy's (hybrid for a capping policy, full otherwise) unless cfg names one
  * that fits it. */
 static zp_status scheduler_kind(const zp_engine_config *cfg, engine_plan *p) {
@@ -75,6 +104,7 @@ zp_status engine_plan_resolve(const zp_engine_config *cfg, engine_plan *p) {
     ZP_TRY(scheduler_kind(cfg, p));
     ZP_TRY(policy_facts(cfg, p));
     ZP_TRY(head_budget_check(cfg, p));
+    ZP_TRY(budget_check(cfg, p));
     /* each request's live history, or compressed prompt, is its own: no prefix hits */
     p->prefix_cache = cfg->enable_prefix_cache && !p->history_live && !p->ops->prompt_only;
     return ZP_OK;

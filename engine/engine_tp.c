@@ -325,7 +325,7 @@ static zp_status rank_compress(zp_engine *e, int r, engine_rank *k, void *arg) {
 }
 
 /* What the compressor reads of a request selected for compression (its planned target). */
-static zp_status compress_item(const zp_engine *e, const zp_seq *q, zp_compress_item *it) {
+static zp_status compress_item(const zp_engine *e, zp_seq *q, zp_compress_item *it) {
     if (q->compressing == ZP_COMPRESS_NONE)
         return zp_fail(ZP_ERR_INVALID, "compression of request %lld: it was not selected for compression",
                        (long long)q->request_id);
@@ -340,7 +340,9 @@ static zp_status compress_item(const zp_engine *e, const zp_seq *q, zp_compress_
                              .n_prompt = q->n_prompt,
                              .run_base = q->run_base,
                              .runs = q->runs,
-                             .new_runs = q->new_runs};
+                             .new_runs = q->new_runs,
+                             .kept_blocks = q->keep_blocks,
+                             .new_kept_blocks = e->plan.budget_adaptive ? &q->new_keep_blocks : NULL};
     if (q->new_runs) /* a layer the compaction leaves (a sliding one) stays uniform */
         for (size_t i = 0, n = (size_t)e->model->cfg.n_layers * (size_t)e->model->cfg.n_kv_heads; i < n; i++) q->new_runs[i] = -1;
     return ZP_OK;

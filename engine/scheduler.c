@@ -123,6 +123,7 @@ static void seq_release_blocks(zp_scheduler *s, zp_seq *q) {
     q->last_hash = ZP_HASH_NONE;
     q->views = 0;
     q->run_base = 0;
+    q->keep_blocks = 0;
 }
 
 static void slot_give(zp_scheduler *s, zp_seq *q) {
@@ -446,14 +447,20 @@ static int plan_compression(zp_scheduler *s, zp_seq *q) {
     return 1;
 }
 
-/* Drops the released blocks and installs the target table (budget tokens, a growth block). */
+/* Drops the released blocks and installs the target table: the blocks the compression kept
+ * (N_max, or fewer with the adaptive budget: the target's others go back too) and the growth
+ * block. */
 static void install_target(zp_scheduler *s, zp_seq *q) {
-    const int nt = target_blocks(s) + 1;
+    const int nk = target_blocks(s), kb = q->new_keep_blocks > 0 && q->new_keep_blocks < nk ? q->new_keep_blocks : nk;
     for (int i = q->n_release - 1; i >= 0; i--) kv_pool_unref_block(s->pool, q->release[i]);
     q->n_release = 0;
-    if (seq_reserve_blocks(q, nt) == ZP_OK) memcpy(q->blocks, q->target, sizeof(int) * (size_t)nt);
-    q->n_blocks = nt;
-    q->n_kv = (nt - 1) * s->block_size;
+    for (int k = kb; k < nk; k++) kv_pool_unref_block(s->pool, q->target[k]); /* written by no compaction, in no table */
+    q->target[kb] = q->target[nk];
+    if (seq_reserve_blocks(q, kb + 1) == ZP_OK) memcpy(q->blocks, q->target, sizeof(int) * (size_t)(kb + 1));
+    q->n_blocks = kb + 1;
+    q->n_kv = kb * s->block_size;
+    q->keep_blocks = q->new_keep_blocks > 0 ? kb : 0;
+    q->new_keep_blocks = 0;
     q->views = 1;
     if (q->new_runs) { /* the compaction's head runs become the table's */
         int *t = q->runs;

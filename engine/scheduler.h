@@ -68,6 +68,10 @@ typedef struct {
      * installs its target, again 0 once its blocks are released */
     int *runs, *new_runs;
     int run_base;
+    /* Adaptive budget (the engine's budget adaptive): the blocks its last compression kept (0:
+     * N_max, the fixed budget; it grows back to the cap before the next), and what an in-flight
+     * compression keeps */
+    int keep_blocks, new_keep_blocks;
 } zp_seq;
 
 typedef struct {

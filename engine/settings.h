@@ -56,6 +56,13 @@ enum { ZP_SETTING_AXIS = 1 }; /* flags: an experiment may give a list of values 
       "memory-equal inside the N_max cap; CPU backend)")                                                                           \
     X(head_floor, ZP_SET_FLOAT, head_floor, 0.2, NULL, 0, 1, ZP_SETTING_AXIS,                                                    \
       "adakv: the share of the budget every head keeps (AdaKV's floor_alpha, default 0.2)")                                       \
+    X(budget, ZP_SET_STR, budget, 0, "fixed", 0, 0, ZP_SETTING_AXIS,                                                            \
+      "blocks a compression keeps: fixed (N_max, default) or adaptive (per request, the fewest whole blocks whose candidates "   \
+      "hold budget_tau of the policy's attention mass, averaged over layers and KV heads; CPU backend)")                        \
+    X(budget_tau, ZP_SET_FLOAT, budget_tau, 0.9, NULL, 0.001, 1, ZP_SETTING_AXIS,                                               \
+      "adaptive: the share of attention mass the kept candidates hold (default 0.9)")                                            \
+    X(budget_floor, ZP_SET_INT, budget_floor, 1, NULL, 1, 1e6, ZP_SETTING_AXIS,                                                 \
+      "adaptive: the fewest blocks a compression keeps (default 1, at most N_max)")                                             \
     X(max_concurrency, ZP_SET_INT, max_concurrency, 0, NULL, 0, 1e6, ZP_SETTING_AXIS,                                         \
       "query slots (0, the default: pool blocks / (nmax + 1))")                                                                     \
     X(kv_pool_tokens, ZP_SET_I64, kv_pool_tokens, 0, NULL, 0, 1e12, ZP_SETTING_AXIS,                                              \

@@ -70,7 +70,10 @@
     X("admission_reserve", "%g", r->admission_reserve) /* columns added later come last: zipage grade appends them */ \
     X("kv_dtype", "%s", r->kv_dtype[0] ? r->kv_dtype : "auto")                                                             \
     X("head_budget", "%s", r->head_budget[0] ? r->head_budget : "uniform")                                                  \
-    X("head_floor", "%g", r->head_floor)
+    X("head_floor", "%g", r->head_floor)                                                                                    \
+    X("budget", "%s", r->budget[0] ? r->budget : "fixed")                                                                   \
+    X("budget_tau", "%g", r->budget_tau)                                                                                    \
+    X("budget_floor", "%d", r->budget_floor)
 
 #define RUN_COLUMN_NAME(name, fmt, value) name,
 static const char *CSV_HEADER[] = {RUN_COLUMNS(RUN_COLUMN_NAME) NULL};

@@ -46,12 +46,16 @@ static zp_status build_refs(const exp_run *r, const char *model_dir) {
 }
 
 static const char *const fid_head = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
-                                    "first_disagreement,retained_share,layer_budget,kv_dtype,head_budget,head_floor,policy_params\n";
-/* The headers before kv_dtype (column 15), then before head_budget and head_floor (16, 17) were added. */
+                                    "first_disagreement,retained_share,layer_budget,kv_dtype,head_budget,head_floor,budget,budget_tau,"
+                                    "budget_floor,policy_params\n";
+/* The headers before kv_dtype (column 15), then before head_budget and head_floor (16, 17), then
+ * before budget, budget_tau and budget_floor (18 to 20) were added. */
 static const char *const fid_head_v1 = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
                                        "first_disagreement,retained_share,layer_budget,policy_params\n";
 static const char *const fid_head_v2 = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
                                        "first_disagreement,retained_share,layer_budget,kv_dtype,policy_params\n";
+static const char *const fid_head_v3 = "run_id,policy,nmax,window,block_size,dataset,problems,gen,mean_kl,worst_window_kl,agreement,"
+                                       "first_disagreement,retained_share,layer_budget,kv_dtype,head_budget,head_floor,policy_params\n";
 
 /* txt with head_add after the first `after` fields of its header and row_add after those of
  * every row (the fields before policy_params hold no commas); *out malloc'ed. */
@@ -79,10 +83,10 @@ static zp_status add_columns(const char *path, const char *txt, int after, const
     return ZP_OK;
 }
 
-/* An older fidelity.csv (fid_head_v1, fid_head_v2) gets the columns added since in every row:
- * kv_dtype auto after its 14th field, head_budget uniform and head_floor 0.2 after its 15th (the
- * only cache type, budgets and floor before them); any other first line than the three headers is
- * refused. Under the folder's lock. */
+/* An older fidelity.csv (fid_head_v1 to v3) gets the columns added since in every row: kv_dtype
+ * auto after its 14th field, head_budget uniform and head_floor 0.2 after its 15th, budget fixed,
+ * budget_tau 0.9 and budget_floor 1 after its 17th (the only cache type, budgets and floors
+ * before them); any other first line than the four headers is refused. Under the folder's lock. */
 static zp_status upgrade_csv(const char *path) {
     if (access(path, F_OK) != 0) return ZP_OK;
     int lock;
@@ -92,17 +96,21 @@ static zp_status upgrade_csv(const char *path) {
     zp_status s = zp_read_file(path, &txt, &len);
     const int v1 = s == ZP_OK && len && !strncmp(txt, fid_head_v1, strlen(fid_head_v1));
     const int v2 = s == ZP_OK && len && !strncmp(txt, fid_head_v2, strlen(fid_head_v2));
-    if (s == ZP_OK && len && strncmp(txt, fid_head, strlen(fid_head)) && !v1 && !v2)
+    const int v3 = s == ZP_OK && len && !strncmp(txt, fid_head_v3, strlen(fid_head_v3));
+    if (s == ZP_OK && len && strncmp(txt, fid_head, strlen(fid_head)) && !v1 && !v2 && !v3)
         s = zp_fail(ZP_ERR_FORMAT, "%s: its first line is not a fidelity.csv header (another file, or a newer version's?)", path);
-    if (s == ZP_OK && v1) {
-        s = add_columns(path, txt, 14, "kv_dtype,", "auto,", &out, &n);
-        if (s == ZP_OK) { free(txt); txt = out; out = NULL; }
+    static const struct { int after; const char *head, *row; } added[] = {
+        {14, "kv_dtype,", "auto,"}, {15, "head_budget,head_floor,", "uniform,0.2,"}, {17, "budget,budget_tau,budget_floor,", "fixed,0.9,1,"}};
+    const int from = v1 ? 0 : v2 ? 1 : v3 ? 2 : 3; /* the first column set the file lacks */
+    for (int a = from; s == ZP_OK && a < 3; a++) {
+        s = add_columns(path, txt, added[a].after, added[a].head, added[a].row, &out, &n);
+        if (s == ZP_OK) { free(txt); txt = out; out = NULL; len = n; }
     }
-    if (s == ZP_OK && (v1 || v2)) s = add_columns(path, txt, 15, "head_budget,head_floor,", "uniform,0.2,", &out, &n);
-    if (s == ZP_OK && (v1 || v2)) s = rio_replace(path, out, n);
-    if (s == ZP_OK && (v1 || v2))
-        fprintf(stderr, "%s: upgraded to the %scolumns (its earlier rows: %s)\n", path, v1 ? "kv_dtype, head_budget and head_floor " : "head_budget and head_floor ",
-                v1 ? "auto, uniform, 0.2" : "uniform, 0.2");
+    if (s == ZP_OK && from < 3) s = rio_replace(path, txt, len);
+    if (s == ZP_OK && from < 3)
+        fprintf(stderr, "%s: upgraded to the columns added since (its earlier rows: %s)\n", path,
+                from == 0 ? "kv_dtype auto, head budgets uniform 0.2, budget fixed 0.9 1" : from == 1 ? "head budgets uniform 0.2, budget fixed 0.9 1"
+                                                                                                     : "budget fixed 0.9 1");
     free(txt);
     free(out);
     rio_unlock(lock);
@@ -127,9 +135,10 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     size_t k = 0;
     FILE *m = open_memstream(&row, &k);
     if (!m) return zp_fail(ZP_ERR_OOM, "%s: no memory for the row of run %s", path, r->run_id);
-    fprintf(m, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f,%s,%s,%s,%g,", r->run_id, r->policy, r->nmax, r->window, r->block_size,
-            r->dataset, cache.set.n, r->gen, mean.mean_kl, mean.worst_window_kl, mean.agreement, mean.first_disagreement, mean.retained_share,
-            r->layer_budget[0] ? r->layer_budget : "uniform", kv_dtype, r->head_budget[0] ? r->head_budget : "uniform", r->head_floor);
+    fprintf(m, "%s,%s,%d,%d,%d,%s,%d,%d,%.6g,%.6g,%.4f,%.1f,%.4f,%s,%s,%s,%g,%s,%g,%d,", r->run_id, r->policy, r->nmax, r->window,
+            r->block_size, r->dataset, cache.set.n, r->gen, mean.mean_kl, mean.worst_window_kl, mean.agreement, mean.first_disagreement,
+            mean.retained_share, r->layer_budget[0] ? r->layer_budget : "uniform", kv_dtype, r->head_budget[0] ? r->head_budget : "uniform",
+            r->head_floor, r->budget[0] ? r->budget : "fixed", r->budget_tau, r->budget_floor);
     const char *params = r->policy_params[0] ? r->policy_params : "{}";
     csv_fwrite(m, params, strlen(params)); /* quoted, last: a JSON object has commas */
     fputc('\n', m);

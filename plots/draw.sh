@@ -13,8 +13,8 @@ tex() { printf %s "$1" | sed 's/_/\\_/g'; } # an underscore is a subscript in gn
 [ -d "$R" ] || { echo "plots: no results folder $R" >&2; exit 1; }
 if [ -f "$R/fidelity.csv" ]; then
   # the policy_params column is quoted JSON, the last column: awk's fields before it are plain
-  # (an fp8 cache, column 15, is a curve of its own: +fp8)
-  tail -n +2 "$R/fidelity.csv" | awk -F, -v OFS='\t' '{ c = $2 ($2 == "streaming" && index($0, "true") ? "+shift" : "") ($14 == "pyramid" ? "+pyramid" : "") ($15 == "fp8" ? "+fp8" : "") ($16 == "adakv" ? "+adakv" : "")
+  # (an fp8 cache, column 15, is a curve of its own: +fp8; the adaptive budget, column 18, one per tau)
+  tail -n +2 "$R/fidelity.csv" | awk -F, -v OFS='\t' '{ c = $2 ($2 == "streaming" && index($0, "true") ? "+shift" : "") ($14 == "pyramid" ? "+pyramid" : "") ($15 == "fp8" ? "+fp8" : "") ($16 == "adakv" ? "+adakv" : "") ($18 == "adaptive" ? "+adaptive" $19 : "")
     print c, $3, $13, $11, $9 }' > "$R/fidelity_plot.tsv.tmp"
   pols=$(cut -f1 "$R/fidelity_plot.tsv.tmp" | awk '!s[$0]++' | tr '\n' ' ')
   # each curve's rows together, in their order (a sweep's axes interleave them; a line breaks at a row of another curve)

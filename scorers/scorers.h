@@ -132,10 +132,11 @@ void scorer_keep_topk_recent(const float *score, int n, int budget, int recent, 
  * last), then the kept tokens of [m, n) in position order: the cache order R-KV's code leaves. */
 zp_status scorer_rank_order(const float *score, const uint8_t *keep, int m, int n, int *order);
 /* The adaptive budget's count (adaptive_budget.c): scorer_mass_curve_add adds one head's curve
- * m_h(k), k = 0..m, the share of its attention mass S [m] that its top-k candidates by the final
- * score C [m] hold (1 for a head of no mass); scorer_mass_count: the smallest k at which the mean
- * of `heads` such curves reaches tau (m if none). */
-zp_status scorer_mass_curve_add(const float *S, const float *C, int m, double *curve);
+ * m_h(k), k = 0..m, to curve [m + 1]: the share of its attention mass S [m] that its top-k
+ * candidates by the final score C [m] hold (1 for a head of no mass); order [m] and all [m] are
+ * scratch. scorer_mass_count: the smallest k at which the mean of `heads` such curves reaches
+ * tau (m if none). */
+zp_status scorer_mass_curve_add(const float *S, const float *C, int m, int *order, uint8_t *all, double *curve);
 int scorer_mass_count(const double *curve, int m, int heads, double tau);
 
 /* AdaKV's head-wise budgets for one layer of H KV heads (head_budget.c), the rule of the authors'

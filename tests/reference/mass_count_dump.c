@@ -13,19 +13,21 @@ int main(void) {
         if (H <= 0 || H > 4096 || m < 0 || m > 1 << 20) return 2;
         float *S = malloc(sizeof(float) * (size_t)(m > 0 ? m : 1)), *C = malloc(sizeof(float) * (size_t)(m > 0 ? m : 1));
         double *curve = calloc((size_t)m + 1, sizeof(double));
-        if (!S || !C || !curve) return 3;
+        int *order = malloc(sizeof(int) * (size_t)(m > 0 ? m : 1));
+        uint8_t *all = malloc((size_t)(m > 0 ? m : 1));
+        if (!S || !C || !curve || !order || !all) return 3;
         for (int h = 0; h < H; h++) {
             for (int t = 0; t < m; t++)
                 if (scanf("%f", &S[t]) != 1) return 2;
             for (int t = 0; t < m; t++)
                 if (scanf("%f", &C[t]) != 1) return 2;
-            if (scorer_mass_curve_add(S, C, m, curve) != ZP_OK) {
+            if (scorer_mass_curve_add(S, C, m, order, all, curve) != ZP_OK) {
                 fprintf(stderr, "mass_count_dump: %s\n", zp_last_error());
                 return 1;
             }
         }
         printf("%d\n", scorer_mass_count(curve, m, H, tau));
-        free(S), free(C), free(curve);
+        free(S), free(C), free(curve), free(order), free(all);
     }
     return 0;
 }

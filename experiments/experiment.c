@@ -52,7 +52,8 @@ static zp_status set_from_json(const zp_setting *s, const cJSON *it, const char 
     }
     if (axis && (!cJSON_IsNumber(it) || !(it->valuedouble >= s->lo && it->valuedouble <= s->hi) ||
                  (s->type != ZP_SET_FLOAT && it->valuedouble != (double)(int64_t)it->valuedouble)))
-        return zp_fail(ZP_ERR_INVALID, "%s values must be whole numbers in [%g, %g]", what, s->lo, s->hi);
+        return zp_fail(ZP_ERR_INVALID, "%s values must be %s in [%g, %g]", what, s->type == ZP_SET_FLOAT ? "numbers" : "whole numbers", s->lo,
+                       s->hi);
     if (!cJSON_IsNumber(it)) return zp_fail(ZP_ERR_INVALID, "%s must be a number in [%g, %g]", what, s->lo, s->hi);
     return zp_setting_set_number(s, what, it->valuedouble, run);
 }
@@ -150,7 +151,8 @@ static zp_status expand_params(const cJSON *pp, int index, char *out, size_t n, 
 }
 
 /* The engine settings of one run after its axes are set: its policy's window unless set, full
- * KV's and a prompt-only policy's scheduler. */
+ * KV's and a prompt-only policy's scheduler, full KV's budget; the adaptive budget's tau and floor
+ * at their defaults for a fixed budget. */
 static zp_status finish_run(exp_run *run, const char *src, const zp_policy_ops **ops) {
     if (!(*ops = policy_find(run->policy))) {
         char why[512]; /* policy_unknown's line names the known ones; copied: zp_fail rewrites it */
@@ -164,6 +166,12 @@ static zp_status finish_run(exp_run *run, const char *src, const zp_policy_ops *
         snprintf(run->scheduler, sizeof run->scheduler, "full");
     }
     if ((*ops)->prompt_only) snprintf(run->scheduler, sizeof run->scheduler, "full"); /* SnapKV: no cap, no slots to share */
+    if (!strcmp(run->policy, "full")) snprintf(run->budget, sizeof run->budget, "fixed"); /* the baseline keeps every token */
+    if (strcmp(run->budget, "adaptive")) { /* tau and floor are the adaptive budget's: one fixed run, not one per value */
+        const zp_engine_config d = zp_engine_config_default();
+        run->budget_tau = d.budget_tau;
+        run->budget_floor = d.budget_floor;
+    }
     if (!run->fidelity) run->gen = run->kl_window = 0;
     return ZP_OK;
 }

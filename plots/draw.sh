@@ -17,8 +17,8 @@ if [ -f "$R/fidelity.csv" ]; then
   tail -n +2 "$R/fidelity.csv" | awk -F, -v OFS='\t' '{ c = $2 ($2 == "streaming" && index($0, "true") ? "+shift" : "") ($14 == "pyramid" ? "+pyramid" : "") ($15 == "fp8" ? "+fp8" : "") ($16 == "adakv" ? "+adakv" : "") ($18 == "adaptive" ? "+adaptive" $19 : "")
     print c, $3, $13, $11, $9 }' > "$R/fidelity_plot.tsv.tmp"
   pols=$(cut -f1 "$R/fidelity_plot.tsv.tmp" | awk '!s[$0]++' | tr '\n' ' ')
-  # each curve's rows together, in their order (a sweep's axes interleave them; a line breaks at a row of another curve)
-  sort -s -t "$(printf '\t')" -k1,1 "$R/fidelity_plot.tsv.tmp" > "$R/fidelity_plot.tsv" && rm -f "$R/fidelity_plot.tsv.tmp"
+  # each curve's rows together, by retained share (a sweep's axes interleave them and a resumed one appends; a line breaks at a row of another curve)
+  sort -s -t "$(printf '\t')" -k1,1 -k3,3g "$R/fidelity_plot.tsv.tmp" > "$R/fidelity_plot.tsv" && rm -f "$R/fidelity_plot.tsv.tmp"
   strict -e "data='$R/fidelity_plot.tsv'; outdir='$R'; policies='$pols'; title='$(tex "$E")'" "$here/fidelity.gp" || exit 1
   echo "plots: $R/fidelity_agreement.png, $R/fidelity_kl.png"
 fi

@@ -9,7 +9,8 @@
  *   MorphKV), synchronous and asynchronous.
  * - tau 0.5 keeps fewer blocks (counted after every step: each request's kept blocks within
  *   [floor, N_max], some below N_max, the engine's invariants every step, the mean retained tokens
- *   below the fixed budget's) and the worker thread gives the synchronous tokens.
+ *   below the fixed budget's) and the worker thread gives the synchronous tokens; likewise with a
+ *   prompt shared through the prefix cache (the first compression's fresh target blocks).
  * - The refusals, before anything runs.
  * The count rule itself is checked against Twilight's top-p kernel by tests/reference/check_topp.py. */
 #include <stdlib.h>
@@ -109,6 +110,32 @@ static void fewer_blocks(void) {
     }
 }
 
+/* A shared prompt of three blocks in the prefix cache: each request's first compression replaces
+ * the shared blocks with fresh ones (the target's layout), and those it does not keep go back. */
+static void shared_prompt(void) {
+    run_spec rs = adaptive_spec("zipage");
+    rs.shared_prompt = 1;
+    rs.prompt_len = 50;
+    rs.ec.budget = "adaptive";
+    rs.ec.budget_tau = 0.5f;
+    kept_ctx k;
+    memset(&k, 0, sizeof k);
+    rs.on_step = count_kept;
+    rs.ctx = &k;
+    run_result a, b;
+    run_requests(&rs, &a);
+    rs.on_step = NULL;
+    rs.ec.async_compress = 1;
+    run_requests(&rs, &b);
+    printf("  zipage   shared 50-token prompt, tau 0.5: %lld compressions, %lld prefix-hit tokens, kept blocks 1..%d: %lld %lld %lld %lld; async %s\n",
+           (long long)a.st.compressions, (long long)a.st.prefix_hit_tokens, NMAX, (long long)k.kept[1], (long long)k.kept[2],
+           (long long)k.kept[3], (long long)k.kept[4], run_same_outputs(&a, &b) ? "identical" : "DIFFERS");
+    CHECK(a.st.prefix_hit_tokens > 0 && k.wrong == 0 && k.kept[1] + k.kept[2] + k.kept[3] > 0);
+    CHECK(run_same_outputs(&a, &b));
+    run_result_free(&a);
+    run_result_free(&b);
+}
+
 static void refusals(void) {
     zp_engine_config ec = zp_engine_config_default();
     ec.model_dir = zp_test_model("tiny-qwen3");
@@ -157,5 +184,6 @@ int main(void) {
     refusals();
     same_as_fixed();
     fewer_blocks();
+    shared_prompt();
     return zp_test_finish("test_adaptive_budget");
 }

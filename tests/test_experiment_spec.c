@@ -21,7 +21,7 @@ int main(void) {
                                                                  {"fidelity_zipage_lambda", 12, 0}, {"smoke_fidelity", 6, 0},
                                                                  {"fidelity_kv_fp8", 22, 2}, {"fidelity_kv_fp8_prompt", 7, 1},
                                                                  {"fidelity_triattention", 12, 0}, {"policy_front", 42, 2},
-                                                                 {"fidelity_head_budgets", 4, 0}};
+                                                                 {"fidelity_head_budgets", 4, 0}, {"fidelity_adaptive_budget", 12, 0}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         experiment x;
         CHECK_OK(exp_load(want[i].name, ZIPAGE_SOURCE_DIR "/experiments", &x));
@@ -80,6 +80,8 @@ int main(void) {
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"system\":\"pirate\"}", "\"system\" must be \"math\" or null"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"kind\":\"bench\"}", "\"kind\" must be"},
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"gpu_memory_utilization\":1.5}", "\"gpu_memory_utilization\" must be a number in"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"budget_tau\":[0.9,1.5]}", "\"budget_tau\" values must be numbers in [0.001, 1]"},
+                            {"{\"model\":\"m\",\"dataset\":\"d\",\"budget_floor\":0}", "\"budget_floor\" values must be whole numbers in [1"},
                             {"[1,2]", "not a JSON object"},
                             /* a boolean is a boolean, and only an axis setting takes a list */
                             {"{\"model\":\"m\",\"dataset\":\"d\",\"prefix_cache\":1}", "\"prefix_cache\" must be true or false"},

@@ -150,6 +150,24 @@ static zp_status expand_params(const cJSON *pp, int index, char *out, size_t n, 
     return ZP_OK;
 }
 
+/* tau and floor are the adaptive budget's: a fixed-budget run has their defaults (one run, not
+ * one per value of their axes). */
+static void budget_settings(exp_run *run) {
+    if (!strcmp(run->budget, "adaptive")) return;
+    const zp_engine_config d = zp_engine_config_default();
+    run->budget_tau = d.budget_tau;
+    run->budget_floor = d.budget_floor;
+}
+
+/* Full KV's run: no cap, window, query slots, head or request budgets; the full scheduler. */
+static void full_kv_settings(exp_run *run) {
+    run->nmax = run->window = run->max_concurrency = 0;
+    snprintf(run->scheduler, sizeof run->scheduler, "full");
+    snprintf(run->head_budget, sizeof run->head_budget, "uniform");
+    snprintf(run->budget, sizeof run->budget, "fixed");
+    budget_settings(run);
+}
+
 /* The engine settings of one run after its axes are set: its policy's window unless set, full
  * KV's and a prompt-only policy's scheduler, full KV's budget; the adaptive budget's tau and floor
  * at their defaults for a fixed budget. */
@@ -161,17 +179,9 @@ static zp_status finish_run(exp_run *run, const char *src, const zp_policy_ops *
         return zp_fail(s, "%s: %s", src, why);
     }
     run->window = policy_window(*ops, run->window); /* its authors' window unless set */
-    if (!strcmp(run->policy, "full")) {
-        run->nmax = run->window = run->max_concurrency = 0;
-        snprintf(run->scheduler, sizeof run->scheduler, "full");
-    }
+    if (!strcmp(run->policy, "full")) full_kv_settings(run);
     if ((*ops)->prompt_only) snprintf(run->scheduler, sizeof run->scheduler, "full"); /* SnapKV: no cap, no slots to share */
-    if (!strcmp(run->policy, "full")) snprintf(run->budget, sizeof run->budget, "fixed"); /* the baseline keeps every token */
-    if (strcmp(run->budget, "adaptive")) { /* tau and floor are the adaptive budget's: one fixed run, not one per value */
-        const zp_engine_config d = zp_engine_config_default();
-        run->budget_tau = d.budget_tau;
-        run->budget_floor = d.budget_floor;
-    }
+    budget_settings(run);
     if (!run->fidelity) run->gen = run->kl_window = 0;
     return ZP_OK;
 }
@@ -210,8 +220,7 @@ static zp_status add_combinations(experiment *x, exp_run *run, const cJSON *pp, 
     if (!baseline || full) return ZP_OK;
     exp_run bl = *run;
     snprintf(bl.policy, sizeof bl.policy, "full");
-    snprintf(bl.scheduler, sizeof bl.scheduler, "full");
-    bl.nmax = bl.window = bl.max_concurrency = 0;
+    full_kv_settings(&bl);
     bl.policy_params[0] = 0;
     ZP_TRY(resolve_json(&bl, src));
     return add_run(x, &bl, src);

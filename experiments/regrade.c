@@ -202,7 +202,8 @@ static void set_field(csv_doc *d, int row, int col, const char *v) {
 /* Rewrites runs.csv's pass@1, CI and grader columns from the tallies; an older file gets the
  * columns added since at its end (grader; admission_reserve 0, the only admission before it;
  * kv_dtype auto, the only cache type before it; head_budget uniform and head_floor 0.2, the
- * only budgets and floor before them; budget fixed, budget_tau 0.9 and budget_floor 1, likewise);
+ * only budgets and floor before them; budget fixed, budget_tau 0.9 and budget_floor 1, likewise;
+ * mean_retained empty: not recorded then);
  * every field quoted, as the runner writes it. */
 static zp_status rewrite_runs_csv(const char *path, tally *t, int n, graders *gs) {
     csv_doc d;
@@ -218,7 +219,8 @@ static zp_status rewrite_runs_csv(const char *path, tally *t, int n, graders *gs
         for (int r = 1; r < d.n; r++) set_field(&d, r, c_a, "0");
     }
     static const char *const added[][2] = {{"kv_dtype", "auto"},  {"head_budget", "uniform"}, {"head_floor", "0.2"},
-                                           {"budget", "fixed"}, {"budget_tau", "0.9"},       {"budget_floor", "1"}};
+                                           {"budget", "fixed"}, {"budget_tau", "0.9"},       {"budget_floor", "1"},
+                                           {"mean_retained", ""}};
     for (size_t a = 0; s == ZP_OK && a < sizeof added / sizeof *added; a++)
         if (column(&d, added[a][0]) < 0) {
             const int c_k = d.nf[0];

@@ -73,7 +73,8 @@
     X("head_floor", "%g", r->head_floor)                                                                                    \
     X("budget", "%s", r->budget[0] ? r->budget : "fixed")                                                                   \
     X("budget_tau", "%g", r->budget_tau)                                                                                    \
-    X("budget_floor", "%d", r->budget_floor)
+    X("budget_floor", "%d", r->budget_floor)                                                                                \
+    X("mean_retained", "%.1f", st->mean_retained)
 
 #define RUN_COLUMN_NAME(name, fmt, value) name,
 static const char *CSV_HEADER[] = {RUN_COLUMNS(RUN_COLUMN_NAME) NULL};

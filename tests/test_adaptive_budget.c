@@ -78,18 +78,23 @@ static void count_kept(zp_engine *e, void *vctx) {
     }
 }
 
+/* rs at the adaptive budget, tau 0.5, its kept blocks counted into k after every step. */
+static void counted_tau_half(run_spec *rs, kept_ctx *k) {
+    rs->ec.budget = "adaptive";
+    rs->ec.budget_tau = 0.5f;
+    memset(k, 0, sizeof *k);
+    rs->on_step = count_kept;
+    rs->ctx = k;
+}
+
 static void fewer_blocks(void) {
     static const char *const policies[] = {"zipage", "h2o", "rkv"};
     for (size_t i = 0; i < sizeof policies / sizeof *policies; i++) {
         run_spec rs = adaptive_spec(policies[i]);
         run_result a, b, c;
         run_requests(&rs, &a);
-        rs.ec.budget = "adaptive";
-        rs.ec.budget_tau = 0.5f;
         kept_ctx k;
-        memset(&k, 0, sizeof k);
-        rs.on_step = count_kept;
-        rs.ctx = &k;
+        counted_tau_half(&rs, &k);
         run_requests(&rs, &b);
         rs.on_step = NULL;
         rs.ec.async_compress = 1;
@@ -116,12 +121,8 @@ static void shared_prompt(void) {
     run_spec rs = adaptive_spec("zipage");
     rs.shared_prompt = 1;
     rs.prompt_len = 50;
-    rs.ec.budget = "adaptive";
-    rs.ec.budget_tau = 0.5f;
     kept_ctx k;
-    memset(&k, 0, sizeof k);
-    rs.on_step = count_kept;
-    rs.ctx = &k;
+    counted_tau_half(&rs, &k);
     run_result a, b;
     run_requests(&rs, &a);
     rs.on_step = NULL;

@@ -21,7 +21,7 @@ int main(void) {
                                                                  {"fidelity_zipage_lambda", 12, 0}, {"smoke_fidelity", 6, 0},
                                                                  {"fidelity_kv_fp8", 22, 2}, {"fidelity_kv_fp8_prompt", 7, 1},
                                                                  {"fidelity_triattention", 12, 0}, {"policy_front", 42, 2},
-                                                                 {"fidelity_head_budgets", 4, 0}, {"fidelity_adaptive_budget", 12, 0}};
+                                                                 {"fidelity_head_budgets", 4, 0}, {"fidelity_adaptive_budget", 12, 0}, {"passkey_adaptive_budget", 19, 1}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         experiment x;
         CHECK_OK(exp_load(want[i].name, ZIPAGE_SOURCE_DIR "/experiments", &x));
@@ -119,6 +119,25 @@ int main(void) {
         CHECK(s != ZP_OK);
         if (s == ZP_OK || !strstr(zp_last_error(), bad[i][1])) fprintf(stderr, "case %zu: \"%s\" lacks \"%s\"\n", i, zp_last_error(), bad[i][1]);
         CHECK(strstr(zp_last_error(), bad[i][1]) != NULL);
+    }
+    { /* the adaptive budget's axes: a fixed-budget run once (tau and floor at their defaults), full
+         KV's baseline once with the fixed budget, each adaptive value its own run */
+        FILE *f = fopen(path, "w");
+        fputs("{\"model\":\"m\",\"dataset\":\"d\",\"baseline\":true,\"policy\":\"zipage\",\"budget\":[\"fixed\",\"adaptive\"],"
+              "\"budget_tau\":[0.8,0.95],\"budget_floor\":[1,2]}", f);
+        fclose(f);
+        experiment x;
+        CHECK_OK(exp_load(path, NULL, &x));
+        int fixed = 0, adaptive = 0, full = 0;
+        for (int i = 0; i < x.n_runs; i++) {
+            const exp_run *r = &x.runs[i];
+            full += !strcmp(r->policy, "full") && !strcmp(r->budget, "fixed") && r->budget_floor == 1;
+            fixed += !strcmp(r->policy, "zipage") && !strcmp(r->budget, "fixed") && r->budget_tau == 0.9f && r->budget_floor == 1;
+            adaptive += !strcmp(r->policy, "zipage") && !strcmp(r->budget, "adaptive");
+        }
+        printf("budget axes: %d runs, %d fixed, %d adaptive, %d full KV\n", x.n_runs, fixed, adaptive, full);
+        CHECK(x.n_runs == 6 && fixed == 1 && adaptive == 4 && full == 1);
+        exp_free(&x);
     }
     /* per-policy windows: each run without a window axis gets its policy's authors' value */
     {

@@ -52,10 +52,9 @@ static zp_status head_budget_check(const zp_engine_config *cfg, engine_plan *p) 
 
 /* budget: fixed (N_max blocks), or adaptive for a capping policy whose plan scores tokens by
  * attention (its window's, or exact H2O's live history), the mass the count is taken over (not
- * StreamingLLM, the key scores or
- * TriAttention; nor StreamingLLM's position shift, then), with one budget for every layer and
- * head (not pyramid, not adakv). What needs the model or the backend (sliding
- * layers, CUDA, tensor parallelism, the query slots) is engine.c's. */
+ * StreamingLLM, with or without its position shift, the key scores or TriAttention), with one
+ * budget for every layer and head (not pyramid, not adakv). What needs the model or the backend
+ * (sliding layers, CUDA, tensor parallelism, the query slots) is engine.c's. */
 static zp_status budget_check(const zp_engine_config *cfg, engine_plan *p) {
     const char *k = cfg->budget ? cfg->budget : "fixed";
     if (!strcmp(k, "fixed")) return ZP_OK;

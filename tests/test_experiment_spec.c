@@ -21,7 +21,7 @@ int main(void) {
                                                                  {"fidelity_zipage_lambda", 12, 0}, {"smoke_fidelity", 6, 0},
                                                                  {"fidelity_kv_fp8", 22, 2}, {"fidelity_kv_fp8_prompt", 7, 1},
                                                                  {"fidelity_triattention", 12, 0}, {"policy_front", 42, 2},
-                                                                 {"fidelity_head_budgets", 4, 0}, {"fidelity_adaptive_budget", 12, 0}, {"passkey_adaptive_budget", 19, 1}};
+                                                                 {"fidelity_head_budgets", 4, 0}, {"fidelity_adaptive_budget", 12, 0}, {"passkey_adaptive_budget", 19, 1}, {"passkey_policy_front", 19, 1}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         experiment x;
         CHECK_OK(exp_load(want[i].name, ZIPAGE_SOURCE_DIR "/experiments", &x));

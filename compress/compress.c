@@ -206,18 +206,17 @@ static zp_status compress_group(zp_compressor *c, zp_model *m, zp_kv_storage *kv
     return ZP_OK;
 }
 
-/* The adaptive budget's blocks for item q: the measuring pass at the cap's budget, its count of
+/* The adaptive budget's blocks for item q: the measuring pass with the cap's plan, its count of
  * candidates and the budget's recent tokens in whole blocks, from floor to N_max. */
-static zp_status adaptive_blocks(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_compress_item *q, int *blocks) {
+static zp_status adaptive_blocks(zp_compressor *c, zp_model *m, zp_kv_storage *kv, const zp_score_plan *cap_plan, const zp_compress_item *q,
+                                 int *blocks) {
     const int bs = c->geo.block_size, budget = c->geo.budget;
-    zp_score_plan plan;
-    ZP_TRY(compressor_plan(c, budget, &plan));
     const int use_hist = c->policy.ops->needs_history && kv->score != NULL;
     zp_compress_req r;
     layer_requests(c, q, 1, 0, 0, use_hist, NULL, 0, &r);
     int count;
-    ZP_TRY(zp_compress_measure(m->be, &kv->dims, &plan, budget, &r, kv->k, kv->q, use_hist ? kv->score : NULL, c->tau, &count));
-    int k = (scorer_plan_recent(&plan, r.n, budget) + count + bs - 1) / bs;
+    ZP_TRY(zp_compress_measure(m->be, &kv->dims, cap_plan, budget, &r, kv->k, kv->q, use_hist ? kv->score : NULL, c->tau, &count));
+    int k = (scorer_plan_recent(cap_plan, r.n, budget) + count + bs - 1) / bs;
     *blocks = k < c->floor ? c->floor : k > c->geo.nmax ? c->geo.nmax : k;
     return ZP_OK;
 }
@@ -228,9 +227,11 @@ static zp_status compress_adaptive(zp_compressor *c, zp_model *m, zp_kv_storage 
     int *kb = malloc(sizeof *kb * (size_t)(n > 0 ? n : 1));
     zp_compress_item *group = malloc(sizeof *group * (size_t)(n > 0 ? n : 1));
     zp_status st = kb && group ? ZP_OK : zp_fail(ZP_ERR_OOM, "adaptive budget: no memory for %d requests", n);
+    zp_score_plan cap_plan; /* one plan at the cap for every request's measuring pass */
+    if (st == ZP_OK) st = compressor_plan(c, c->geo.budget, &cap_plan);
     const double t0 = zp_now();
     for (int i = 0; i < n && st == ZP_OK; i++) {
-        st = items[i].new_kept_blocks ? adaptive_blocks(c, m, kv, items + i, kb + i)
+        st = items[i].new_kept_blocks ? adaptive_blocks(c, m, kv, &cap_plan, items + i, kb + i)
                                       : zp_fail(ZP_ERR_INVALID, "adaptive budget: request %lld has no place for its blocks",
                                                 (long long)items[i].request_id);
     }

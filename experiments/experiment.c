@@ -323,3 +323,8 @@ void exp_assign_ids(experiment *x, const char *git_commit, uint64_t model_checks
         XXH64_freeState(st);
     }
 }
+
+void exp_budget_label(const exp_run *r, char *out, size_t n) {
+    if (strcmp(r->budget, "adaptive")) snprintf(out, n, "fixed");
+    else snprintf(out, n, "adaptive tau %g floor %d", r->budget_tau, r->budget_floor);
+}

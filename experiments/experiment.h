@@ -62,6 +62,8 @@ extern const int exp_n_settings;
  * strings point into r. The window is r's as resolved at expansion (the axis, or the policy's
  * default); full KV's N_max 0 becomes the engine's default. */
 void exp_engine_config(const exp_run *r, zp_engine_config *ec);
+/* The run's request budget for a log line: "fixed", or "adaptive tau T floor F". */
+void exp_budget_label(const exp_run *r, char *out, size_t n);
 
 typedef struct {
     char name[128];

@@ -471,9 +471,9 @@ zp_status runner_run_experiment(experiment *x, const runner_opts *o) {
             note_finished(o, n_done + n_skip);
             continue;
         }
-        char budget[96] = "";
-        if (!strcmp(r->budget, "adaptive")) snprintf(budget, sizeof budget, " budget adaptive (tau %g, floor %d)", r->budget_tau, r->budget_floor);
-        fprintf(stderr, "run %d/%d (%s): policy %s nmax %d window %d%s kv_pool_tokens %lld on %s\n", i + 1, x->n_runs, r->run_id,
+        char budget[96];
+        exp_budget_label(r, budget, sizeof budget);
+        fprintf(stderr, "run %d/%d (%s): policy %s nmax %d window %d budget %s kv_pool_tokens %lld on %s\n", i + 1, x->n_runs, r->run_id,
                 r->policy, r->nmax, r->window, budget, (long long)r->kv_pool_tokens, r->dataset);
         zp_status s = resolve_model(r->model, model_dir, sizeof model_dir);
         if (s == ZP_OK) s = drop_stale_samples(exp_dir, r->run_id);

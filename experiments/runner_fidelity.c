@@ -148,8 +148,8 @@ zp_status runner_fidelity_run(const exp_run *r, const char *exp_dir, const char 
     zp_status st = force ? rio_replace_lines(path, fid_head, prefix, row, k) : rio_append_lines(path, fid_head, row, k);
     free(row);
     ZP_TRY(st);
-    char budget[96] = "fixed";
-    if (!strcmp(r->budget, "adaptive")) snprintf(budget, sizeof budget, "adaptive tau %g floor %d", r->budget_tau, r->budget_floor);
+    char budget[96];
+    exp_budget_label(r, budget, sizeof budget);
     fprintf(stderr, "run %s: %s N=%d (%s layer budgets, %s head budgets, budget %s, kv_dtype %s): mean KL %.4f nats, top-1 agreement %.3f, retained share %.3f\n",
             r->run_id, r->policy, r->nmax, r->layer_budget[0] ? r->layer_budget : "uniform", r->head_budget[0] ? r->head_budget : "uniform",
             budget, kv_dtype, mean.mean_kl, mean.agreement, mean.retained_share);
